@@ -1,0 +1,90 @@
+import { Redis } from 'ioredis';
+import pino, { type Logger } from 'pino';
+import type { Config } from './config/config.ts';
+import { openDatabase, isUniqueViolation, type Database } from './db/client.ts';
+import { applyMigrations } from './db/migrations.ts';
+import { systemClock, type Clock, type Deps } from './domain/context.ts';
+import { generateSecret, hashSecret } from './domain/keys/secrets.ts';
+
+export const LOG_REDACT_PATHS = [
+  'req.headers.authorization',
+  'headers.authorization',
+  'authorization',
+  '*.secret',
+  'secret',
+  '*.masterKey',
+  'config.masterKey',
+  'config.encryptionKey',
+];
+
+export function createLogger(config: Pick<Config, 'logLevel'>, destination?: pino.DestinationStream): Logger {
+  return pino({ level: config.logLevel, redact: { paths: LOG_REDACT_PATHS, censor: '[redacted]' } }, destination);
+}
+
+export interface DepsOverrides {
+  clock?: Clock;
+  log?: Logger;
+  database?: Database;
+  /** Where a generated operator key is announced (once, at first start); default stdout. */
+  announceMasterKey?: (secret: string) => void;
+}
+
+/** Opens the database (migrating it), Redis and the operator key: everything a request needs, built once. */
+export async function createDeps(config: Readonly<Config>, overrides: DepsOverrides = {}): Promise<Deps> {
+  const log = overrides.log ?? createLogger(config);
+  const database =
+    overrides.database ?? (await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir }));
+  if (!overrides.database) {
+    await applyMigrations(
+      database.kind === 'postgres'
+        ? { kind: 'postgres', url: config.databaseUrl! }
+        : { kind: 'pglite', pglite: database.pglite! },
+      { log: (msg: string) => log.info(msg) },
+    );
+  }
+  const redis = config.redisUrl ? await connectRedis(config.redisUrl) : null;
+  if (!redis) log.warn('REDIS_URL is not set: limits, caches and idempotency use an in-process store (one replica only)');
+  const masterKeyHash = await resolveMasterKeyHash(config, database, overrides.announceMasterKey ?? announceOnStdout);
+  return { config, database, db: database.prisma, clock: overrides.clock ?? systemClock, log, redis, masterKeyHash };
+}
+
+export async function closeDeps(deps: Deps): Promise<void> {
+  deps.redis?.disconnect();
+  await deps.database.close();
+}
+
+async function connectRedis(url: string): Promise<Redis> {
+  const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 2, connectTimeout: 5_000 });
+  try {
+    await redis.connect();
+    await redis.ping();
+  } catch (err) {
+    redis.disconnect();
+    throw new Error(`REDIS_URL: cannot reach Redis (${(err as Error).message})`);
+  }
+  return redis;
+}
+
+function announceOnStdout(secret: string): void {
+  process.stdout.write(
+    `\nGenerated operator key (shown once; only its hash is kept). Set SVC_MASTER_KEY to choose your own.\n` +
+      `SVC_MASTER_KEY=${secret}\n\n`,
+  );
+}
+
+/** CONTRACT §1: SVC_MASTER_KEY, or one generated at first start, printed once, with only its hash kept. */
+async function resolveMasterKeyHash(config: Readonly<Config>, database: Database, announce: (secret: string) => void): Promise<string> {
+  if (config.masterKey) return hashSecret(config.masterKey);
+  const stored = await database.prisma.setting.findUnique({ where: { key: 'master_key_hash' } });
+  if (stored) return stored.value;
+  const secret = generateSecret();
+  try {
+    await database.prisma.setting.create({ data: { key: 'master_key_hash', value: hashSecret(secret) } });
+  } catch (err) {
+    // Another replica generated one first: use its hash and announce nothing.
+    if (!isUniqueViolation(err)) throw err;
+    return (await database.prisma.setting.findUniqueOrThrow({ where: { key: 'master_key_hash' } })).value;
+  }
+  announce(secret);
+  return hashSecret(secret);
+}

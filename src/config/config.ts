@@ -1,0 +1,133 @@
+import path from 'node:path';
+
+/** One typed, frozen view of the environment (CONTRACT §1). A bad value throws ConfigError naming the variable. */
+export interface Config {
+  host: string;
+  port: number;
+  databaseUrl: string | null;
+  dataDir: string;
+  redisUrl: string | null;
+  /** Prefix for every Redis key, so that test runs and deployments can share one Redis. */
+  redisPrefix: string;
+  masterKey: string | null;
+  providersFile: string | null;
+  webhookRetryScheduleS: number[];
+  webhookRetryHorizonS: number;
+  egressAllowlist: string[];
+  smtpUrl: string | null;
+  alertEmailFrom: string | null;
+  /** Base of error doc_url links; unset: derived from the request's host. */
+  publicUrl: string | null;
+  /** 32-byte key (hex or base64) for webhook signing secrets at rest; unset: generated in dataDir. */
+  encryptionKey: string | null;
+  bodyLimitBytes: number;
+  logLevel: string;
+  production: boolean;
+  graphqlIntrospection: boolean;
+  routingTimeoutMs: number;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly variable: string, problem: string) {
+    super(`${variable}: ${problem}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+function str(env: Env, name: string): string | null {
+  const v = env[name];
+  return v === undefined || v.trim() === '' ? null : v.trim();
+}
+
+function int(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = str(env, name);
+  if (raw === null) return fallback;
+  if (!/^\d+$/.test(raw)) throw new ConfigError(name, `must be a whole number, got "${raw}"`);
+  const n = Number(raw);
+  if (n < min || n > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${n}`);
+  return n;
+}
+
+function url(env: Env, name: string, protocols: string[]): string | null {
+  const raw = str(env, name);
+  if (raw === null) return null;
+  let parsed: URL;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    throw new ConfigError(name, 'is not a valid URL');
+  }
+  if (!protocols.includes(parsed.protocol)) {
+    throw new ConfigError(name, `must start with ${protocols.map((p) => `${p}//`).join(' or ')}`);
+  }
+  return raw;
+}
+
+function bool(env: Env, name: string, fallback: boolean): boolean {
+  const raw = str(env, name);
+  if (raw === null) return fallback;
+  if (['1', 'true', 'yes', 'on'].includes(raw.toLowerCase())) return true;
+  if (['0', 'false', 'no', 'off'].includes(raw.toLowerCase())) return false;
+  throw new ConfigError(name, `must be true or false, got "${raw}"`);
+}
+
+export function loadConfig(env: Env = process.env): Readonly<Config> {
+  const masterKey = str(env, 'SVC_MASTER_KEY');
+  if (masterKey !== null && (!masterKey.startsWith('svc_sk_') || masterKey.length < 32)) {
+    throw new ConfigError('SVC_MASTER_KEY', 'must begin with svc_sk_ and be at least 32 characters');
+  }
+
+  const scheduleRaw = str(env, 'SVC_WEBHOOK_RETRY_SCHEDULE') ?? '0,30,120,600,3600,21600';
+  const schedule = scheduleRaw.split(',').map((s) => s.trim());
+  if (schedule.some((s) => !/^\d+$/.test(s))) {
+    throw new ConfigError('SVC_WEBHOOK_RETRY_SCHEDULE', 'must be comma-separated whole seconds, e.g. 0,30,120');
+  }
+  const webhookRetryScheduleS = schedule.map(Number);
+  for (let i = 1; i < webhookRetryScheduleS.length; i++) {
+    if (webhookRetryScheduleS[i]! < webhookRetryScheduleS[i - 1]!) {
+      throw new ConfigError('SVC_WEBHOOK_RETRY_SCHEDULE', 'delays must not decrease');
+    }
+  }
+
+  const production = (env.NODE_ENV ?? '') === 'production';
+  const publicUrl = url(env, 'SVC_PUBLIC_URL', ['http:', 'https:']);
+
+  const config: Config = {
+    host: str(env, 'HOST') ?? '127.0.0.1',
+    port: int(env, 'PORT', 8080, 0, 65535),
+    databaseUrl: url(env, 'DATABASE_URL', ['postgresql:', 'postgres:']),
+    dataDir: path.resolve(str(env, 'SVC_DATA_DIR') ?? './.svc-data'),
+    redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
+    redisPrefix: str(env, 'SVC_REDIS_PREFIX') ?? 'svc:',
+    masterKey,
+    providersFile: str(env, 'SVC_PROVIDERS_FILE'),
+    webhookRetryScheduleS,
+    webhookRetryHorizonS: int(env, 'SVC_WEBHOOK_RETRY_HORIZON_S', 86_400, 1, 30 * 86_400),
+    egressAllowlist: (str(env, 'SVC_EGRESS_ALLOWLIST') ?? '').split(',').map((s) => s.trim()).filter(Boolean),
+    smtpUrl: url(env, 'SVC_SMTP_URL', ['smtp:', 'smtps:']),
+    alertEmailFrom: str(env, 'SVC_ALERT_EMAIL_FROM'),
+    publicUrl: publicUrl ? publicUrl.replace(/\/+$/, '') : null,
+    encryptionKey: str(env, 'SVC_ENCRYPTION_KEY'),
+    bodyLimitBytes: int(env, 'SVC_BODY_LIMIT_BYTES', 1_048_576, 1024, 100 * 1_048_576),
+    logLevel: str(env, 'LOG_LEVEL') ?? 'info',
+    production,
+    graphqlIntrospection: bool(env, 'SVC_GRAPHQL_INTROSPECTION', !production),
+    routingTimeoutMs: int(env, 'SVC_ROUTING_TIMEOUT_MS', 30_000, 100, 600_000),
+  };
+  if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(config.logLevel)) {
+    throw new ConfigError('LOG_LEVEL', 'must be one of fatal, error, warn, info, debug, trace, silent');
+  }
+  if (config.encryptionKey !== null && decodeKey(config.encryptionKey) === null) {
+    throw new ConfigError('SVC_ENCRYPTION_KEY', 'must be 32 bytes as 64 hex characters or base64');
+  }
+  return Object.freeze(config);
+}
+
+/** 32 bytes from hex or base64, or null when it is neither. */
+export function decodeKey(raw: string): Buffer | null {
+  if (/^[0-9a-fA-F]{64}$/.test(raw)) return Buffer.from(raw, 'hex');
+  const b = Buffer.from(raw, 'base64');
+  return b.length === 32 ? b : null;
+}

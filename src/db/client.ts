@@ -1,0 +1,72 @@
+import { mkdirSync } from 'node:fs';
+import { PGlite } from '@electric-sql/pglite';
+import { PrismaPg } from '@prisma/adapter-pg';
+import { PrismaPGlite } from 'pglite-prisma-adapter';
+import { PrismaClient } from '../generated/prisma/client.ts';
+
+export type Db = PrismaClient;
+/** What a store function runs on: the client or an interactive transaction. */
+export type Tx = Omit<PrismaClient, '$connect' | '$disconnect' | '$on' | '$transaction' | '$extends'>;
+
+export interface Database {
+  prisma: PrismaClient;
+  kind: 'postgres' | 'pglite';
+  /** The PostgreSQL schema in use (from `?schema=` in DATABASE_URL), or 'public'. */
+  schema: string;
+  pglite?: PGlite;
+  close(): Promise<void>;
+}
+
+export interface OpenOptions {
+  /** PostgreSQL URL; null: embedded PGlite. */
+  databaseUrl: string | null;
+  /** PGlite directory; null: in memory (tests). */
+  dataDir: string | null;
+  poolSize?: number;
+  log?: boolean;
+}
+
+export function schemaOf(databaseUrl: string): string {
+  return new URL(databaseUrl).searchParams.get('schema') ?? 'public';
+}
+
+/** Opens PostgreSQL through @prisma/adapter-pg, or the embedded PGlite through pglite-prisma-adapter. */
+export async function openDatabase(opts: OpenOptions): Promise<Database> {
+  const log = opts.log ? ([{ emit: 'event', level: 'query' }] as const) : undefined;
+  if (opts.databaseUrl) {
+    const schema = schemaOf(opts.databaseUrl);
+    const url = new URL(opts.databaseUrl);
+    url.searchParams.delete('schema');
+    const adapter = new PrismaPg(
+      {
+        connectionString: url.toString(),
+        max: opts.poolSize ?? 10,
+        // Raw SQL (locks, SKIP LOCKED claims) must see the same schema as the generated queries.
+        options: `-c search_path="${schema}"`,
+        connectionTimeoutMillis: 5_000,
+      },
+      { schema },
+    );
+    const prisma = new PrismaClient({ adapter, log: log ? [...log] : undefined });
+    return { prisma, kind: 'postgres', schema, close: () => prisma.$disconnect() };
+  }
+  if (opts.dataDir) mkdirSync(opts.dataDir, { recursive: true });
+  const pglite = opts.dataDir ? new PGlite(opts.dataDir) : new PGlite();
+  await pglite.waitReady;
+  const prisma = new PrismaClient({ adapter: new PrismaPGlite(pglite), log: log ? [...log] : undefined });
+  return {
+    prisma,
+    kind: 'pglite',
+    schema: 'public',
+    pglite,
+    close: async () => {
+      await prisma.$disconnect();
+      await pglite.close();
+    },
+  };
+}
+
+/** Prisma's unique-constraint violation; v7 adapters carry no target, so callers name the field themselves. */
+export function isUniqueViolation(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && (err as { code?: string }).code === 'P2002';
+}

@@ -1,0 +1,77 @@
+import type { Prisma, AuditEvent } from '../../generated/prisma/client.ts';
+import type { Tx } from '../../db/client.ts';
+import { newId } from '../../db/ids.ts';
+import type { Ctx } from '../context.ts';
+import { paginate, type Page, type PageQuery } from '../pagination.ts';
+import { visibleProjectId } from '../projects/service.ts';
+
+export const AUDIT_MAX_PAGE_SIZE = 500;
+
+export interface AuditInput {
+  projectId: string | null;
+  targetId?: string | null;
+  data?: Prisma.InputJsonValue;
+}
+
+/** Written in the caller's transaction, so an audit row exists exactly when the change it describes does. */
+export async function recordAudit(tx: Tx, ctx: Ctx, action: string, input: AuditInput): Promise<AuditEvent> {
+  const now = ctx.now();
+  return tx.auditEvent.create({
+    data: {
+      id: newId('aud', now.getTime()),
+      projectId: input.projectId,
+      action,
+      actorKeyId: ctx.caller.keyId,
+      targetId: input.targetId ?? null,
+      requestId: ctx.requestId,
+      ip: ctx.ip,
+      data: input.data ?? {},
+      createdAt: now,
+    },
+  });
+}
+
+/** Audit entries written by the system itself (no request), e.g. webhook.delivery.failed. */
+export async function recordSystemAudit(
+  tx: Tx,
+  now: Date,
+  action: string,
+  input: AuditInput,
+): Promise<AuditEvent> {
+  return tx.auditEvent.create({
+    data: {
+      id: newId('aud', now.getTime()),
+      projectId: input.projectId,
+      action,
+      actorKeyId: null,
+      targetId: input.targetId ?? null,
+      requestId: null,
+      ip: null,
+      data: input.data ?? {},
+      createdAt: now,
+    },
+  });
+}
+
+export interface AuditQuery extends PageQuery {
+  project_id?: string;
+  action?: string;
+}
+
+export async function listAuditEvents(ctx: Ctx, query: AuditQuery): Promise<Page<AuditEvent>> {
+  const projectId = await visibleProjectId(ctx, query.project_id);
+  const where: Prisma.AuditEventWhereInput = {
+    ...(projectId !== undefined ? { projectId } : {}),
+    ...(query.action !== undefined ? { action: query.action } : {}),
+  };
+  return paginate(
+    query,
+    {
+      cursorField: 'id',
+      fetch: ({ cursor, order, take }) =>
+        ctx.db.auditEvent.findMany({ where: { ...where, ...(cursor ? { id: cursor } : {}) }, orderBy: { id: order }, take }),
+      exists: async (id) => (await ctx.db.auditEvent.count({ where: { ...where, id } })) > 0,
+    },
+    AUDIT_MAX_PAGE_SIZE,
+  );
+}

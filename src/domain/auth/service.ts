@@ -1,0 +1,62 @@
+import { SvcError } from '../../errors/svc-error.ts';
+import type { Caller, Deps } from '../context.ts';
+import { SCOPES, type Scope } from '../keys/scopes.ts';
+import { KEY_PREFIX, hashSecret, safeEqualHex } from '../keys/secrets.ts';
+
+export const OPERATOR_KEY_ID = 'key_master';
+
+const invalidKey = () => new SvcError('invalid_api_key');
+const LAST_USED_RESOLUTION_MS = 60_000;
+
+/** Parses `Authorization: Bearer svc_sk_…`; anything else is 401 invalid_api_key. */
+export function bearerSecret(header: string | undefined): string {
+  if (!header) throw new SvcError('invalid_api_key', { message: 'No API key: send Authorization: Bearer <API_KEY>.' });
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  if (!match || !match[1]!.startsWith(KEY_PREFIX) || match[1]!.length > 200) throw invalidKey();
+  return match[1]!;
+}
+
+/**
+ * Resolves a secret to its caller. Secrets are compared by SHA-256 digest: the database finds the row by the digest's
+ * unique index, and the digest is compared again in constant time. Revoked, expired and past-overlap secrets are 401.
+ */
+export async function authenticate(deps: Deps, header: string | undefined): Promise<Caller> {
+  const secret = bearerSecret(header);
+  const hash = hashSecret(secret);
+  if (safeEqualHex(hash, deps.masterKeyHash)) {
+    return { kind: 'operator', keyId: OPERATOR_KEY_ID, projectId: null, scopes: SCOPES };
+  }
+  const now = deps.clock.now();
+  const key = await deps.db.apiKey.findFirst({
+    where: { OR: [{ secretHash: hash }, { previousSecretHash: hash }] },
+    select: {
+      id: true,
+      projectId: true,
+      scopes: true,
+      status: true,
+      expiresAt: true,
+      secretHash: true,
+      previousSecretHash: true,
+      previousExpiresAt: true,
+      lastUsedAt: true,
+    },
+  });
+  if (!key || key.status !== 'active') throw invalidKey();
+  if (key.expiresAt && key.expiresAt.getTime() <= now) throw invalidKey();
+  const current = safeEqualHex(hash, key.secretHash);
+  const previous =
+    !current &&
+    key.previousSecretHash !== null &&
+    safeEqualHex(hash, key.previousSecretHash) &&
+    key.previousExpiresAt !== null &&
+    key.previousExpiresAt.getTime() > now;
+  if (!current && !previous) throw invalidKey();
+
+  if (!key.lastUsedAt || now - key.lastUsedAt.getTime() > LAST_USED_RESOLUTION_MS) {
+    // Best effort and off the request's critical path; minute resolution keeps it from writing on every call.
+    deps.db.apiKey
+      .update({ where: { id: key.id }, data: { lastUsedAt: new Date(now) } })
+      .catch((err: unknown) => deps.log.warn({ err, keyId: key.id }, 'could not record last_used_at'));
+  }
+  return { kind: 'key', keyId: key.id, projectId: key.projectId, scopes: key.scopes as Scope[] };
+}

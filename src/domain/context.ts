@@ -1,0 +1,60 @@
+import type { Logger } from 'pino';
+import type { Redis } from 'ioredis';
+import type { Config } from '../config/config.ts';
+import type { Database, Db } from '../db/client.ts';
+import type { Scope } from './keys/scopes.ts';
+
+/** Milliseconds since the epoch; tests inject a fake one (retry schedules are hours long). */
+export interface Clock {
+  now(): number;
+}
+export const systemClock: Clock = { now: () => Date.now() };
+
+/** Who is calling: the operator (SVC_MASTER_KEY) or a project key. */
+export interface Caller {
+  kind: 'operator' | 'key';
+  /** `key_master` for the operator. */
+  keyId: string;
+  /** The key's project; null for the operator. */
+  projectId: string | null;
+  scopes: readonly Scope[];
+}
+
+/** Process-wide dependencies, built once at start (src/app-deps.ts) and shared by every request. */
+export interface Deps {
+  config: Readonly<Config>;
+  database: Database;
+  db: Db;
+  clock: Clock;
+  log: Logger;
+  redis: Redis | null;
+  /** SHA-256 hex of the operator key. */
+  masterKeyHash: string;
+}
+
+/** One per request: REST puts it on `req.ctx`, GraphQL on `{ ctx }`. */
+export interface Ctx {
+  deps: Deps;
+  db: Db;
+  requestId: string;
+  caller: Caller;
+  ip: string | null;
+  /** The X-Svc-Project header, if sent. */
+  headerProjectId: string | null;
+  /** The project the call turned out to address (for the operator's identity header). */
+  projectId: string | null;
+  now(): Date;
+}
+
+export function makeCtx(deps: Deps, init: { requestId: string; caller: Caller; ip: string | null; headerProjectId: string | null }): Ctx {
+  return {
+    deps,
+    db: deps.db,
+    ...init,
+    projectId: init.caller.projectId,
+    now: () => new Date(deps.clock.now()),
+  };
+}
+
+export const unixSeconds = (d: Date): number => Math.floor(d.getTime() / 1000);
+export const unixOrNull = (d: Date | null | undefined): number | null => (d ? unixSeconds(d) : null);

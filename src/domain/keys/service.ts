@@ -1,0 +1,218 @@
+import type { ApiKey, Prisma } from '../../generated/prisma/client.ts';
+import { isUniqueViolation, type Tx } from '../../db/client.ts';
+import { newId } from '../../db/ids.ts';
+import { SvcError, invalid } from '../../errors/svc-error.ts';
+import { recordAudit } from '../audit/service.ts';
+import type { Ctx } from '../context.ts';
+import { enqueueEvent } from '../events/outbox.ts';
+import { paginate, type Page, type PageQuery } from '../pagination.ts';
+import { requireProjectId, visibleProjectId } from '../projects/service.ts';
+import { isScope, type Scope } from './scopes.ts';
+import { generateSecret, hashSecret } from './secrets.ts';
+
+/** A key row with, on create and rotate only, the full secret. */
+export type KeyWithSecret = ApiKey & { secret?: string };
+
+export interface CreateKeyInput {
+  project_id?: string | null;
+  name: string;
+  scopes: string[];
+  budget_usd?: number | null;
+  expires_at?: number | null;
+}
+
+export const MAX_OVERLAP_HOURS = 168;
+export const MICROS_PER_USD = 1_000_000;
+
+export function usdToMicros(usd: number): bigint {
+  return BigInt(Math.round(usd * MICROS_PER_USD));
+}
+
+function validateKeyInput(ctx: Ctx, input: CreateKeyInput): { name: string; scopes: Scope[]; budgetMicros: bigint | null; expiresAt: Date | null } {
+  if (typeof input.name !== 'string' || input.name.trim().length === 0 || input.name.length > 100) {
+    throw invalid('name', 'name must be a non-empty string of at most 100 characters.');
+  }
+  if (!Array.isArray(input.scopes) || input.scopes.length === 0) {
+    throw invalid('scopes', 'scopes must be a non-empty array of scopes.');
+  }
+  const unknown = input.scopes.find((s) => typeof s !== 'string' || !isScope(s));
+  if (unknown !== undefined) throw invalid('scopes', `Unknown scope: ${String(unknown)}.`);
+  const scopes = [...new Set(input.scopes as Scope[])];
+
+  let budgetMicros: bigint | null = null;
+  if (input.budget_usd !== undefined && input.budget_usd !== null) {
+    if (typeof input.budget_usd !== 'number' || !Number.isFinite(input.budget_usd) || input.budget_usd < 0) {
+      throw invalid('budget_usd', 'budget_usd must be a number of at least 0.');
+    }
+    if (input.budget_usd > 1e12) throw invalid('budget_usd', 'budget_usd is too large.');
+    budgetMicros = usdToMicros(input.budget_usd);
+  }
+
+  let expiresAt: Date | null = null;
+  if (input.expires_at !== undefined && input.expires_at !== null) {
+    if (!Number.isInteger(input.expires_at) || input.expires_at * 1000 <= ctx.now().getTime()) {
+      throw invalid('expires_at', 'expires_at must be a Unix time in seconds in the future.');
+    }
+    if (input.expires_at > 253_402_300_799) throw invalid('expires_at', 'expires_at is too far in the future.');
+    expiresAt = new Date(input.expires_at * 1000);
+  }
+  return { name: input.name, scopes, budgetMicros, expiresAt };
+}
+
+/** A key may only hand out scopes it holds itself. */
+function assertScopeSubset(ctx: Ctx, scopes: readonly Scope[]): void {
+  if (ctx.caller.kind === 'operator') return;
+  const held = new Set(ctx.caller.scopes);
+  const extra = scopes.filter((s) => !held.has(s));
+  if (extra.length > 0) {
+    throw new SvcError('insufficient_scope', {
+      param: 'scopes',
+      message: `A key cannot grant scopes it does not hold: ${extra.join(', ')}.`,
+    });
+  }
+}
+
+/** Audits key.create. A failed create (bad input, name conflict) stores nothing, audit included. */
+export async function createKey(ctx: Ctx, input: CreateKeyInput): Promise<KeyWithSecret> {
+  const valid = validateKeyInput(ctx, input);
+  assertScopeSubset(ctx, valid.scopes);
+  const projectId = await requireProjectId(ctx, input.project_id);
+  const secret = generateSecret();
+  const now = ctx.now();
+  try {
+    const key = await ctx.db.$transaction(async (tx) => {
+      const key = await tx.apiKey.create({
+        data: {
+          id: newId('key', now.getTime()),
+          projectId,
+          name: valid.name,
+          activeName: valid.name,
+          scopes: valid.scopes,
+          secretHash: hashSecret(secret),
+          secretLast4: secret.slice(-4),
+          budgetMicros: valid.budgetMicros,
+          expiresAt: valid.expiresAt,
+          status: 'active',
+          createdAt: now,
+        },
+      });
+      await recordAudit(tx, ctx, 'key.create', {
+        projectId,
+        targetId: key.id,
+        data: { name: key.name, scopes: key.scopes },
+      });
+      return key;
+    });
+    return { ...key, secret };
+  } catch (err) {
+    if (isUniqueViolation(err)) throw new SvcError('key_name_conflict', { param: 'name' });
+    throw err;
+  }
+}
+
+export interface ListKeysQuery extends PageQuery {
+  project_id?: string;
+}
+
+/** Audits key.list (spec §5: listing keys is an audited action). */
+export async function listKeys(ctx: Ctx, query: ListKeysQuery): Promise<Page<ApiKey>> {
+  const projectId = await visibleProjectId(ctx, query.project_id);
+  const where: Prisma.ApiKeyWhereInput = projectId !== undefined ? { projectId } : {};
+  const page = await paginate(query, {
+    cursorField: 'id',
+    fetch: ({ cursor, order, take }) =>
+      ctx.db.apiKey.findMany({ where: cursor ? { ...where, id: cursor } : where, orderBy: { id: order }, take }),
+    exists: async (id) => (await ctx.db.apiKey.count({ where: { ...where, id } })) > 0,
+  });
+  await recordAudit(ctx.db, ctx, 'key.list', {
+    projectId: projectId ?? null,
+    data: { count: page.data.length, ...pickDefined(query) },
+  });
+  return page;
+}
+
+function pickDefined(q: ListKeysQuery): Record<string, string | number> {
+  const out: Record<string, string | number> = {};
+  for (const [k, v] of Object.entries(q)) if (v !== undefined && v !== null) out[k] = v as string | number;
+  return out;
+}
+
+/** Another project's key looks absent (404), so a key can never learn that it exists. */
+async function findVisibleKey(ctx: Ctx, tx: Tx, keyId: string): Promise<ApiKey> {
+  const projectId = await visibleProjectId(ctx, null);
+  const key = await tx.apiKey.findFirst({ where: { id: keyId, ...(projectId !== undefined ? { projectId } : {}) } });
+  if (!key) throw new SvcError('not_found', { param: 'key_id', message: 'No such key.' });
+  ctx.projectId = key.projectId;
+  return key;
+}
+
+export async function getKey(ctx: Ctx, keyId: string): Promise<ApiKey> {
+  return findVisibleKey(ctx, ctx.db, keyId);
+}
+
+export function keyStatus(key: Pick<ApiKey, 'status' | 'expiresAt'>, now: Date): 'active' | 'revoked' | 'expired' {
+  if (key.status === 'revoked') return 'revoked';
+  if (key.expiresAt && key.expiresAt.getTime() <= now.getTime()) return 'expired';
+  return 'active';
+}
+
+export interface RotateKeyInput {
+  overlap_hours?: number | null;
+}
+
+/**
+ * Issues a new secret for the same key id. The previous secret stays valid for overlap_hours (0 to 168, default 0);
+ * a secret still in an earlier overlap is dropped at once. Audits key.rotate and emits key.rotated.
+ */
+export async function rotateKey(ctx: Ctx, keyId: string, input: RotateKeyInput = {}): Promise<KeyWithSecret & { previousSecretExpiresAt: Date }> {
+  const overlap = input.overlap_hours ?? 0;
+  if (!Number.isInteger(overlap) || overlap < 0 || overlap > MAX_OVERLAP_HOURS) {
+    throw invalid('overlap_hours', `overlap_hours must be an integer from 0 to ${MAX_OVERLAP_HOURS}.`);
+  }
+  const secret = generateSecret();
+  const now = ctx.now();
+  const previousExpiresAt = new Date(now.getTime() + overlap * 3_600_000);
+  const key = await ctx.db.$transaction(async (tx) => {
+    const found = await findVisibleKey(ctx, tx, keyId);
+    const status = keyStatus(found, now);
+    if (status !== 'active') throw invalid('key_id', `A ${status} key cannot be rotated.`);
+    const rotated = await tx.apiKey.update({
+      where: { id: found.id },
+      data: {
+        secretHash: hashSecret(secret),
+        secretLast4: secret.slice(-4),
+        previousSecretHash: overlap > 0 ? found.secretHash : null,
+        previousExpiresAt: overlap > 0 ? previousExpiresAt : null,
+      },
+    });
+    const expiresUnix = Math.floor(previousExpiresAt.getTime() / 1000);
+    await recordAudit(tx, ctx, 'key.rotate', {
+      projectId: rotated.projectId,
+      targetId: rotated.id,
+      data: { overlap_hours: overlap, previous_secret_expires_at: expiresUnix },
+    });
+    await enqueueEvent(tx, now, rotated.projectId, 'key.rotated', {
+      key_id: rotated.id,
+      previous_secret_expires_at: expiresUnix,
+    });
+    return rotated;
+  });
+  return { ...key, secret, previousSecretExpiresAt: previousExpiresAt };
+}
+
+/** Revoking twice returns the same key. Audits key.revoke and emits key.revoked, both only on the first call. */
+export async function revokeKey(ctx: Ctx, keyId: string): Promise<ApiKey> {
+  const now = ctx.now();
+  const key = await ctx.db.$transaction(async (tx) => {
+    const found = await findVisibleKey(ctx, tx, keyId);
+    if (found.status === 'revoked') return found;
+    const revoked = await tx.apiKey.update({
+      where: { id: found.id },
+      data: { status: 'revoked', revokedAt: now, activeName: null, previousSecretHash: null, previousExpiresAt: null },
+    });
+    await recordAudit(tx, ctx, 'key.revoke', { projectId: revoked.projectId, targetId: revoked.id });
+    await enqueueEvent(tx, now, revoked.projectId, 'key.revoked', { key_id: revoked.id });
+    return revoked;
+  });
+  return key;
+}

@@ -1,0 +1,124 @@
+import type { Project } from '../../generated/prisma/client.ts';
+import { newId } from '../../db/ids.ts';
+import { SvcError, invalid } from '../../errors/svc-error.ts';
+import { recordAudit } from '../audit/service.ts';
+import type { Ctx } from '../context.ts';
+import { paginate, type Page, type PageQuery } from '../pagination.ts';
+
+export const PLANS = ['starter', 'growth', 'enterprise'] as const;
+export type Plan = (typeof PLANS)[number];
+
+const notFound = (param = 'project_id') => new SvcError('not_found', { param, message: 'No such project.' });
+
+/**
+ * The project a write addresses: body/query `project_id`, else the X-Svc-Project header; missing is 400
+ * missing_project_id. A key that names another project gets 404 (never reveal that it exists).
+ */
+export async function requireProjectId(ctx: Ctx, requested: string | null | undefined): Promise<string> {
+  const projectId = requested ?? ctx.headerProjectId;
+  if (!projectId) throw new SvcError('missing_project_id', { param: 'project_id' });
+  await assertVisible(ctx, projectId);
+  ctx.projectId = projectId;
+  return projectId;
+}
+
+/** The project filter of a read: a key sees only its own project; the operator all, or the one it names. */
+export async function visibleProjectId(ctx: Ctx, requested: string | null | undefined): Promise<string | undefined> {
+  const projectId = requested ?? ctx.headerProjectId;
+  if (ctx.caller.kind === 'key') {
+    if (projectId && projectId !== ctx.caller.projectId) throw notFound();
+    return ctx.caller.projectId!;
+  }
+  if (!projectId) return undefined;
+  await assertVisible(ctx, projectId);
+  ctx.projectId = projectId;
+  return projectId;
+}
+
+async function assertVisible(ctx: Ctx, projectId: string): Promise<void> {
+  if (ctx.caller.kind === 'key') {
+    if (projectId !== ctx.caller.projectId) throw notFound();
+    return;
+  }
+  const found = await ctx.db.project.findUnique({ where: { id: projectId }, select: { id: true } });
+  if (!found) throw notFound();
+}
+
+function requireOperator(ctx: Ctx): void {
+  if (ctx.caller.kind !== 'operator') {
+    throw new SvcError('insufficient_scope', { message: 'Only the operator key can create or archive projects.' });
+  }
+}
+
+export interface CreateProjectInput {
+  name: string;
+  plan?: string;
+  region?: string | null;
+}
+
+export function validateProjectInput(input: CreateProjectInput): { name: string; plan: Plan; region: string | null } {
+  if (typeof input.name !== 'string' || input.name.trim().length === 0 || input.name.length > 100) {
+    throw invalid('name', 'name must be a non-empty string of at most 100 characters.');
+  }
+  const plan = input.plan ?? 'starter';
+  if (!(PLANS as readonly string[]).includes(plan)) throw invalid('plan', 'plan must be one of starter, growth, enterprise.');
+  const region = input.region ?? null;
+  if (region !== null && !/^[a-z0-9][a-z0-9-]{0,62}$/.test(region)) {
+    throw invalid('region', 'region must be a lower-case region name such as eu-west-1.');
+  }
+  return { name: input.name, plan: plan as Plan, region };
+}
+
+/** Operator only. Audits project.create. */
+export async function createProject(ctx: Ctx, input: CreateProjectInput): Promise<Project> {
+  requireOperator(ctx);
+  const valid = validateProjectInput(input);
+  const now = ctx.now();
+  return ctx.db.$transaction(async (tx) => {
+    const project = await tx.project.create({
+      data: { id: newId('prj', now.getTime()), ...valid, status: 'active', createdAt: now },
+    });
+    await recordAudit(tx, ctx, 'project.create', { projectId: project.id, targetId: project.id, data: valid });
+    ctx.projectId = project.id;
+    return project;
+  });
+}
+
+export async function listProjects(ctx: Ctx, query: PageQuery): Promise<Page<Project>> {
+  const where = ctx.caller.kind === 'key' ? { id: ctx.caller.projectId! } : {};
+  return paginate(query, {
+    cursorField: 'id',
+    fetch: ({ cursor, order, take }) =>
+      ctx.db.project.findMany({
+        where: cursor ? { AND: [where, { id: cursor }] } : where,
+        orderBy: { id: order },
+        take,
+      }),
+    exists: async (id) => (await ctx.db.project.count({ where: { AND: [where, { id }] } })) > 0,
+  });
+}
+
+export async function getProject(ctx: Ctx, projectId: string): Promise<Project> {
+  if (ctx.caller.kind === 'key' && projectId !== ctx.caller.projectId) throw notFound('id');
+  const project = await ctx.db.project.findUnique({ where: { id: projectId } });
+  if (!project) throw notFound('id');
+  ctx.projectId = project.id;
+  return project;
+}
+
+/** Operator only. Archiving twice returns the same project; audits project.archive on the first call only. */
+export async function archiveProject(ctx: Ctx, projectId: string): Promise<Project> {
+  requireOperator(ctx);
+  return ctx.db.$transaction(async (tx) => {
+    const project = await tx.project.findUnique({ where: { id: projectId } });
+    if (!project) throw notFound('id');
+    ctx.projectId = project.id;
+    if (project.status === 'archived') return project;
+    const archived = await tx.project.update({
+      where: { id: projectId },
+      data: { status: 'archived', archivedAt: ctx.now() },
+    });
+    await recordAudit(tx, ctx, 'project.archive', { projectId, targetId: projectId });
+    return archived;
+  });
+}

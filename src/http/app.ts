@@ -1,0 +1,78 @@
+import Ajv from 'ajv';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import type { Ctx, Deps } from '../domain/context.ts';
+import { PrismaIdempotencyStore, RedisIdempotencyStore } from '../domain/idempotency/store.ts';
+import { newId } from '../db/ids.ts';
+import { auditRoutes } from '../rest/audit.ts';
+import { docsRoutes } from '../rest/docs.ts';
+import { healthRoutes } from '../rest/health.ts';
+import { keysRoutes } from '../rest/keys.ts';
+import { projectsRoutes } from '../rest/projects.ts';
+import { registerErrorHandling } from './error-handler.ts';
+import { registerAuth } from './hooks/auth.ts';
+import { registerIdempotency } from './hooks/idempotency.ts';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    deps: Deps;
+  }
+  interface FastifyRequest {
+    /** Set by the auth hook on every authenticated request. */
+    ctx: Ctx;
+  }
+}
+
+// Bodies are JSON and must have the right types ("5" is not a number); query strings are text and are coerced.
+const bodyAjv = new Ajv.default({ coerceTypes: false, removeAdditional: false, useDefaults: true, allErrors: false, strict: false });
+const queryAjv = new Ajv.default({ coerceTypes: 'array', removeAdditional: false, useDefaults: true, allErrors: false, strict: false });
+
+/** The fastify factory for main.ts and for tests (app.inject). */
+export async function buildApp(deps: Deps): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: deps.log as FastifyBaseLogger,
+    // Requests are not logged one by one (hot path); errors are logged by the error handler.
+    disableRequestLogging: true,
+    genReqId: () => newId('req'),
+    bodyLimit: deps.config.bodyLimitBytes,
+    trustProxy: false,
+    return503OnClosing: true,
+    routerOptions: { ignoreTrailingSlash: true },
+  });
+  app.decorate('deps', deps);
+  app.decorateRequest('ctx', null as unknown as Ctx);
+
+  app.setValidatorCompiler(({ schema, httpPart }) =>
+    httpPart === 'body' ? bodyAjv.compile(schema) : queryAjv.compile(schema),
+  );
+
+  // An empty body with Content-Type: application/json is an empty object, not an error (curl -X POST on revoke).
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
+    const text = (body as string).trim();
+    if (text === '') return done(null, undefined);
+    try {
+      done(null, JSON.parse(text));
+    } catch {
+      const err = new SyntaxError('The body is not valid JSON.') as SyntaxError & { statusCode: number };
+      err.statusCode = 400;
+      done(err, undefined);
+    }
+  });
+
+  app.addHook('onRequest', async (req, reply) => {
+    reply.header('X-Svc-Request-Id', req.id);
+  });
+  registerErrorHandling(app);
+  registerAuth(app);
+  registerIdempotency(
+    app,
+    deps.redis ? new RedisIdempotencyStore(deps.redis, deps.config.redisPrefix) : new PrismaIdempotencyStore(deps.db),
+  );
+
+  await app.register(healthRoutes);
+  await app.register(docsRoutes);
+  await app.register(projectsRoutes);
+  await app.register(keysRoutes);
+  await app.register(auditRoutes);
+  return app;
+}

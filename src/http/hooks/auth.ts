@@ -1,0 +1,44 @@
+import type { FastifyInstance } from 'fastify';
+import { authenticate } from '../../domain/auth/service.ts';
+import { makeCtx } from '../../domain/context.ts';
+import { SvcError } from '../../errors/svc-error.ts';
+import { accessFor, routeKey, ROUTE_ACCESS } from '../../rest/scopes.ts';
+
+/** Authentication and scope checks for every route (REST and GraphQL) except the public ones. */
+export function registerAuth(app: FastifyInstance): void {
+  app.addHook('onRoute', (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    for (const method of methods) {
+      if (method === 'HEAD') continue;
+      if (ROUTE_ACCESS[routeKey(method, route.url)] === undefined) {
+        throw new Error(`route ${method} ${route.url} has no entry in rest/scopes.ts`);
+      }
+    }
+  });
+
+  app.addHook('onRequest', async (req, reply) => {
+    const access = accessFor(req.method, req.routeOptions.url);
+    // Unknown routes fall through to the 404 handler; public routes need no key.
+    if (access === undefined || access === 'public') return;
+    const caller = await authenticate(app.deps, req.headers.authorization);
+    const headerProject = req.headers['x-svc-project'];
+    req.ctx = makeCtx(app.deps, {
+      requestId: req.id,
+      caller,
+      ip: req.ip ?? null,
+      headerProjectId: typeof headerProject === 'string' && headerProject !== '' ? headerProject : null,
+    });
+    reply.header('X-Svc-Key-Id', caller.keyId);
+    reply.header('X-Svc-Project', caller.projectId ?? '');
+    reply.header('X-Svc-Scopes', caller.scopes.join(' '));
+    if (access !== 'authenticated' && !caller.scopes.includes(access)) {
+      throw new SvcError('insufficient_scope', { message: `This request requires the ${access} scope.` });
+    }
+  });
+
+  // The operator has no project of its own: its identity header names the project the call addressed.
+  app.addHook('onSend', async (req, reply, payload) => {
+    if (req.ctx?.caller.kind === 'operator') reply.header('X-Svc-Project', req.ctx.projectId ?? '');
+    return payload;
+  });
+}

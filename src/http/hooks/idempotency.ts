@@ -1,0 +1,73 @@
+import { createHash } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import type { IdempotencyStore } from '../../domain/idempotency/store.ts';
+import { SvcError, invalid } from '../../errors/svc-error.ts';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    idempotency?: { scope: string; key: string };
+  }
+}
+
+/** Key order must not change the fingerprint: {"a":1,"b":2} and {"b":2,"a":1} are the same request. */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.keys(value as object)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`);
+    return `{${entries.join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
+
+/** Statuses whose result is not kept: a retry with the same key should run again (CONTRACT §5, Stripe's rule). */
+const runAgain = (status: number) => status >= 500 || status === 429;
+
+/**
+ * Idempotency-Key on every POST under /v1 (CONTRACT §5): scoped by project, kept 24 hours. The first response is
+ * replayed with Idempotent-Replayed: true; a different body, or a first request still running, is 409.
+ */
+export function registerIdempotency(app: FastifyInstance, store: IdempotencyStore): void {
+  app.addHook('preHandler', async (req, reply) => {
+    const key = req.headers['idempotency-key'];
+    if (req.method !== 'POST' || key === undefined || !req.ctx || !req.url.startsWith('/v1/')) return;
+    if (typeof key !== 'string' || key.length < 1 || key.length > 255) {
+      throw invalid('Idempotency-Key', 'Idempotency-Key must be 1 to 255 characters.');
+    }
+    const body = (req.body ?? {}) as Record<string, unknown>;
+    const scope =
+      req.ctx.caller.projectId ??
+      (typeof body.project_id === 'string' ? body.project_id : null) ??
+      req.ctx.headerProjectId ??
+      req.ctx.caller.keyId;
+    const hash = createHash('sha256').update(`${req.routeOptions.url}\n${req.url}\n${canonicalJson(req.body ?? null)}`).digest('hex');
+    const result = await store.begin(scope, key, hash, app.deps.clock.now());
+    if (result.kind === 'conflict') {
+      throw new SvcError('idempotency_conflict', {
+        param: 'Idempotency-Key',
+        message:
+          result.reason === 'in_progress'
+            ? 'A request with this Idempotency-Key is still being processed; retry after it finishes.'
+            : 'This Idempotency-Key was already used with a different request.',
+      });
+    }
+    if (result.kind === 'replay') {
+      reply.header('Idempotent-Replayed', 'true');
+      return reply.code(result.status).type('application/json; charset=utf-8').send(result.body);
+    }
+    req.idempotency = { scope, key };
+  });
+
+  app.addHook('onSend', async (req, reply, payload) => {
+    const idem = req.idempotency;
+    if (!idem) return payload;
+    req.idempotency = undefined;
+    if (runAgain(reply.statusCode) || typeof payload !== 'string') {
+      await store.abandon(idem.scope, idem.key);
+    } else {
+      await store.complete(idem.scope, idem.key, reply.statusCode, payload);
+    }
+    return payload;
+  });
+}

@@ -1,0 +1,50 @@
+import { closeDeps, createDeps } from './app-deps.ts';
+import { ConfigError, loadConfig } from './config/config.ts';
+import { buildApp } from './http/app.ts';
+
+async function main(): Promise<void> {
+  let config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`configuration error: ${err.message}\n`);
+      process.exit(1);
+    }
+    throw err;
+  }
+  let deps;
+  try {
+    deps = await createDeps(config);
+  } catch (err) {
+    process.stderr.write(`startup failed: ${(err as Error).message}\n`);
+    process.exit(1);
+  }
+  const app = await buildApp(deps);
+
+  let closing = false;
+  const shutdown = async (signal: string) => {
+    if (closing) return;
+    closing = true;
+    deps.log.info({ signal }, 'shutting down: finishing requests in flight');
+    try {
+      await app.close();
+      await closeDeps(deps);
+      process.exit(0);
+    } catch (err) {
+      deps.log.error({ err }, 'unclean shutdown');
+      process.exit(1);
+    }
+  };
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+
+  try {
+    await app.listen({ host: config.host, port: config.port });
+  } catch (err) {
+    process.stderr.write(`cannot listen on ${config.host}:${config.port}: ${(err as Error).message}\n`);
+    process.exit(1);
+  }
+}
+
+void main();

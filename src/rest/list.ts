@@ -1,0 +1,16 @@
+import type { FastifyReply } from 'fastify';
+import type { Page } from '../domain/pagination.ts';
+
+/** The spec's list envelope (§2.6) and its headers (§4.6 rule 3): one shape for every list endpoint. */
+export function sendList<T, J>(reply: FastifyReply, page: Page<T>, url: string, present: (row: T) => J) {
+  reply.header('X-Svc-Page-Limit', String(page.limit));
+  reply.header('X-Svc-Has-More', page.hasMore ? 'true' : 'false');
+  return { object: 'list' as const, data: page.data.map(present), has_more: page.hasMore, url };
+}
+
+/** The pagination query (§4.6); ranges are checked by domain/pagination.ts so GraphQL shares them. */
+export const pageQueryProperties = {
+  limit: { type: 'integer' },
+  starting_after: { type: 'string', minLength: 1, maxLength: 200 },
+  ending_before: { type: 'string', minLength: 1, maxLength: 200 },
+} as const;

@@ -1,0 +1,155 @@
+import { Writable } from 'node:stream';
+import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
+import pino from 'pino';
+import { closeDeps, createDeps, LOG_REDACT_PATHS } from '../../src/app-deps.ts';
+import { loadConfig, type Config } from '../../src/config/config.ts';
+import { openDatabase, type Database } from '../../src/db/client.ts';
+import { applyMigrations } from '../../src/db/migrations.ts';
+import type { Deps } from '../../src/domain/context.ts';
+import { buildApp } from '../../src/http/app.ts';
+import { FakeClock } from './clock.ts';
+import { DATABASE_URL, REDIS_URL, deleteRedisPrefix, dropSchema, uniqueName, withSchema } from './services.ts';
+
+export const MASTER_KEY = 'svc_sk_test_master_key_0123456789abcdefghijklmnop';
+
+/** Every log line the app wrote, as text, so tests can grep it for secrets. */
+export class LogCapture extends Writable {
+  lines: string[] = [];
+  override _write(chunk: Buffer, _enc: string, done: () => void): void {
+    this.lines.push(...chunk.toString().split('\n').filter(Boolean));
+    done();
+  }
+  get text(): string {
+    return this.lines.join('\n');
+  }
+}
+
+/** One database per test file: a fresh PostgreSQL schema, or an in-memory PGlite. */
+export interface TestDatabase {
+  database: Database;
+  url: string | null;
+  drop(): Promise<void>;
+}
+
+export async function createTestDatabase(opts: { log?: boolean } = {}): Promise<TestDatabase> {
+  if (DATABASE_URL) {
+    const schema = uniqueName('t');
+    const url = withSchema(DATABASE_URL, schema);
+    await applyMigrations({ kind: 'postgres', url });
+    const database = await openDatabase({ databaseUrl: url, dataDir: null, poolSize: 5, log: opts.log });
+    return {
+      database,
+      url,
+      drop: async () => {
+        await database.close();
+        await dropSchema(DATABASE_URL!, schema);
+      },
+    };
+  }
+  const database = await openDatabase({ databaseUrl: null, dataDir: null, log: opts.log });
+  await applyMigrations({ kind: 'pglite', pglite: database.pglite! });
+  return { database, url: null, drop: () => database.close() };
+}
+
+export interface TestApp {
+  app: FastifyInstance;
+  deps: Deps;
+  clock: FakeClock;
+  logs: LogCapture;
+  config: Readonly<Config>;
+  close(): Promise<void>;
+}
+
+export interface TestAppOptions {
+  env?: Record<string, string>;
+  clock?: FakeClock;
+  /** Share another app's database (a second replica). */
+  database?: TestDatabase;
+  redisPrefix?: string;
+}
+
+/** Builds the real app on a test database, with the operator key MASTER_KEY and an injected clock. */
+export async function buildTestApp(opts: TestAppOptions = {}): Promise<TestApp> {
+  const ownDb = opts.database ? null : await createTestDatabase();
+  const testDb = opts.database ?? ownDb!;
+  const redisPrefix = opts.redisPrefix ?? `${uniqueName('test')}:`;
+  const config = loadConfig({
+    SVC_MASTER_KEY: MASTER_KEY,
+    LOG_LEVEL: 'info',
+    ...(testDb.url ? { DATABASE_URL: testDb.url } : {}),
+    ...(REDIS_URL ? { REDIS_URL, SVC_REDIS_PREFIX: redisPrefix } : {}),
+    ...opts.env,
+  });
+  const logs = new LogCapture();
+  const clock = opts.clock ?? new FakeClock();
+  const log = pino({ level: 'info', redact: { paths: LOG_REDACT_PATHS, censor: '[redacted]' } }, logs);
+  const deps = await createDeps(config, { clock, log, database: testDb.database });
+  const app = await buildApp(deps);
+  await app.ready();
+  return {
+    app,
+    deps,
+    clock,
+    logs,
+    config,
+    close: async () => {
+      await app.close();
+      deps.redis?.disconnect();
+      if (REDIS_URL && !opts.redisPrefix) await deleteRedisPrefix(REDIS_URL, redisPrefix);
+      if (ownDb) await ownDb.drop();
+    },
+  };
+}
+
+export interface CallOptions {
+  key?: string | null;
+  headers?: Record<string, string>;
+  query?: Record<string, string | number>;
+}
+
+/** A small client over app.inject that speaks JSON and the Bearer key. */
+export function client(app: FastifyInstance, defaultKey: string = MASTER_KEY) {
+  const call = async (method: InjectOptions['method'], url: string, body?: unknown, opts: CallOptions = {}) => {
+    const key = opts.key === undefined ? defaultKey : opts.key;
+    const res: LightMyRequestResponse = await app.inject({
+      method,
+      url,
+      query: opts.query as Record<string, string> | undefined,
+      headers: {
+        ...(key ? { authorization: `Bearer ${key}` } : {}),
+        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+        ...opts.headers,
+      },
+      payload: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+    });
+    let json: any = null;
+    try {
+      json = res.body ? JSON.parse(res.body) : null;
+    } catch {
+      json = null;
+    }
+    return { status: res.statusCode, headers: res.headers, body: json, raw: res.body };
+  };
+  return {
+    get: (url: string, opts?: CallOptions) => call('GET', url, undefined, opts),
+    post: (url: string, body?: unknown, opts?: CallOptions) => call('POST', url, body, opts),
+    put: (url: string, body?: unknown, opts?: CallOptions) => call('PUT', url, body, opts),
+    delete: (url: string, opts?: CallOptions) => call('DELETE', url, undefined, opts),
+  };
+}
+export type Client = ReturnType<typeof client>;
+
+/** A project and a key in it with the given scopes; returns the key's secret and id. */
+export async function seedProject(api: Client, opts: { scopes?: string[]; plan?: string; name?: string; region?: string } = {}) {
+  const project = await api.post('/v1/projects', { name: opts.name ?? uniqueName('project'), plan: opts.plan, region: opts.region });
+  if (project.status !== 200) throw new Error(`seed project failed: ${project.raw}`);
+  const key = await api.post('/v1/keys', {
+    project_id: project.body.id,
+    name: uniqueName('key'),
+    scopes: opts.scopes ?? ['keys:manage', 'audit:read', 'inference:write', 'governance:manage', 'usage:read'],
+  });
+  if (key.status !== 200) throw new Error(`seed key failed: ${key.raw}`);
+  return { projectId: project.body.id as string, keyId: key.body.id as string, secret: key.body.secret as string };
+}
+
+export { closeDeps };

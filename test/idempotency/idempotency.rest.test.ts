@@ -1,0 +1,100 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildTestApp, client, seedProject, type Client, type TestApp } from '../helpers/app.ts';
+import { expectError } from '../helpers/expect.ts';
+
+let t: TestApp;
+let operator: Client;
+let api: Client;
+let projectId: string;
+
+beforeAll(async () => {
+  t = await buildTestApp();
+  operator = client(t.app);
+  const seeded = await seedProject(operator);
+  projectId = seeded.projectId;
+  api = client(t.app, seeded.secret);
+});
+afterAll(() => t.close());
+
+const idem = (key: string) => ({ headers: { 'idempotency-key': key } });
+
+describe('Idempotency-Key', () => {
+  it('replays the first response for the same key and body, executing nothing again', async () => {
+    const body = { project_id: projectId, name: 'idem-1', scopes: ['keys:manage'] };
+    const first = await api.post('/v1/keys', body, idem('create-1'));
+    expect(first.status).toBe(200);
+    expect(first.headers['idempotent-replayed']).toBeUndefined();
+    const second = await api.post('/v1/keys', body, idem('create-1'));
+    expect(second.status).toBe(200);
+    expect(second.headers['idempotent-replayed']).toBe('true');
+    expect(second.body).toEqual(first.body);
+    expect(second.headers['x-svc-request-id']).not.toBe(first.headers['x-svc-request-id']);
+    expect(await t.deps.db.apiKey.count({ where: { projectId, name: 'idem-1' } })).toBe(1);
+    expect(await t.deps.db.auditEvent.count({ where: { projectId, action: 'key.create', targetId: first.body.id } })).toBe(1);
+  });
+
+  it('treats the same fields in another order as the same body', async () => {
+    const first = await api.post('/v1/keys', { project_id: projectId, name: 'idem-order', scopes: ['keys:manage'] }, idem('order'));
+    const second = await api.post('/v1/keys', { scopes: ['keys:manage'], name: 'idem-order', project_id: projectId }, idem('order'));
+    expect(second.headers['idempotent-replayed']).toBe('true');
+    expect(second.body.id).toBe(first.body.id);
+  });
+
+  it('answers 409 idempotency_conflict for the same key with a different body', async () => {
+    await api.post('/v1/keys', { project_id: projectId, name: 'idem-2', scopes: ['keys:manage'] }, idem('create-2'));
+    const res = await api.post('/v1/keys', { project_id: projectId, name: 'idem-other', scopes: ['keys:manage'] }, idem('create-2'));
+    expectError(res, 409, 'idempotency_conflict', 'Idempotency-Key');
+    expect(await t.deps.db.apiKey.count({ where: { projectId, name: 'idem-other' } })).toBe(0);
+  });
+
+  it('runs two identical concurrent requests once', async () => {
+    const body = { project_id: projectId, name: 'idem-race', scopes: ['keys:manage'] };
+    const results = await Promise.all([api.post('/v1/keys', body, idem('race')), api.post('/v1/keys', body, idem('race'))]);
+    expect(await t.deps.db.apiKey.count({ where: { projectId, name: 'idem-race' } })).toBe(1);
+    const statuses = results.map((r) => r.status).sort();
+    // The loser either saw the finished first response (replay) or found it still running (409).
+    for (const r of results) {
+      if (r.status === 409) expectError(r, 409, 'idempotency_conflict');
+      else expect(r.status).toBe(200);
+    }
+    expect(statuses).toContain(200);
+  });
+
+  it('replays errors the first request produced, such as key_name_conflict', async () => {
+    const body = { project_id: projectId, name: 'idem-dup', scopes: ['keys:manage'] };
+    await api.post('/v1/keys', body);
+    const first = await api.post('/v1/keys', body, idem('dup'));
+    expectError(first, 409, 'key_name_conflict');
+    const second = await api.post('/v1/keys', body, idem('dup'));
+    expect(second.headers['idempotent-replayed']).toBe('true');
+    expect(second.body).toEqual(first.body);
+  });
+
+  it('is scoped by project: another project may use the same key', async () => {
+    const other = await seedProject(operator);
+    const a = await api.post('/v1/keys', { project_id: projectId, name: 'idem-scope', scopes: ['keys:manage'] }, idem('shared'));
+    const b = await client(t.app, other.secret).post(
+      '/v1/keys',
+      { project_id: other.projectId, name: 'idem-scope', scopes: ['keys:manage'] },
+      idem('shared'),
+    );
+    expect(a.status).toBe(200);
+    expect(b.status).toBe(200);
+    expect(b.headers['idempotent-replayed']).toBeUndefined();
+  });
+
+  it('expires after 24 hours', async () => {
+    const body = { project_id: projectId, name: 'idem-old', scopes: ['keys:manage'] };
+    const first = await api.post('/v1/keys', body, idem('old'));
+    t.clock.advanceHours(24);
+    const res = await api.post('/v1/keys', body, idem('old'));
+    expectError(res, 409, 'key_name_conflict'); // executed again, not replayed
+    expect(res.headers['idempotent-replayed']).toBeUndefined();
+    expect(first.status).toBe(200);
+  });
+
+  it('refuses a key over 255 characters', async () => {
+    const res = await api.post('/v1/keys', { project_id: projectId, name: 'idem-long', scopes: ['keys:manage'] }, idem('x'.repeat(256)));
+    expectError(res, 400, 'invalid_request', 'Idempotency-Key');
+  });
+});
