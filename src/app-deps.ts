@@ -5,6 +5,8 @@ import { openDatabase, isUniqueViolation, type Database } from './db/client.ts';
 import { applyMigrations } from './db/migrations.ts';
 import { systemClock, type Clock, type Deps } from './domain/context.ts';
 import { generateSecret, hashSecret } from './domain/keys/secrets.ts';
+import { KeyCache } from './domain/auth/key-cache.ts';
+import { LocalBus, RedisBus, type Bus } from './pubsub/bus.ts';
 
 export const LOG_REDACT_PATHS = [
   'req.headers.authorization',
@@ -45,10 +47,13 @@ export async function createDeps(config: Readonly<Config>, overrides: DepsOverri
   const redis = config.redisUrl ? await connectRedis(config.redisUrl) : null;
   if (!redis) log.warn('REDIS_URL is not set: limits, caches and idempotency use an in-process store (one replica only)');
   const masterKeyHash = await resolveMasterKeyHash(config, database, overrides.announceMasterKey ?? announceOnStdout);
-  return { config, database, db: database.prisma, clock: overrides.clock ?? systemClock, log, redis, masterKeyHash };
+  const bus: Bus = redis ? new RedisBus(redis, config.redisPrefix, log) : new LocalBus(config.redisPrefix);
+  const keyCache = new KeyCache(bus);
+  return { config, database, db: database.prisma, clock: overrides.clock ?? systemClock, log, redis, masterKeyHash, bus, keyCache };
 }
 
 export async function closeDeps(deps: Deps): Promise<void> {
+  await deps.bus.close();
   deps.redis?.disconnect();
   await deps.database.close();
 }

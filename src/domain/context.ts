@@ -2,6 +2,8 @@ import type { Logger } from 'pino';
 import type { Redis } from 'ioredis';
 import type { Config } from '../config/config.ts';
 import type { Database, Db } from '../db/client.ts';
+import type { Bus } from '../pubsub/bus.ts';
+import type { KeyCache } from './auth/key-cache.ts';
 import type { Scope } from './keys/scopes.ts';
 
 /** Milliseconds since the epoch; tests inject a fake one (retry schedules are hours long). */
@@ -30,6 +32,9 @@ export interface Deps {
   redis: Redis | null;
   /** SHA-256 hex of the operator key. */
   masterKeyHash: string;
+  /** Cross-replica notifications (Redis pub/sub, or in process). */
+  bus: Bus;
+  keyCache: KeyCache;
 }
 
 /** One per request: REST puts it on `req.ctx`, GraphQL on `{ ctx }`. */

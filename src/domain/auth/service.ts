@@ -1,4 +1,5 @@
 import { SvcError } from '../../errors/svc-error.ts';
+import type { CachedKey } from './key-cache.ts';
 import type { Caller, Deps } from '../context.ts';
 import { SCOPES, type Scope } from '../keys/scopes.ts';
 import { KEY_PREFIX, hashSecret, safeEqualHex } from '../keys/secrets.ts';
@@ -27,20 +28,25 @@ export async function authenticate(deps: Deps, header: string | undefined): Prom
     return { kind: 'operator', keyId: OPERATOR_KEY_ID, projectId: null, scopes: SCOPES };
   }
   const now = deps.clock.now();
-  const key = await deps.db.apiKey.findFirst({
-    where: { OR: [{ secretHash: hash }, { previousSecretHash: hash }] },
-    select: {
-      id: true,
-      projectId: true,
-      scopes: true,
-      status: true,
-      expiresAt: true,
-      secretHash: true,
-      previousSecretHash: true,
-      previousExpiresAt: true,
-      lastUsedAt: true,
-    },
-  });
+  let key: CachedKey | null | undefined = deps.keyCache.get(hash, now);
+  if (!key) {
+    key = await deps.db.apiKey.findFirst({
+      where: { OR: [{ secretHash: hash }, { previousSecretHash: hash }] },
+      select: {
+        id: true,
+        projectId: true,
+        scopes: true,
+        status: true,
+        expiresAt: true,
+        secretHash: true,
+        previousSecretHash: true,
+        previousExpiresAt: true,
+        lastUsedAt: true,
+      },
+    });
+    // Only valid keys are cached: unknown secrets must not be able to fill the cache.
+    if (key && key.status === 'active') deps.keyCache.set(hash, key, now);
+  }
   if (!key || key.status !== 'active') throw invalidKey();
   if (key.expiresAt && key.expiresAt.getTime() <= now) throw invalidKey();
   const current = safeEqualHex(hash, key.secretHash);
@@ -54,6 +60,7 @@ export async function authenticate(deps: Deps, header: string | undefined): Prom
 
   if (!key.lastUsedAt || now - key.lastUsedAt.getTime() > LAST_USED_RESOLUTION_MS) {
     // Best effort and off the request's critical path; minute resolution keeps it from writing on every call.
+    key.lastUsedAt = new Date(now);
     deps.db.apiKey
       .update({ where: { id: key.id }, data: { lastUsedAt: new Date(now) } })
       .catch((err: unknown) => deps.log.warn({ err, keyId: key.id }, 'could not record last_used_at'));

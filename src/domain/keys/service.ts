@@ -197,6 +197,7 @@ export async function rotateKey(ctx: Ctx, keyId: string, input: RotateKeyInput =
     });
     return rotated;
   });
+  await invalidateKey(ctx, key.id);
   return { ...key, secret, previousSecretExpiresAt: previousExpiresAt };
 }
 
@@ -214,5 +215,19 @@ export async function revokeKey(ctx: Ctx, keyId: string): Promise<ApiKey> {
     await enqueueEvent(tx, now, revoked.projectId, 'key.revoked', { key_id: revoked.id });
     return revoked;
   });
+  await invalidateKey(ctx, key.id);
   return key;
+}
+
+/**
+ * After commit: this replica evicts before the response is sent, so it never serves the old row again; the other
+ * replicas hear it over the bus. A failed publish is logged, not thrown: the change itself is done, and the cache's
+ * TTL and its resync on reconnect bound how long another replica can lag.
+ */
+async function invalidateKey(ctx: Ctx, keyId: string): Promise<void> {
+  try {
+    await ctx.deps.keyCache.invalidate(keyId);
+  } catch (err) {
+    ctx.deps.log.warn({ err, keyId }, 'could not broadcast a key change; other replicas catch up within the cache TTL');
+  }
 }

@@ -1,0 +1,82 @@
+import { EventEmitter } from 'node:events';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+
+export type BusHandler = (message: string) => void;
+
+/**
+ * Cross-replica notifications (key revocation, limit changes, webhook wake-ups). With Redis: pub/sub on a dedicated
+ * subscriber connection. Without Redis there is one replica, but possibly several app instances in one process (tests),
+ * so the in-process bus is shared process-wide.
+ */
+export interface Bus {
+  publish(channel: string, message: string): Promise<void>;
+  subscribe(channel: string, handler: BusHandler): void;
+  /** Called after a reconnect: messages may have been missed, so caches must drop everything. */
+  onResync(handler: () => void): void;
+  close(): Promise<void>;
+}
+
+const processBus = new EventEmitter();
+processBus.setMaxListeners(0);
+
+export class LocalBus implements Bus {
+  private readonly subs: [string, BusHandler][] = [];
+  constructor(private readonly prefix: string) {}
+  async publish(channel: string, message: string): Promise<void> {
+    processBus.emit(this.prefix + channel, message);
+  }
+  subscribe(channel: string, handler: BusHandler): void {
+    processBus.on(this.prefix + channel, handler);
+    this.subs.push([this.prefix + channel, handler]);
+  }
+  onResync(): void {}
+  async close(): Promise<void> {
+    for (const [channel, handler] of this.subs) processBus.off(channel, handler);
+  }
+}
+
+export class RedisBus implements Bus {
+  private readonly subscriber: Redis;
+  private readonly handlers = new Map<string, BusHandler[]>();
+  private readonly resync: (() => void)[] = [];
+  private connectedOnce = false;
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly prefix: string,
+    log: Logger,
+  ) {
+    this.subscriber = redis.duplicate({ lazyConnect: false, maxRetriesPerRequest: null });
+    this.subscriber.on('message', (channel: string, message: string) => {
+      for (const h of this.handlers.get(channel) ?? []) h(message);
+    });
+    this.subscriber.on('ready', () => {
+      if (this.connectedOnce) for (const r of this.resync) r();
+      this.connectedOnce = true;
+    });
+    this.subscriber.on('error', (err: Error) => log.debug({ err: err.message }, 'pub/sub connection error'));
+  }
+
+  async publish(channel: string, message: string): Promise<void> {
+    await this.redis.publish(this.prefix + channel, message);
+  }
+
+  subscribe(channel: string, handler: BusHandler): void {
+    const full = this.prefix + channel;
+    const list = this.handlers.get(full);
+    if (list) list.push(handler);
+    else {
+      this.handlers.set(full, [handler]);
+      void this.subscriber.subscribe(full).catch(() => {});
+    }
+  }
+
+  onResync(handler: () => void): void {
+    this.resync.push(handler);
+  }
+
+  async close(): Promise<void> {
+    this.subscriber.disconnect();
+  }
+}
