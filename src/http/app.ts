@@ -1,5 +1,5 @@
 import Ajv from 'ajv';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Ctx, Deps } from '../domain/context.ts';
 import { PrismaIdempotencyStore, RedisIdempotencyStore } from '../domain/idempotency/store.ts';
 import { newId } from '../db/ids.ts';
@@ -31,7 +31,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: deps.log as FastifyBaseLogger,
     // Requests are not logged one by one (hot path); errors are logged by the error handler.
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
     genReqId: () => newId('req'),
     bodyLimit: deps.config.bodyLimitBytes,
     trustProxy: false,

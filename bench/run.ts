@@ -1,0 +1,298 @@
+/**
+ * npm run bench: the gateway against a bare fastify proxy, both in front of the same zero-latency mock provider, on
+ * loopback, measured in one run with autocannon. Writes bench/results.json and bench/results.md.
+ *
+ * Env: DATABASE_URL (default local PostgreSQL), REDIS_URL (default local Redis), BENCH_DURATION_S (10),
+ * BENCH_CONNECTIONS (50), BENCH_WARMUP_S (3), BENCH_ONLY (comma-separated scenario names).
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+import pg from 'pg';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const tmp = path.join(root, 'bench', 'tmp');
+const DATABASE_URL = process.env.DATABASE_URL || 'postgresql://postgres@127.0.0.1:5432/postgres';
+const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
+const DURATION = Number(process.env.BENCH_DURATION_S ?? 10);
+const WARMUP = Number(process.env.BENCH_WARMUP_S ?? 3);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
+const ONLY = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(',')) : null;
+const MASTER = `svc_sk_bench_${randomBytes(16).toString('hex')}`;
+const children: ChildProcess[] = [];
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+    s.on('error', reject);
+  });
+}
+
+function start(name: string, script: string, env: Record<string, string>): Promise<ChildProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', script], {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.push(child);
+  let err = '';
+  child.stderr!.on('data', (d) => (err += d));
+  return new Promise((resolve, reject) => {
+    child.on('exit', (code) => reject(new Error(`${name} exited with ${code}: ${err}`)));
+    child.stdout!.on('data', (d: Buffer) => {
+      if (d.toString().includes('LISTENING')) resolve(child);
+    });
+  });
+}
+
+async function waitHttp(url: string, timeoutMs = 60_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (Date.now() < until) {
+    try {
+      const res = await fetch(url);
+      if (res.ok) return;
+    } catch {}
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${url} did not come up`);
+}
+
+function rssMb(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Math.round(Number(/VmRSS:\s+(\d+)/.exec(status)![1]) / 1024);
+}
+
+interface Scenario {
+  name: string;
+  url: string;
+  method: 'GET' | 'POST';
+  headers?: Record<string, string>;
+  body?: string;
+  pid: number;
+}
+
+interface Result {
+  name: string;
+  requests_per_s: number;
+  latency_ms: { p50: number; p99: number; p99_9: number; mean: number };
+  non_2xx: number;
+  errors: number;
+  rss_mb: number;
+  ratio_to_baseline?: { throughput: number };
+}
+
+async function drive(s: Scenario, duration: number, rate?: number): Promise<autocannon.Result> {
+  return autocannon({
+    url: s.url,
+    method: s.method,
+    headers: s.headers,
+    body: s.body,
+    connections: CONNECTIONS,
+    duration,
+    ...(rate ? { overallRate: rate } : {}),
+  });
+}
+
+async function measure(s: Scenario): Promise<Result> {
+  await drive(s, WARMUP);
+  const r = await drive(s, DURATION);
+  return {
+    name: s.name,
+    requests_per_s: Math.round(r.requests.average),
+    latency_ms: { p50: r.latency.p50, p99: r.latency.p99, p99_9: r.latency.p99_9, mean: Math.round(r.latency.mean * 100) / 100 },
+    non_2xx: r.non2xx,
+    errors: r.errors + r.timeouts,
+    rss_mb: rssMb(s.pid),
+  };
+}
+
+async function api(base: string, method: string, url: string, key: string, body?: unknown) {
+  const res = await fetch(base + url, {
+    method,
+    headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  return { status: res.status, body: (await res.json().catch(() => null)) as any };
+}
+
+async function main(): Promise<void> {
+  mkdirSync(tmp, { recursive: true });
+  const schema = `bench_${Date.now().toString(36)}`;
+  const dbUrl = new URL(DATABASE_URL);
+  dbUrl.searchParams.set('schema', schema);
+
+  const mockPort = await freePort();
+  const mock = await start('mock provider', 'bench/mock-provider.ts', { PORT: String(mockPort) });
+  const providersFile = path.join(tmp, 'providers.json');
+  writeFileSync(
+    providersFile,
+    JSON.stringify({
+      providers: [
+        {
+          name: 'bench',
+          kind: 'openai',
+          base_url: `http://127.0.0.1:${mockPort}/v1`,
+          region: 'local',
+          timeout_ms: 5000,
+          models: [{ id: 'bench-model', input_per_mtok: 1.0, output_per_mtok: 2.0 }],
+        },
+      ],
+    }),
+  );
+
+  const baselinePort = await freePort();
+  const baseline = await start('baseline proxy', 'bench/baseline-proxy.ts', {
+    PORT: String(baselinePort),
+    UPSTREAM: `http://127.0.0.1:${mockPort}/v1`,
+  });
+
+  const gatewayPort = await freePort();
+  const gateway = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    cwd: root,
+    env: {
+      ...process.env,
+      NODE_ENV: 'production',
+      PORT: String(gatewayPort),
+      DATABASE_URL: dbUrl.toString(),
+      REDIS_URL,
+      SVC_REDIS_PREFIX: `${schema}:`,
+      SVC_MASTER_KEY: MASTER,
+      SVC_PROVIDERS_FILE: providersFile,
+      SVC_EGRESS_ALLOWLIST: '127.0.0.1',
+      LOG_LEVEL: 'warn',
+    },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  children.push(gateway);
+  const base = `http://127.0.0.1:${gatewayPort}`;
+  await waitHttp(`${base}/healthz`);
+
+  // A real project, a key, limits high enough not to bind, and (when the webhooks API exists) a subscribed webhook.
+  const project = await api(base, 'POST', '/v1/projects', MASTER, { name: 'bench', plan: 'enterprise' });
+  const projectId = project.body.id as string;
+  const limits = await api(base, 'PUT', `/v1/projects/${projectId}/rate-limits`, MASTER, {
+    requests_per_minute: 100_000_000,
+    tokens_per_minute: 1_000_000_000,
+    burst: 100_000_000,
+  });
+  const key = await api(base, 'POST', '/v1/keys', MASTER, {
+    project_id: projectId,
+    name: 'bench',
+    scopes: ['inference:write', 'keys:manage', 'governance:manage'],
+  });
+  const secret = key.body.secret as string;
+  const notes: string[] = [];
+  if (limits.status !== 200) notes.push(`rate limits not set (PUT rate-limits answered ${limits.status})`);
+  const hook = await api(base, 'POST', '/v1/webhooks', secret, {
+    project_id: projectId,
+    url: `https://127.0.0.1:9/bench-receiver`,
+    events: ['inference.completed'],
+  });
+  if (hook.status !== 200) notes.push(`no webhook subscribed (POST /v1/webhooks answered ${hook.status})`);
+
+  const auth = { authorization: `Bearer ${secret}`, 'content-type': 'application/json' };
+  const inferenceBody = (cache: boolean) =>
+    JSON.stringify({ model: 'bench-model', project_id: projectId, messages: [{ role: 'user', content: 'ping' }], ...(cache ? { cache: true } : {}) });
+  const scenarios: Scenario[] = [
+    { name: 'baseline POST /v1/inference', url: `http://127.0.0.1:${baselinePort}/v1/inference`, method: 'POST', headers: { 'content-type': 'application/json' }, body: inferenceBody(false), pid: baseline.pid! },
+    { name: 'gateway POST /v1/inference (uncached)', url: `${base}/v1/inference`, method: 'POST', headers: auth, body: inferenceBody(false), pid: gateway.pid! },
+    { name: 'gateway POST /v1/inference (cached)', url: `${base}/v1/inference`, method: 'POST', headers: auth, body: inferenceBody(true), pid: gateway.pid! },
+    { name: 'gateway GET /v1/keys', url: `${base}/v1/keys`, method: 'GET', headers: { authorization: `Bearer ${secret}` }, pid: gateway.pid! },
+    { name: 'gateway POST /graphql (keys)', url: `${base}/graphql`, method: 'POST', headers: auth, body: JSON.stringify({ query: '{ keys(first: 20) { edges { node { id name } } } }' }), pid: gateway.pid! },
+  ].filter((s) => !ONLY || ONLY.has(s.name));
+
+  const results: Result[] = [];
+  for (const s of scenarios) {
+    process.stderr.write(`bench: ${s.name} …\n`);
+    results.push(await measure(s));
+  }
+  const baselineResult = results.find((r) => r.name.startsWith('baseline'));
+  if (baselineResult) {
+    for (const r of results) r.ratio_to_baseline = { throughput: Math.round((r.requests_per_s / baselineResult.requests_per_s) * 100) / 100 };
+  }
+
+  // Added latency at half of the gateway's peak uncached throughput: both driven at the same fixed rate.
+  let added: Record<string, number> | null = null;
+  const uncached = results.find((r) => r.name.includes('(uncached)'));
+  const baseScenario = scenarios.find((s) => s.name.startsWith('baseline'));
+  const gwScenario = scenarios.find((s) => s.name.includes('(uncached)'));
+  if (uncached && baseScenario && gwScenario && uncached.non_2xx === 0) {
+    const rate = Math.max(100, Math.round(uncached.requests_per_s / 2));
+    const b = await drive(baseScenario, DURATION, rate);
+    const g = await drive(gwScenario, DURATION, rate);
+    added = {
+      rate_per_s: rate,
+      baseline_p50_ms: b.latency.p50,
+      gateway_p50_ms: g.latency.p50,
+      added_p50_ms: g.latency.p50 - b.latency.p50,
+      baseline_p99_ms: b.latency.p99,
+      gateway_p99_ms: g.latency.p99,
+      added_p99_ms: g.latency.p99 - b.latency.p99,
+    };
+  }
+
+  const machine = {
+    cpus: os.cpus().length,
+    cpu_model: os.cpus()[0]?.model ?? 'unknown',
+    memory_gb: Math.round(os.totalmem() / 2 ** 30),
+    node: process.version,
+    platform: `${os.platform()} ${os.release()}`,
+    postgres: execFileSync('psql', ['--version']).toString().trim(),
+    redis: execFileSync('redis-server', ['--version']).toString().trim().split(' ').slice(0, 3).join(' '),
+  };
+  const report = {
+    date: new Date().toISOString(),
+    machine,
+    settings: { connections: CONNECTIONS, duration_s: DURATION, warmup_s: WARMUP },
+    results,
+    added_latency_at_half_peak: added,
+    notes,
+  };
+  writeFileSync(path.join(root, 'bench', 'results.json'), `${JSON.stringify(report, null, 2)}\n`);
+  writeFileSync(path.join(root, 'bench', 'results.md'), renderMarkdown(report));
+  process.stdout.write(renderMarkdown(report));
+
+  const client = new pg.Client({ connectionString: DATABASE_URL.replace(/\?.*$/, '') });
+  await client.connect();
+  await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  await client.end();
+}
+
+function renderMarkdown(r: any): string {
+  const rows = r.results
+    .map(
+      (x: Result) =>
+        `| ${x.name} | ${x.requests_per_s} | ${x.latency_ms.p50} | ${x.latency_ms.p99} | ${x.latency_ms.p99_9} | ${x.rss_mb} | ${x.non_2xx} | ${x.ratio_to_baseline?.throughput ?? ''} |`,
+    )
+    .join('\n');
+  const a = r.added_latency_at_half_peak;
+  return `# Benchmark (${r.date})
+
+Machine: ${r.machine.cpus} cores (${r.machine.cpu_model}), ${r.machine.memory_gb} GiB, Node ${r.machine.node}, ${r.machine.postgres}, ${r.machine.redis}.
+autocannon: ${r.settings.connections} connections, ${r.settings.duration_s} s per scenario after ${r.settings.warmup_s} s warm-up; load generator, gateway, mock provider and PostgreSQL/Redis share the machine.
+
+| scenario | req/s | p50 ms | p99 ms | p99.9 ms | RSS MB | non-2xx | throughput / baseline |
+|---|---|---|---|---|---|---|---|
+${rows}
+
+${a ? `Added latency at half of the gateway's peak (${a.rate_per_s} req/s, both driven at that rate): p50 ${a.baseline_p50_ms} → ${a.gateway_p50_ms} ms (+${a.added_p50_ms}), p99 ${a.baseline_p99_ms} → ${a.gateway_p99_ms} ms (+${a.added_p99_ms}).` : 'Added latency: not measured (the uncached scenario had errors or did not run).'}
+${r.notes.length ? `\nNotes: ${r.notes.join('; ')}.\n` : ''}`;
+}
+
+main()
+  .catch((err) => {
+    process.stderr.write(`bench failed: ${err.stack ?? err}\n`);
+    process.exitCode = 1;
+  })
+  .finally(() => {
+    for (const c of children) c.kill('SIGTERM');
+  });
