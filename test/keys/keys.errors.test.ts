@@ -129,6 +129,16 @@ describe('insufficient_scope', () => {
 });
 
 describe('not_found', () => {
+  it('is returned when the operator names a project the key is not in (X-Svc-Project)', async () => {
+    const key = await admin.post('/v1/keys', valid());
+    const other = await seedProject(operator);
+    const headers = { 'x-svc-project': other.projectId };
+    expectError(await operator.post(`/v1/keys/${key.body.id}/revoke`, undefined, { headers }), 404, 'not_found', 'key_id');
+    expectError(await operator.post(`/v1/keys/${key.body.id}/rotate`, {}, { headers }), 404, 'not_found', 'key_id');
+    const own = await operator.post(`/v1/keys/${key.body.id}/revoke`, undefined, { headers: { 'x-svc-project': projectId } });
+    expect(own.status).toBe(200);
+  });
+
   it('is returned for an unknown key id', async () => {
     expectError(await admin.get('/v1/keys/key_00000000000000000000000000'), 404, 'not_found', 'key_id');
     expectError(await admin.post('/v1/keys/key_00000000000000000000000000/revoke'), 404, 'not_found', 'key_id');

@@ -138,8 +138,7 @@ function pickDefined(q: ListKeysQuery): Record<string, string | number> {
 }
 
 /** Another project's key looks absent (404), so a key can never learn that it exists. */
-async function findVisibleKey(ctx: Ctx, tx: Tx, keyId: string): Promise<ApiKey> {
-  const projectId = await visibleProjectId(ctx, null);
+async function findVisibleKey(ctx: Ctx, tx: Tx, keyId: string, projectId: string | undefined): Promise<ApiKey> {
   const key = await tx.apiKey.findFirst({ where: { id: keyId, ...(projectId !== undefined ? { projectId } : {}) } });
   if (!key) throw new SvcError('not_found', { param: 'key_id', message: 'No such key.' });
   ctx.projectId = key.projectId;
@@ -147,7 +146,7 @@ async function findVisibleKey(ctx: Ctx, tx: Tx, keyId: string): Promise<ApiKey> 
 }
 
 export async function getKey(ctx: Ctx, keyId: string): Promise<ApiKey> {
-  return findVisibleKey(ctx, ctx.db, keyId);
+  return findVisibleKey(ctx, ctx.db, keyId, await visibleProjectId(ctx, null));
 }
 
 export function keyStatus(key: Pick<ApiKey, 'status' | 'expiresAt'>, now: Date): 'active' | 'revoked' | 'expired' {
@@ -172,8 +171,10 @@ export async function rotateKey(ctx: Ctx, keyId: string, input: RotateKeyInput =
   const secret = generateSecret();
   const now = ctx.now();
   const previousExpiresAt = new Date(now.getTime() + overlap * 3_600_000);
+  // Resolved before the transaction: nothing may query outside a transaction while it is open (PGlite has one connection).
+  const projectId = await visibleProjectId(ctx, null);
   const key = await ctx.db.$transaction(async (tx) => {
-    const found = await findVisibleKey(ctx, tx, keyId);
+    const found = await findVisibleKey(ctx, tx, keyId, projectId);
     const status = keyStatus(found, now);
     if (status !== 'active') throw invalid('key_id', `A ${status} key cannot be rotated.`);
     const rotated = await tx.apiKey.update({
@@ -204,8 +205,9 @@ export async function rotateKey(ctx: Ctx, keyId: string, input: RotateKeyInput =
 /** Revoking twice returns the same key. Audits key.revoke and emits key.revoked, both only on the first call. */
 export async function revokeKey(ctx: Ctx, keyId: string): Promise<ApiKey> {
   const now = ctx.now();
+  const projectId = await visibleProjectId(ctx, null);
   const key = await ctx.db.$transaction(async (tx) => {
-    const found = await findVisibleKey(ctx, tx, keyId);
+    const found = await findVisibleKey(ctx, tx, keyId, projectId);
     if (found.status === 'revoked') return found;
     const revoked = await tx.apiKey.update({
       where: { id: found.id },
