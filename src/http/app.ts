@@ -3,6 +3,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import type { Ctx, Deps } from '../domain/context.ts';
 import { PrismaIdempotencyStore, RedisIdempotencyStore } from '../domain/idempotency/store.ts';
 import { newId } from '../db/ids.ts';
+import { adminRoutes } from '../rest/admin.ts';
 import { auditRoutes } from '../rest/audit.ts';
 import { docsRoutes } from '../rest/docs.ts';
 import { healthRoutes } from '../rest/health.ts';
@@ -71,6 +72,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
 
   await app.register(healthRoutes);
   await app.register(docsRoutes);
+  await app.register(adminRoutes);
   await app.register(projectsRoutes);
   await app.register(keysRoutes);
   await app.register(auditRoutes);

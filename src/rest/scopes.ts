@@ -10,6 +10,9 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
   'GET /healthz': 'public',
   'GET /readyz': 'public',
   'GET /docs/errors': 'public',
+  // The admin console's static files; the page itself calls /graphql with the key the user enters.
+  'GET /admin': 'public',
+  'GET /admin/*': 'public',
 
   // Projects: create and archive are operator-only, enforced by the project service for both surfaces.
   'POST /v1/projects': 'authenticated',

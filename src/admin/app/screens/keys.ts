@@ -1,0 +1,140 @@
+import { useState } from 'preact/hooks';
+import { gql } from '../api.ts';
+import type { Viewer } from '../main.ts';
+import { Card, Copy, ErrorBox, Pager, Status, fmtTime, fmtUsd, html, usePager, useQuery } from '../ui.ts';
+
+interface Key {
+  id: string;
+  name: string;
+  secret: string;
+  scopes: string[];
+  status: string;
+  budgetUsd: number | null;
+  expiresAt: number | null;
+  createdAt: number;
+  lastUsedAt: number | null;
+}
+
+const KEY_FIELDS = 'id name secret scopes status budgetUsd expiresAt createdAt lastUsedAt';
+const LIST = `query Keys($projectId: ID, $after: String) {
+  keys(projectId: $projectId, first: 20, after: $after) { edges { node { ${KEY_FIELDS} } } pageInfo { hasNextPage endCursor } }
+}`;
+const CREATE = `mutation CreateKey($input: CreateKeyInput!) { createKey(input: $input) { secret key { id name } } }`;
+const ROTATE = `mutation RotateKey($id: ID!, $overlapHours: Int) { rotateKey(id: $id, overlapHours: $overlapHours) { secret previousSecretExpiresAt key { id name } } }`;
+const REVOKE = `mutation RevokeKey($id: ID!) { revokeKey(id: $id) { id status } }`;
+
+/** A secret shown once, with a copy button, until the person says it is stored. */
+function OnceSecret({ title, secret, note, onDone }: { title: string; secret: string; note?: string; onDone: () => void }) {
+  return html`<div class="notice" role="status">
+    <strong>${title}</strong> — copy it now: it will not be shown again.
+    <div class="secret"><code data-testid="new-secret">${secret}</code><${Copy} text=${secret} label="Copy secret" /></div>
+    ${note ? html`<div class="muted">${note}</div>` : null}
+    <p><button type="button" onClick=${onDone}>I have stored it</button></p>
+  </div>`;
+}
+
+function CreateKeyForm({ viewer, projectId, onCreated }: { viewer: Viewer; projectId: string; onCreated: (name: string, secret: string) => void }) {
+  const [name, setName] = useState('');
+  const [scopes, setScopes] = useState<string[]>([]);
+  const [budget, setBudget] = useState('');
+  const [error, setError] = useState<unknown>(null);
+  const [busy, setBusy] = useState(false);
+  const toggle = (s: string) => setScopes(scopes.includes(s) ? scopes.filter((x) => x !== s) : [...scopes, s]);
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    setBusy(true);
+    try {
+      const input: Record<string, unknown> = { projectId, name, scopes };
+      if (budget.trim() !== '') input.budgetUsd = Number(budget);
+      const r = await gql<{ createKey: { secret: string; key: { name: string } } }>(CREATE, { input });
+      setName('');
+      setScopes([]);
+      setBudget('');
+      setError(null);
+      onCreated(r.createKey.key.name, r.createKey.secret);
+    } catch (err) {
+      setError(err);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return html`<form onSubmit=${submit} aria-label="Create a key">
+    <div class="form inline">
+      <label>Name <input name="name" value=${name} required maxlength="100" onInput=${(e: Event) => setName((e.target as HTMLInputElement).value)} /></label>
+      <label>Monthly budget (USD, optional) <input name="budget" type="number" min="0" step="0.01" value=${budget} onInput=${(e: Event) => setBudget((e.target as HTMLInputElement).value)} /></label>
+    </div>
+    <fieldset><legend>Scopes (a key can only grant scopes it holds)</legend>
+      ${viewer.scopes.map((s) => html`<label style="flex-direction:row;gap:.3rem;display:inline-flex;margin-right:.8rem">
+        <input type="checkbox" name="scope" value=${s} checked=${scopes.includes(s)} onChange=${() => toggle(s)} /> ${s}</label>`)}
+    </fieldset>
+    <p><button class="primary" type="submit" disabled=${busy}>Create key</button></p>
+    <${ErrorBox} error=${error} />
+  </form>`;
+}
+
+function KeyRow({ k, onChanged, onSecret }: { k: Key; onChanged: () => void; onSecret: (title: string, secret: string, note?: string) => void }) {
+  const [confirming, setConfirming] = useState(false);
+  const [overlap, setOverlap] = useState('0');
+  const [error, setError] = useState<unknown>(null);
+  const act = async (run: () => Promise<void>) => {
+    try {
+      await run();
+      setError(null);
+      onChanged();
+    } catch (err) {
+      setError(err);
+    }
+  };
+  const rotate = () =>
+    act(async () => {
+      const r = await gql<{ rotateKey: { secret: string; previousSecretExpiresAt: number } }>(ROTATE, { id: k.id, overlapHours: Number(overlap) });
+      onSecret(`New secret for ${k.name}`, r.rotateKey.secret, `The previous secret works until ${fmtTime(r.rotateKey.previousSecretExpiresAt)}.`);
+    });
+  const revoke = () => act(async () => void (await gql(REVOKE, { id: k.id })));
+  const active = k.status === 'active';
+  return html`<tr data-key-id=${k.id}>
+    <td><strong>${k.name}</strong><div class="mono muted">${k.id}</div></td>
+    <td><code>${k.secret}</code></td>
+    <td>${k.scopes.join(' ')}</td>
+    <td><${Status} value=${k.status} /></td>
+    <td>${fmtUsd(k.budgetUsd)}</td>
+    <td>${fmtTime(k.expiresAt)}</td>
+    <td>${fmtTime(k.lastUsedAt)}</td>
+    <td>
+      ${active
+        ? html`<label>Overlap
+              <select aria-label=${`Overlap for ${k.name}`} value=${overlap} onChange=${(e: Event) => setOverlap((e.target as HTMLSelectElement).value)}>
+                <option value="0">none</option><option value="1">1 hour</option><option value="24">24 hours</option><option value="168">7 days</option>
+              </select></label>
+            <button type="button" onClick=${rotate}>Rotate</button>
+            ${confirming
+              ? html`<span role="group" aria-label="Confirm revoke"><button type="button" class="danger" onClick=${revoke}>Confirm revoke</button>
+                  <button type="button" onClick=${() => setConfirming(false)}>Cancel</button></span>`
+              : html`<button type="button" class="danger" onClick=${() => setConfirming(true)}>Revoke</button>`}`
+        : null}
+      <${ErrorBox} error=${error} />
+    </td>
+  </tr>`;
+}
+
+export function KeysScreen({ viewer, projectId }: { viewer: Viewer; projectId: string }) {
+  const pager = usePager();
+  const [secret, setSecret] = useState<{ title: string; secret: string; note?: string } | null>(null);
+  const q = useQuery(
+    () => gql<{ keys: { edges: { node: Key }[]; pageInfo: { hasNextPage: boolean; endCursor: string | null } } }>(LIST, { projectId, after: pager.after }),
+    [projectId, pager.after],
+  );
+  return html`
+    ${secret ? html`<${OnceSecret} ...${secret} onDone=${() => setSecret(null)} />` : null}
+    <${Card} title="Create a key">
+      <${CreateKeyForm} viewer=${viewer} projectId=${projectId} onCreated=${(name: string, s: string) => { setSecret({ title: `Secret of ${name}`, secret: s }); pager.reset(); q.reload(); }} />
+    <//>
+    <${Card} title="Keys">
+      <${ErrorBox} error=${q.error} />
+      <table>
+        <thead><tr><th>Name</th><th>Secret</th><th>Scopes</th><th>Status</th><th>Budget</th><th>Expires</th><th>Last used</th><th>Actions</th></tr></thead>
+        <tbody>${q.data?.keys.edges.map(({ node }) => html`<${KeyRow} key=${node.id} k=${node} onChanged=${q.reload} onSecret=${(title: string, s: string, note?: string) => setSecret({ title, secret: s, note })} />`)}</tbody>
+      </table>
+      <${Pager} pager=${pager} hasNext=${q.data?.keys.pageInfo.hasNextPage ?? false} endCursor=${q.data?.keys.pageInfo.endCursor ?? null} />
+    <//>`;
+}

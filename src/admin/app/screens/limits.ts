@@ -1,0 +1,76 @@
+import { useEffect, useState } from 'preact/hooks';
+import { ApiError, gql } from '../api.ts';
+import { Card, ErrorBox, fmtTime, html, useQuery } from '../ui.ts';
+
+interface Limits {
+  requestsPerMinute: number;
+  tokensPerMinute: number;
+  burst: number;
+  updatedAt: number | null;
+}
+
+const GET = `query Limits($projectId: ID!) { rateLimits(projectId: $projectId) { requestsPerMinute tokensPerMinute burst updatedAt } }`;
+const UPDATE = `mutation UpdateLimits($projectId: ID!, $input: RateLimitsInput!) {
+  updateRateLimits(projectId: $projectId, input: $input) { requestsPerMinute tokensPerMinute burst updatedAt }
+}`;
+
+type FieldName = 'requestsPerMinute' | 'tokensPerMinute' | 'burst';
+const FIELDS: { name: FieldName; label: string; min: number; param: string }[] = [
+  { name: 'requestsPerMinute', label: 'Requests per minute', min: 1, param: 'requests_per_minute' },
+  { name: 'tokensPerMinute', label: 'Tokens per minute', min: 1, param: 'tokens_per_minute' },
+  { name: 'burst', label: 'Burst (above requests per minute)', min: 0, param: 'burst' },
+];
+
+/** The spec's rules, shown inline before the request is sent; the gateway checks them again. */
+function problem(value: string, min: number): string | null {
+  if (value.trim() === '') return 'Required.';
+  if (!/^\d+$/.test(value.trim())) return 'A whole number.';
+  if (Number(value) < min) return `At least ${min}.`;
+  return null;
+}
+
+export function LimitsScreen({ projectId }: { projectId: string }) {
+  const q = useQuery(() => gql<{ rateLimits: Limits }>(GET, { projectId }), [projectId]);
+  const [form, setForm] = useState<Record<FieldName, string>>({ requestsPerMinute: '', tokensPerMinute: '', burst: '' });
+  const [error, setError] = useState<unknown>(null);
+  const [saved, setSaved] = useState(false);
+  useEffect(() => {
+    const l = q.data?.rateLimits;
+    if (l) setForm({ requestsPerMinute: String(l.requestsPerMinute), tokensPerMinute: String(l.tokensPerMinute), burst: String(l.burst) });
+  }, [q.data]);
+  const problems = Object.fromEntries(FIELDS.map((f) => [f.name, problem(form[f.name], f.min)])) as Record<FieldName, string | null>;
+  const serverParam = error instanceof ApiError ? error.param : null;
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    if (Object.values(problems).some(Boolean)) return;
+    try {
+      await gql(UPDATE, {
+        projectId,
+        input: { requestsPerMinute: Number(form.requestsPerMinute), tokensPerMinute: Number(form.tokensPerMinute), burst: Number(form.burst) },
+      });
+      setError(null);
+      setSaved(true);
+      q.reload();
+    } catch (err) {
+      setError(err);
+      setSaved(false);
+    }
+  };
+  return html`<${Card} title="Rate limits">
+    <${ErrorBox} error=${q.error} />
+    <p class="muted">Per project and, independently, per key; the tighter window binds. Burst allows short spikes above
+      requests per minute and does not raise the token window. Last change: ${fmtTime(q.data?.rateLimits.updatedAt)}.</p>
+    <form class="inline" onSubmit=${submit} aria-label="Edit rate limits" novalidate>
+      ${FIELDS.map((f) => {
+        const msg = problems[f.name] ?? (serverParam === f.param ? (error as ApiError).message : null);
+        return html`<div class="field"><label for=${`limit-${f.name}`}>${f.label}</label>
+          <input id=${`limit-${f.name}`} name=${f.name} inputmode="numeric" value=${form[f.name]} aria-invalid=${msg ? 'true' : 'false'} aria-describedby=${`${f.name}-error`}
+            onInput=${(e: Event) => { setSaved(false); setForm({ ...form, [f.name]: (e.target as HTMLInputElement).value }); }} />
+          <span class="field-error" id=${`${f.name}-error`} aria-live="polite">${msg ?? ''}</span></div>`;
+      })}
+      <button class="primary" type="submit" disabled=${Object.values(problems).some(Boolean)}>Save limits</button>
+    </form>
+    ${saved ? html`<div class="notice" role="status">Saved: new limits apply from the next request on every replica.</div>` : null}
+    <${ErrorBox} error=${error} />
+  <//>`;
+}

@@ -1,0 +1,89 @@
+import { h, type ComponentChildren } from 'preact';
+import { useCallback, useEffect, useState } from 'preact/hooks';
+import htm from 'htm';
+import { ApiError } from './api.ts';
+
+export const html = htm.bind(h);
+
+export const fmtTime = (unix: number | null | undefined): string =>
+  unix === null || unix === undefined ? '—' : new Date(unix * 1000).toISOString().replace('T', ' ').slice(0, 19) + ' UTC';
+
+export const fmtUsd = (usd: number | null | undefined): string =>
+  usd === null || usd === undefined ? '—' : `$${usd.toLocaleString('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 6 })}`;
+
+export function Status({ value }: { value: string }) {
+  return html`<span class=${`status ${value}`}>${value}</span>`;
+}
+
+/** Shows an API error with its code and request id; a 429 says when to retry. */
+export function ErrorBox({ error }: { error: unknown }) {
+  if (!error) return null;
+  if (error instanceof ApiError) {
+    const retry =
+      error.httpStatus === 429 && error.retryAt
+        ? html`<div>Retry after ${fmtTime(error.retryAt)} (in ${Math.max(0, Math.ceil(error.retryAt - Date.now() / 1000))} s).</div>`
+        : null;
+    return html`<div class="error" role="alert">
+      <strong>${error.message}</strong>
+      <div>code <code>${error.code}</code>${error.param ? html`, param <code>${error.param}</code>` : null}
+        ${error.requestId ? html`, request id <code>${error.requestId}</code>` : null}</div>
+      ${retry}
+    </div>`;
+  }
+  return html`<div class="error" role="alert"><strong>${String((error as Error)?.message ?? error)}</strong></div>`;
+}
+
+export function Card({ title, children }: { title: string; children: ComponentChildren }) {
+  return html`<section class="card" aria-label=${title}><h2>${title}</h2>${children}</section>`;
+}
+
+/** Runs a query and re-runs it on demand; errors are kept to be shown, never thrown into the page. */
+export function useQuery<T>(run: () => Promise<T>, deps: unknown[]) {
+  const [data, setData] = useState<T | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  const [loading, setLoading] = useState(true);
+  const reload = useCallback(() => {
+    setLoading(true);
+    run()
+      .then((d) => {
+        setData(d);
+        setError(null);
+      })
+      .catch(setError)
+      .finally(() => setLoading(false));
+  }, deps);
+  useEffect(reload, [reload]);
+  return { data, error, loading, reload };
+}
+
+/** Cursor paging over a Relay connection: `after` for older pages, a stack to go back. */
+export function usePager() {
+  const [stack, setStack] = useState<(string | null)[]>([null]);
+  const after = stack[stack.length - 1] ?? null;
+  return {
+    after,
+    page: stack.length,
+    next: (cursor: string) => setStack([...stack, cursor]),
+    prev: () => setStack(stack.length > 1 ? stack.slice(0, -1) : stack),
+    reset: () => setStack([null]),
+  };
+}
+
+export function Pager({ pager, hasNext, endCursor }: { pager: ReturnType<typeof usePager>; hasNext: boolean; endCursor: string | null }) {
+  return html`<div class="pager">
+    <button type="button" onClick=${pager.prev} disabled=${pager.page <= 1}>Newer</button>
+    <span class="muted">page ${pager.page}</span>
+    <button type="button" onClick=${() => endCursor && pager.next(endCursor)} disabled=${!hasNext}>Older</button>
+  </div>`;
+}
+
+export function Copy({ text, label }: { text: string; label: string }) {
+  const [copied, setCopied] = useState(false);
+  return html`<button
+    type="button"
+    onClick=${async () => {
+      await navigator.clipboard.writeText(text).catch(() => {});
+      setCopied(true);
+    }}
+  >${copied ? 'Copied' : label}</button>`;
+}
