@@ -3,7 +3,9 @@ FROM node:22-bookworm-slim AS deps
 WORKDIR /app
 COPY package.json package-lock.json prisma.config.ts ./
 COPY prisma ./prisma
-# postinstall runs `prisma generate` (through the stub engine in prisma.config.ts); nothing downloads binaries.
+COPY src/admin ./src/admin
+# postinstall runs `prisma generate` (through the stub engine in prisma.config.ts) and builds the admin console with
+# Vite into dist/admin; nothing downloads binaries. Dev dependencies are pruned afterwards.
 RUN npm ci --no-audit --no-fund && npm prune --omit=dev
 
 FROM node:22-bookworm-slim AS runtime
@@ -12,6 +14,7 @@ WORKDIR /app
 RUN useradd --system --uid 10001 --home /app svc && mkdir -p /data && chown svc /data
 COPY --from=deps --chown=svc /app/node_modules ./node_modules
 COPY --from=deps --chown=svc /app/src/generated ./src/generated
+COPY --from=deps --chown=svc /app/dist ./dist
 COPY --chown=svc package.json prisma.config.ts tsconfig.json ./
 COPY --chown=svc prisma ./prisma
 COPY --chown=svc src ./src
