@@ -42,7 +42,16 @@ async function signIn(secret: string): Promise<Page> {
 
 describe('the admin console', () => {
   it('signs in with a key kept in sessionStorage only, and shows the project overview', async () => {
+    const api = client(t.app, project.secret);
+    expect((await operator.put(`/v1/projects/${project.projectId}/budget`, { budget_usd: 25 })).status).toBe(200);
+    for (let i = 0; i < 3; i++) {
+      const res = await api.post('/v1/inference', { model: 'mock-1', project_id: project.projectId, messages: [{ role: 'user', content: `hi ${i}` }] });
+      expect(res.status).toBe(200);
+    }
     const page = await signIn(project.secret);
+    await page.getByText('of $25.00').waitFor();
+    await page.locator('.chart .bar').first().waitFor();
+    expect(await page.getByText('Loading the admin console').count()).toBe(0);
     await hasText(page.locator('header.top'), project.keyId);
     await page.getByText('E2E project').waitFor();
     const storage = await page.evaluate(() => ({ local: localStorage.length, session: JSON.stringify(sessionStorage), url: location.href }));

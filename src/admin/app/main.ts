@@ -128,4 +128,6 @@ function App() {
     </main>`;
 }
 
-render(html`<${App} />`, document.getElementById('app')!);
+const root = document.getElementById('app')!;
+root.textContent = ''; // the static "Loading…" placeholder
+render(html`<${App} />`, root);

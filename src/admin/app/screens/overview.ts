@@ -7,7 +7,7 @@ interface Overview {
 }
 interface Limits { rateLimits: { requestsPerMinute: number; tokensPerMinute: number; burst: number } }
 interface Budget { budget: { budgetUsd: number | null; spentUsd: number; period: string } }
-interface UsageDays { usageDays: { date: string; requests: number; costUsd: number; promptTokens: number; completionTokens: number }[] }
+interface UsageDays { usageByDay: { date: string; requests: number; costUsd: number; promptTokens: number; completionTokens: number }[] }
 
 const has = (v: Viewer, scope: string) => v.scopes.includes(scope);
 
@@ -25,7 +25,7 @@ function BudgetBar({ budget, spent }: { budget: number; spent: number }) {
   </div>`;
 }
 
-function UsageChart({ days }: { days: UsageDays['usageDays'] }) {
+function UsageChart({ days }: { days: UsageDays['usageByDay'] }) {
   if (days.length === 0) return html`<p class="muted">No usage yet.</p>`;
   const max = Math.max(...days.map((d) => d.requests), 1);
   return html`<div class="chart" role="img" aria-label=${`Requests per day, ${days.length} days`}>
@@ -46,7 +46,10 @@ export function OverviewScreen({ viewer, projectId }: { viewer: Viewer; projectI
     [projectId],
   );
   const u = useQuery(
-    () => (has(viewer, 'usage:read') ? gql<UsageDays>(`query U($id: ID!) { usageDays(projectId: $id, days: 30) { date requests costUsd promptTokens completionTokens } }`, { id: projectId }) : Promise.resolve(null)),
+    () => (has(viewer, 'usage:read') ? gql<UsageDays>(`query U($id: ID!, $start: String) { usageByDay(projectId: $id, startDate: $start) { date requests costUsd promptTokens completionTokens } }`, {
+            id: projectId,
+            start: new Date(Date.now() - 29 * 86_400_000).toISOString().slice(0, 10),
+          }) : Promise.resolve(null)),
     [projectId],
   );
   const project = p.data?.project;
@@ -77,6 +80,6 @@ export function OverviewScreen({ viewer, projectId }: { viewer: Viewer; projectI
         : html`<${Needs} scope="budgets:manage" />`}
     <//>
     <${Card} title="Usage per day">
-      ${has(viewer, 'usage:read') ? html`<${ErrorBox} error=${u.error} />${u.data ? html`<${UsageChart} days=${u.data.usageDays} />` : null}` : html`<${Needs} scope="usage:read" />`}
+      ${has(viewer, 'usage:read') ? html`<${ErrorBox} error=${u.error} />${u.data ? html`<${UsageChart} days=${[...u.data.usageByDay].sort((a, b) => a.date.localeCompare(b.date))} />` : null}` : html`<${Needs} scope="usage:read" />`}
     <//>`;
 }
