@@ -7,6 +7,13 @@ import { systemClock, type Clock, type Deps } from './domain/context.ts';
 import { generateSecret, hashSecret } from './domain/keys/secrets.ts';
 import { KeyCache } from './domain/auth/key-cache.ts';
 import { LocalBus, RedisBus, type Bus } from './pubsub/bus.ts';
+import { ProviderRegistry } from './providers/router.ts';
+import { MemoryResponseCache, RedisResponseCache } from './domain/inference/cache.ts';
+import type { DeliveryWorkerOptions } from './webhooks/delivery-worker.ts';
+import { createWebhookRuntime } from './webhooks/runtime.ts';
+import { createLimiter } from './limits/index.ts';
+import { loadProjectLimits } from './domain/rate-limits/service.ts';
+import { flushBudgetAlerts } from './domain/budgets/service.ts';
 
 export const LOG_REDACT_PATHS = [
   'req.headers.authorization',
@@ -29,6 +36,8 @@ export interface DepsOverrides {
   database?: Database;
   /** Where a generated operator key is announced (once, at first start); default stdout. */
   announceMasterKey?: (secret: string) => void;
+  /** Delivery worker tuning (tests: a short deadline, a test CA). */
+  webhookWorker?: DeliveryWorkerOptions;
 }
 
 /** Opens the database (migrating it), Redis and the operator key: everything a request needs, built once. */
@@ -49,11 +58,32 @@ export async function createDeps(config: Readonly<Config>, overrides: DepsOverri
   const masterKeyHash = await resolveMasterKeyHash(config, database, overrides.announceMasterKey ?? announceOnStdout);
   const bus: Bus = redis ? new RedisBus(redis, config.redisPrefix, log) : new LocalBus(config.redisPrefix);
   const keyCache = new KeyCache(bus);
-  return { config, database, db: database.prisma, clock: overrides.clock ?? systemClock, log, redis, masterKeyHash, bus, keyCache };
+  const clock = overrides.clock ?? systemClock;
+  const providers = new ProviderRegistry(config.providers, {
+    clock,
+    log,
+    failureThreshold: config.circuitFailureThreshold,
+    cooldownMs: config.circuitCooldownMs,
+    routingTimeoutMs: config.routingTimeoutMs,
+  });
+  const responseCache = redis ? new RedisResponseCache(redis, config.redisPrefix) : new MemoryResponseCache(clock);
+  const webhooks = createWebhookRuntime({ config, db: database.prisma, database, clock, log }, overrides.webhookWorker);
+  const limiter = createLimiter({
+    redis,
+    redisPrefix: config.redisPrefix,
+    log,
+    bus,
+    loadLimits: (projectId) => loadProjectLimits(database.prisma, projectId),
+    operatorRequestsPerMinute: config.operatorRequestsPerMinute,
+  });
+  return { config, database, db: database.prisma, clock, log, redis, masterKeyHash, bus, keyCache, providers, responseCache, webhooks, limiter };
 }
 
 export async function closeDeps(deps: Deps): Promise<void> {
+  await flushBudgetAlerts(deps);
+  await deps.webhooks.worker.stop();
   await deps.bus.close();
+  await deps.providers.close();
   deps.redis?.disconnect();
   await deps.database.close();
 }

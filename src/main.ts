@@ -1,6 +1,7 @@
 import { closeDeps, createDeps } from './app-deps.ts';
 import { ConfigError, loadConfig } from './config/config.ts';
 import { buildApp } from './http/app.ts';
+import { startDailyUsageSummaries } from './domain/usage/daily-summary.ts';
 
 async function main(): Promise<void> {
   let config;
@@ -21,14 +22,17 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   const app = await buildApp(deps);
+  let usageSummaries: { stop(): void } | null = null;
 
   let closing = false;
   const shutdown = async (signal: string) => {
     if (closing) return;
     closing = true;
     deps.log.info({ signal }, 'shutting down: finishing requests in flight');
+    usageSummaries?.stop();
     try {
-      await app.close();
+      // Webhook attempts in flight finish (each within its deadline) while HTTP requests drain.
+      await Promise.all([app.close(), deps.webhooks.worker.stop()]);
       await closeDeps(deps);
       process.exit(0);
     } catch (err) {
@@ -45,6 +49,8 @@ async function main(): Promise<void> {
     process.stderr.write(`cannot listen on ${config.host}:${config.port}: ${(err as Error).message}\n`);
     process.exit(1);
   }
+  await deps.webhooks.worker.start();
+  usageSummaries = startDailyUsageSummaries(deps);
 }
 
 void main();

@@ -1,4 +1,6 @@
 import path from 'node:path';
+import { parseAllowlist } from '../webhooks/egress.ts';
+import { BUILTIN_PROVIDERS, loadProvidersFile, ProvidersFileError, type ProviderSpec } from '../providers/config-file.ts';
 
 /** One typed, frozen view of the environment (CONTRACT §1). A bad value throws ConfigError naming the variable. */
 export interface Config {
@@ -13,9 +15,15 @@ export interface Config {
   providersFile: string | null;
   webhookRetryScheduleS: number[];
   webhookRetryHorizonS: number;
+  /** The receiver's deadline per attempt (spec 6.1.2: 10 s). */
+  webhookTimeoutMs: number;
   egressAllowlist: string[];
   smtpUrl: string | null;
   alertEmailFrom: string | null;
+  /** Recipients of budget alert e-mails; empty: the sender address itself. */
+  alertEmailTo: string[];
+  /** The operator key's own request window (it belongs to no project). */
+  operatorRequestsPerMinute: number;
   /** Base of error doc_url links; unset: derived from the request's host. */
   publicUrl: string | null;
   /** 32-byte key (hex or base64) for webhook signing secrets at rest; unset: generated in dataDir. */
@@ -25,6 +33,12 @@ export interface Config {
   production: boolean;
   graphqlIntrospection: boolean;
   routingTimeoutMs: number;
+  /** From SVC_PROVIDERS_FILE, validated; unset: the built-in mock provider. */
+  providers: readonly ProviderSpec[];
+  /** Consecutive failures that open a provider's circuit breaker. */
+  circuitFailureThreshold: number;
+  /** How long an open circuit skips its provider before a probe. */
+  circuitCooldownMs: number;
 }
 
 export class ConfigError extends Error {
@@ -105,9 +119,12 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     providersFile: str(env, 'SVC_PROVIDERS_FILE'),
     webhookRetryScheduleS,
     webhookRetryHorizonS: int(env, 'SVC_WEBHOOK_RETRY_HORIZON_S', 86_400, 1, 30 * 86_400),
+    webhookTimeoutMs: int(env, 'SVC_WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000),
     egressAllowlist: (str(env, 'SVC_EGRESS_ALLOWLIST') ?? '').split(',').map((s) => s.trim()).filter(Boolean),
     smtpUrl: url(env, 'SVC_SMTP_URL', ['smtp:', 'smtps:']),
     alertEmailFrom: str(env, 'SVC_ALERT_EMAIL_FROM'),
+    alertEmailTo: emails(env, 'SVC_ALERT_EMAIL_TO'),
+    operatorRequestsPerMinute: int(env, 'SVC_OPERATOR_RPM', 6_000, 1, 2_147_483_647),
     publicUrl: publicUrl ? publicUrl.replace(/\/+$/, '') : null,
     encryptionKey: str(env, 'SVC_ENCRYPTION_KEY'),
     bodyLimitBytes: int(env, 'SVC_BODY_LIMIT_BYTES', 1_048_576, 1024, 100 * 1_048_576),
@@ -115,9 +132,17 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     production,
     graphqlIntrospection: bool(env, 'SVC_GRAPHQL_INTROSPECTION', !production),
     routingTimeoutMs: int(env, 'SVC_ROUTING_TIMEOUT_MS', 30_000, 100, 600_000),
+    providers: providersFrom(env),
+    circuitFailureThreshold: int(env, 'SVC_CIRCUIT_FAILURES', 5, 1, 1000),
+    circuitCooldownMs: int(env, 'SVC_CIRCUIT_COOLDOWN_MS', 30_000, 1, 3_600_000),
   };
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(config.logLevel)) {
     throw new ConfigError('LOG_LEVEL', 'must be one of fatal, error, warn, info, debug, trace, silent');
+  }
+  try {
+    parseAllowlist(config.egressAllowlist);
+  } catch (err) {
+    throw new ConfigError('SVC_EGRESS_ALLOWLIST', `${(err as Error).message}; use comma-separated hostnames, IPs or CIDRs`);
   }
   if (config.encryptionKey !== null && decodeKey(config.encryptionKey) === null) {
     throw new ConfigError('SVC_ENCRYPTION_KEY', 'must be 32 bytes as 64 hex characters or base64');
@@ -125,9 +150,29 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
   return Object.freeze(config);
 }
 
+/** Comma-separated e-mail addresses. */
+function emails(env: Env, name: string): string[] {
+  const list = (str(env, name) ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  const bad = list.find((a) => !/^[^\s@]+@[^\s@]+$/.test(a));
+  if (bad !== undefined) throw new ConfigError(name, `"${bad}" is not an e-mail address; use comma-separated addresses`);
+  return list;
+}
+
 /** 32 bytes from hex or base64, or null when it is neither. */
 export function decodeKey(raw: string): Buffer | null {
   if (/^[0-9a-fA-F]{64}$/.test(raw)) return Buffer.from(raw, 'hex');
   const b = Buffer.from(raw, 'base64');
   return b.length === 32 ? b : null;
+}
+
+/** CONTRACT §8: the providers file is checked at start; any problem stops the process with the field named. */
+function providersFrom(env: Env): readonly ProviderSpec[] {
+  const file = str(env, 'SVC_PROVIDERS_FILE');
+  if (file === null) return BUILTIN_PROVIDERS;
+  try {
+    return loadProvidersFile(path.resolve(file), env);
+  } catch (err) {
+    if (err instanceof ProvidersFileError) throw new ConfigError('SVC_PROVIDERS_FILE', err.message);
+    throw err;
+  }
 }

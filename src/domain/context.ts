@@ -3,8 +3,12 @@ import type { Redis } from 'ioredis';
 import type { Config } from '../config/config.ts';
 import type { Database, Db } from '../db/client.ts';
 import type { Bus } from '../pubsub/bus.ts';
+import type { WebhookRuntime } from '../webhooks/runtime.ts';
 import type { KeyCache } from './auth/key-cache.ts';
 import type { Scope } from './keys/scopes.ts';
+import type { ProviderRegistry } from '../providers/router.ts';
+import type { ResponseCache } from './inference/cache.ts';
+import type { Limiter, RateLimitState } from '../limits/limiter.ts';
 
 /** Milliseconds since the epoch; tests inject a fake one (retry schedules are hours long). */
 export interface Clock {
@@ -35,6 +39,14 @@ export interface Deps {
   /** Cross-replica notifications (Redis pub/sub, or in process). */
   bus: Bus;
   keyCache: KeyCache;
+  /** Signing-secret encryption, egress guard and the delivery worker (started by main.ts). */
+  webhooks: WebhookRuntime;
+  /** Model providers, their routes and circuit breakers (src/providers). */
+  providers: ProviderRegistry;
+  /** The inference response cache (Redis, or in process). */
+  responseCache: ResponseCache;
+  /** Request and token windows per key and project (src/limits): Redis, or in process. */
+  limiter: Limiter;
 }
 
 /** One per request: REST puts it on `req.ctx`, GraphQL on `{ ctx }`. */
@@ -48,6 +60,8 @@ export interface Ctx {
   headerProjectId: string | null;
   /** The project the call turned out to address (for the operator's identity header). */
   projectId: string | null;
+  /** The binding rate-limit window after the last limiter call; written as X-Svc-RateLimit-* headers on send. */
+  rateLimit?: RateLimitState;
   now(): Date;
 }
 

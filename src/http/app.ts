@@ -8,10 +8,19 @@ import { auditRoutes } from '../rest/audit.ts';
 import { docsRoutes } from '../rest/docs.ts';
 import { healthRoutes } from '../rest/health.ts';
 import { keysRoutes } from '../rest/keys.ts';
+import { inferenceRoutes } from '../rest/inference.ts';
+import { openaiRoutes } from '../rest/openai.ts';
+import { routingRoutes } from '../rest/routing.ts';
+import { usageRoutes } from '../rest/usage.ts';
+import { webhooksRoutes } from '../rest/webhooks.ts';
 import { projectsRoutes } from '../rest/projects.ts';
+import { graphqlRoutes } from '../graphql/yoga.ts';
 import { registerErrorHandling } from './error-handler.ts';
 import { registerAuth } from './hooks/auth.ts';
 import { registerIdempotency } from './hooks/idempotency.ts';
+import { rateLimitRequest, registerRateLimitHeaders } from './hooks/rate-limit.ts';
+import { budgetsRoutes } from '../rest/budgets.ts';
+import { rateLimitsRoutes } from '../rest/rate-limits.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -64,7 +73,9 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
     reply.header('X-Svc-Request-Id', req.id);
   });
   registerErrorHandling(app);
-  registerAuth(app);
+  // The rate limiter runs inside the auth hook, between authentication and the scope check.
+  registerAuth(app, rateLimitRequest);
+  registerRateLimitHeaders(app);
   registerIdempotency(
     app,
     deps.redis ? new RedisIdempotencyStore(deps.redis, deps.config.redisPrefix) : new PrismaIdempotencyStore(deps.db),
@@ -76,5 +87,13 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   await app.register(projectsRoutes);
   await app.register(keysRoutes);
   await app.register(auditRoutes);
+  await app.register(rateLimitsRoutes);
+  await app.register(budgetsRoutes);
+  await app.register(graphqlRoutes);
+  await app.register(webhooksRoutes);
+  await app.register(inferenceRoutes);
+  await app.register(openaiRoutes);
+  await app.register(usageRoutes);
+  await app.register(routingRoutes);
   return app;
 }

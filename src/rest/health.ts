@@ -5,7 +5,7 @@ export const healthRoutes: FastifyPluginAsync = async (app) => {
 
   /** 200 when the database and Redis (if configured) answer, else 503 (CONTRACT §1). */
   app.get('/readyz', async (_req, reply) => {
-    const checks: Record<string, 'ok' | 'unavailable'> = {};
+    const checks: Record<string, 'ok' | 'unavailable' | 'degraded'> = {};
     try {
       await app.deps.db.$queryRaw`SELECT 1`;
       checks.database = 'ok';
@@ -20,6 +20,8 @@ export const healthRoutes: FastifyPluginAsync = async (app) => {
         checks.redis = 'unavailable';
       }
     }
+    // degraded: Redis is configured but unreachable, and rate limits run per replica in process (src/limits).
+    checks.limits = await app.deps.limiter.health();
     const ready = Object.values(checks).every((v) => v === 'ok');
     return reply.code(ready ? 200 : 503).send({ status: ready ? 'ok' : 'unavailable', checks });
   });

@@ -28,10 +28,41 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
 
   'GET /v1/audit/events': 'audit:read',
 
+  // Rate limits (spec 4.3) and the project budget (CONTRACT §7); each GET needs the scope of its PUT.
+  'PUT /v1/projects/:project_id/rate-limits': 'governance:manage',
+  'GET /v1/projects/:project_id/rate-limits': 'governance:manage',
+  'PUT /v1/projects/:project_id/budget': 'budgets:manage',
+  'GET /v1/projects/:project_id/budget': 'budgets:manage',
+
+  // Webhooks: CONTRACT §6, every endpoint needs governance:manage.
+  'POST /v1/webhooks': 'governance:manage',
+  'GET /v1/webhooks': 'governance:manage',
+  'GET /v1/webhooks/:webhook_id': 'governance:manage',
+  'POST /v1/webhooks/:webhook_id/disable': 'governance:manage',
+  'GET /v1/webhooks/:webhook_id/deliveries': 'governance:manage',
+  'POST /v1/webhooks/:webhook_id/deliveries/:delivery_id/replay': 'governance:manage',
+
+  // Inference (spec 4.4) and its OpenAI-compatible twins (CONTRACT §8; models:read for the model list).
+  'POST /v1/inference': 'inference:write',
+  'POST /v1/chat/completions': 'inference:write',
+  'GET /v1/models': 'models:read',
+  'GET /v1/models/*': 'models:read',
+  'GET /v1/usage': 'usage:read',
+  // Routing policies: changes need governance:manage; reads any key with governance:manage or inference:write
+  // (checked by the routing service).
+  'POST /v1/routing/policies': 'governance:manage',
+  'GET /v1/routing/policies': 'authenticated',
+  'GET /v1/routing/policies/:policy_id': 'authenticated',
+  'POST /v1/routing/policies/:policy_id': 'governance:manage',
+  'PATCH /v1/routing/policies/:policy_id': 'governance:manage',
+  'DELETE /v1/routing/policies/:policy_id': 'governance:manage',
+
   // GraphQL: each field declares its own scope (graphql/builder.ts scope-auth).
   'GET /graphql': 'authenticated',
   'POST /graphql': 'authenticated',
   'OPTIONS /graphql': 'public',
+  // GraphiQL's page (outside production); the queries it sends go to /graphql with the key typed into it.
+  'GET /graphiql': 'public',
 };
 
 export const routeKey = (method: string, url: string) => `${method} ${url}`;

@@ -66,6 +66,8 @@ export interface TestAppOptions {
   /** Share another app's database (a second replica). */
   database?: TestDatabase;
   redisPrefix?: string;
+  /** Adds routes (e.g. a stand-in for a path not built yet) before the app is ready. */
+  beforeReady?: (app: FastifyInstance) => void | Promise<void>;
 }
 
 /** Builds the real app on a test database, with the operator key MASTER_KEY and an injected clock. */
@@ -85,6 +87,7 @@ export async function buildTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
   const log = pino({ level: 'info', redact: { paths: LOG_REDACT_PATHS, censor: '[redacted]' } }, logs);
   const deps = await createDeps(config, { clock, log, database: testDb.database });
   const app = await buildApp(deps);
+  await opts.beforeReady?.(app);
   await app.ready();
   return {
     app,

@@ -10,6 +10,12 @@ beforeAll(async () => {
   t = await buildTestApp();
   const seeded = await seedProject(client(t.app), { scopes: ['keys:manage', 'audit:read'] });
   api = client(t.app, seeded.secret);
+  // 250 creates and many pages from one key on a frozen clock: lift the project's limits (starter: 60 requests/min).
+  await client(t.app).put(`/v1/projects/${seeded.projectId}/rate-limits`, {
+    requests_per_minute: 100_000,
+    tokens_per_minute: 100_000,
+    burst: 0,
+  });
   created = [seeded.keyId];
   for (let i = 0; i < 249; i++) {
     const res = await api.post('/v1/keys', { project_id: seeded.projectId, name: `k${i}`, scopes: ['keys:manage'] });

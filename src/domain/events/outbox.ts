@@ -1,6 +1,7 @@
 import type { Prisma, Event } from '../../generated/prisma/client.ts';
 import type { Tx } from '../../db/client.ts';
 import { newId } from '../../db/ids.ts';
+import { notifyDeliveryWorkers } from '../../webhooks/wakeups.ts';
 
 /** The spec's event catalog (§6.2). */
 export const EVENT_TYPES = [
@@ -59,6 +60,8 @@ export async function enqueueEvent(
         createdAt: now,
       })),
     });
+    // Sent at commit (never on rollback): every replica's delivery worker wakes within milliseconds.
+    await notifyDeliveryWorkers(tx);
   }
   return event;
 }

@@ -1,11 +1,14 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { authenticate } from '../../domain/auth/service.ts';
 import { makeCtx } from '../../domain/context.ts';
 import { SvcError } from '../../errors/svc-error.ts';
 import { accessFor, routeKey, ROUTE_ACCESS } from '../../rest/scopes.ts';
 
+/** Runs once the caller is known, before the scope check: the rate limiter, so that a 403 is counted too. */
+export type AfterAuthentication = (req: FastifyRequest, reply: FastifyReply) => Promise<void>;
+
 /** Authentication and scope checks for every route (REST and GraphQL) except the public ones. */
-export function registerAuth(app: FastifyInstance): void {
+export function registerAuth(app: FastifyInstance, afterAuthentication?: AfterAuthentication): void {
   app.addHook('onRoute', (route) => {
     const methods = Array.isArray(route.method) ? route.method : [route.method];
     for (const method of methods) {
@@ -31,6 +34,7 @@ export function registerAuth(app: FastifyInstance): void {
     reply.header('X-Svc-Key-Id', caller.keyId);
     reply.header('X-Svc-Project', caller.projectId ?? '');
     reply.header('X-Svc-Scopes', caller.scopes.join(' '));
+    if (afterAuthentication) await afterAuthentication(req, reply);
     if (access !== 'authenticated' && !caller.scopes.includes(access)) {
       throw new SvcError('insufficient_scope', { message: `This request requires the ${access} scope.` });
     }

@@ -7,6 +7,10 @@ declare module 'fastify' {
   interface FastifyRequest {
     idempotency?: { scope: string; key: string };
   }
+  interface FastifyInstance {
+    /** For a route that sends a stream: it takes req.idempotency over and completes or abandons it itself. */
+    idempotencyStore: IdempotencyStore;
+  }
 }
 
 /** Key order must not change the fingerprint: {"a":1,"b":2} and {"b":2,"a":1} are the same request. */
@@ -25,13 +29,15 @@ export function canonicalJson(value: unknown): string {
 const runAgain = (status: number) => status >= 500 || status === 429;
 
 /**
- * Idempotency-Key on every POST under /v1 (CONTRACT §5): scoped by project, kept 24 hours. The first response is
+ * Idempotency-Key on every POST under /v1 and to /graphql (CONTRACT §5): scoped by project, kept 24 hours. The first response is
  * replayed with Idempotent-Replayed: true; a different body, or a first request still running, is 409.
  */
 export function registerIdempotency(app: FastifyInstance, store: IdempotencyStore): void {
+  app.decorate('idempotencyStore', store);
   app.addHook('preHandler', async (req, reply) => {
     const key = req.headers['idempotency-key'];
-    if (req.method !== 'POST' || key === undefined || !req.ctx || !req.url.startsWith('/v1/')) return;
+    // POST /graphql too: a mutation retried with the same key and body is replayed, not run again.
+    if (req.method !== 'POST' || key === undefined || !req.ctx || !(req.url.startsWith('/v1/') || req.routeOptions.url === '/graphql')) return;
     if (typeof key !== 'string' || key.length < 1 || key.length > 255) {
       throw invalid('Idempotency-Key', 'Idempotency-Key must be 1 to 255 characters.');
     }

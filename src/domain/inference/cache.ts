@@ -1,0 +1,128 @@
+import { createHash } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import type { ChatMessage, Sampling } from '../../providers/types.ts';
+import type { Clock } from '../context.ts';
+
+/** What a hit gives back: the answer and where it came from (a hit itself costs zero tokens). */
+export interface CachedAnswer {
+  model: string;
+  route: string;
+  region: string;
+  content: string;
+  finishReason: string;
+}
+
+export type CacheLookup = { status: 'hit'; answer: CachedAnswer } | { status: 'miss' } | { status: 'unavailable' };
+
+/** Exact-match response cache, per project. Never throws: a broken store reads as `unavailable`. */
+export interface ResponseCache {
+  get(projectId: string, key: string): Promise<CacheLookup>;
+  /** False when the store is unavailable. */
+  set(projectId: string, key: string, answer: CachedAnswer, ttlS: number): Promise<boolean>;
+}
+
+export const DEFAULT_CACHE_TTL_S = 300;
+export const MAX_CACHE_TTL_S = 86_400;
+
+/**
+ * Exact match: the requested model, the region constraint, the messages and every sampling parameter. Built with a
+ * fixed key order, so equal requests hash equally whatever order their JSON had.
+ */
+export function cacheKey(parts: {
+  model: string;
+  region: string | null;
+  messages: readonly ChatMessage[];
+  maxTokens: number | undefined;
+  sampling: Sampling;
+}): string {
+  const s = parts.sampling;
+  const canonical = JSON.stringify([
+    parts.model,
+    parts.region,
+    parts.messages.map((m) => [m.role, m.content]),
+    parts.maxTokens ?? null,
+    [s.temperature ?? null, s.top_p ?? null, s.stop ?? null, s.seed ?? null, s.presence_penalty ?? null, s.frequency_penalty ?? null],
+  ]);
+  return createHash('sha256').update(canonical).digest('hex');
+}
+
+/** In process (no REDIS_URL): bounded, expiring on the injected clock, oldest entry evicted first. */
+export class MemoryResponseCache implements ResponseCache {
+  private readonly entries = new Map<string, { answer: CachedAnswer; expiresAt: number }>();
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly maxEntries = 10_000,
+  ) {}
+
+  async get(projectId: string, key: string): Promise<CacheLookup> {
+    const k = `${projectId}:${key}`;
+    const e = this.entries.get(k);
+    if (!e) return { status: 'miss' };
+    if (e.expiresAt <= this.clock.now()) {
+      this.entries.delete(k);
+      return { status: 'miss' };
+    }
+    return { status: 'hit', answer: e.answer };
+  }
+
+  async set(projectId: string, key: string, answer: CachedAnswer, ttlS: number): Promise<boolean> {
+    const k = `${projectId}:${key}`;
+    this.entries.delete(k);
+    if (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
+    this.entries.set(k, { answer, expiresAt: this.clock.now() + ttlS * 1000 });
+    return true;
+  }
+}
+
+/**
+ * In Redis, shared by every replica. A Redis that is down or slow must not hold the request up: a command that is not
+ * answered within `timeoutMs` (or a connection that is not ready) reads as `unavailable` and the request goes on uncached.
+ * Entries expire on Redis's own clock.
+ */
+export class RedisResponseCache implements ResponseCache {
+  constructor(
+    private readonly redis: Redis,
+    private readonly prefix: string,
+    private readonly timeoutMs = 250,
+  ) {}
+
+  private k(projectId: string, key: string): string {
+    return `${this.prefix}cache:{${projectId}}:${key}`;
+  }
+
+  private async bounded<T>(op: () => Promise<T>): Promise<T | typeof UNAVAILABLE> {
+    if (this.redis.status !== 'ready') return UNAVAILABLE;
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      return await Promise.race([
+        op(),
+        new Promise<typeof UNAVAILABLE>((resolve) => {
+          timer = setTimeout(() => resolve(UNAVAILABLE), this.timeoutMs);
+        }),
+      ]);
+    } catch {
+      return UNAVAILABLE;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  async get(projectId: string, key: string): Promise<CacheLookup> {
+    const raw = await this.bounded(() => this.redis.get(this.k(projectId, key)));
+    if (raw === UNAVAILABLE) return { status: 'unavailable' };
+    if (raw === null) return { status: 'miss' };
+    try {
+      return { status: 'hit', answer: JSON.parse(raw) as CachedAnswer };
+    } catch {
+      return { status: 'miss' };
+    }
+  }
+
+  async set(projectId: string, key: string, answer: CachedAnswer, ttlS: number): Promise<boolean> {
+    const ok = await this.bounded(() => this.redis.set(this.k(projectId, key), JSON.stringify(answer), 'EX', ttlS));
+    return ok !== UNAVAILABLE;
+  }
+}
+
+const UNAVAILABLE = Symbol('unavailable');

@@ -1,0 +1,36 @@
+import { SvcError } from '../../errors/svc-error.ts';
+import type { Route } from '../../providers/router.ts';
+import type { Ctx } from '../context.ts';
+import { visibleProjectId } from '../projects/service.ts';
+
+export interface ModelInfo {
+  id: string;
+  /** Its routes, cheapest first. */
+  routes: Route[];
+}
+
+/**
+ * The models a caller can use: every configured model, or for a project pinned to a region only those served there
+ * (with only those routes). The operator sees everything unless it names a project.
+ */
+export async function listModels(ctx: Ctx, requestedProjectId?: string): Promise<ModelInfo[]> {
+  const projectId = await visibleProjectId(ctx, requestedProjectId);
+  let region: string | null = null;
+  if (projectId !== undefined) {
+    const project = await ctx.db.project.findUnique({ where: { id: projectId }, select: { region: true } });
+    region = project?.region ?? null;
+  }
+  const registry = ctx.deps.providers;
+  const out: ModelInfo[] = [];
+  for (const id of registry.modelIds()) {
+    const routes = registry.routesForModel(id).filter((r) => region === null || r.provider.region === region);
+    if (routes.length > 0) out.push({ id, routes });
+  }
+  return out;
+}
+
+export async function getModel(ctx: Ctx, modelId: string): Promise<ModelInfo> {
+  const found = (await listModels(ctx)).find((m) => m.id === modelId);
+  if (!found) throw new SvcError('not_found', { param: 'model', message: `No such model: ${modelId.slice(0, 200)}.` });
+  return found;
+}

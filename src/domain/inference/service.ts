@@ -1,0 +1,498 @@
+import { newId } from '../../db/ids.ts';
+import { SvcError, invalid } from '../../errors/svc-error.ts';
+import {
+  assertWithinBudget,
+  estimateTokens,
+  recordSpend,
+  reserveTokens,
+  settleTokens,
+  type TokenReservation,
+} from '../../limits/index.ts';
+import { costMicros } from '../../providers/pricing.ts';
+import { isAbortError, RoutingError, type Route, type RoutingStrategy, type RoutingTarget } from '../../providers/router.ts';
+import { countPromptTokens, countTextTokens } from '../../providers/tokens.ts';
+import type { ChatMessage, ChatRole, Completion, ProviderUsage, Sampling, StreamPart } from '../../providers/types.ts';
+import type { Ctx } from '../context.ts';
+import { requireProjectId } from '../projects/service.ts';
+import { recordInferenceOutcome } from '../usage/record.ts';
+import { cacheKey, DEFAULT_CACHE_TTL_S, MAX_CACHE_TTL_S, type CachedAnswer } from './cache.ts';
+
+/** CONTRACT §8's request, plus the OpenAI sampling parameters /v1/chat/completions passes through. */
+export interface InferenceInput extends Sampling {
+  model: string;
+  project_id?: string | null;
+  messages: unknown;
+  max_tokens?: number | null;
+  stream?: boolean | null;
+  /** true: cache with the policy's TTL (or 300 s); a number: cache for that many seconds; false: never. */
+  cache?: boolean | number | null;
+  region?: string | null;
+  metadata?: Record<string, unknown> | null;
+}
+
+/** `off`: caching not asked for; `unavailable`: asked for, but the store did not answer (the request went on uncached). */
+export type CacheStatus = 'off' | 'hit' | 'miss' | 'unavailable';
+
+export interface InferenceResult {
+  id: string;
+  requestId: string;
+  createdAt: Date;
+  model: string;
+  route: string;
+  region: string;
+  cacheHit: boolean;
+  cacheStatus: CacheStatus;
+  content: string;
+  finishReason: string;
+  promptTokens: number;
+  completionTokens: number;
+  costMicros: bigint;
+}
+
+export type StreamEvent =
+  | { type: 'delta'; content: string }
+  | { type: 'done'; result: InferenceResult }
+  | { type: 'error'; error: SvcError };
+
+export interface InferenceStream {
+  /** What is known before the first token: enough for response headers and a first SSE event. */
+  head: Omit<InferenceResult, 'content' | 'finishReason' | 'promptTokens' | 'completionTokens' | 'costMicros'>;
+  /** Deltas, then one `done` (or `error`). Accounting runs however it ends, the consumer stopping early included. */
+  events: AsyncGenerator<StreamEvent>;
+}
+
+const ROLES: readonly ChatRole[] = ['system', 'user', 'assistant'];
+const REGION_RE = /^[a-z0-9][a-z0-9-]{0,62}$/;
+const MAX_MESSAGES = 2_000;
+
+interface Validated {
+  model: string;
+  messages: ChatMessage[];
+  maxTokens: number | undefined;
+  sampling: Sampling;
+  /** null: not asked (the routing policy may still cache); 0: never; else a TTL in seconds. */
+  cacheTtlS: number | null;
+  region: string | null;
+}
+
+const isNum = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
+
+/** Everything a request can get wrong by itself; the errors name the parameter (`messages[2].role`). */
+export function validateInference(ctx: Ctx, input: InferenceInput): Validated {
+  if (typeof input.model !== 'string' || input.model === '') throw invalid('model', 'model is required: a model id or "auto".');
+  if (input.model !== 'auto' && !ctx.deps.providers.isKnownModel(input.model)) {
+    throw invalid('model', `Unknown model "${input.model.slice(0, 200)}". GET /v1/models lists the models; "auto" routes by policy.`);
+  }
+  const raw = input.messages;
+  if (!Array.isArray(raw) || raw.length === 0) throw invalid('messages', 'messages must be a non-empty array.');
+  if (raw.length > MAX_MESSAGES) throw invalid('messages', `messages may hold at most ${MAX_MESSAGES} entries.`);
+  const messages = raw.map((m, i): ChatMessage => {
+    if (typeof m !== 'object' || m === null || Array.isArray(m)) throw invalid(`messages[${i}]`, 'Each message must be an object {role, content}.');
+    const msg = m as Record<string, unknown>;
+    for (const k of Object.keys(msg)) {
+      if (k !== 'role' && k !== 'content') throw invalid(`messages[${i}].${k}`, `Unknown parameter: messages[${i}].${k}.`);
+    }
+    if (typeof msg.role !== 'string' || !ROLES.includes(msg.role as ChatRole)) {
+      throw invalid(`messages[${i}].role`, 'role must be one of system, user, assistant.');
+    }
+    if (typeof msg.content !== 'string') throw invalid(`messages[${i}].content`, 'content must be a string.');
+    return { role: msg.role as ChatRole, content: msg.content };
+  });
+
+  const maxTokens = input.max_tokens ?? undefined;
+  if (maxTokens !== undefined && (!Number.isInteger(maxTokens) || maxTokens < 1 || maxTokens > 1_000_000)) {
+    throw invalid('max_tokens', 'max_tokens must be an integer from 1 to 1000000.');
+  }
+  const sampling: Sampling = {};
+  const range = (name: keyof Sampling, lo: number, hi: number) => {
+    const v = input[name];
+    if (v === undefined || v === null) return;
+    if (!isNum(v) || v < lo || v > hi) throw invalid(name, `${name} must be a number from ${lo} to ${hi}.`);
+    (sampling as Record<string, unknown>)[name] = v;
+  };
+  range('temperature', 0, 2);
+  range('top_p', 0, 1);
+  range('presence_penalty', -2, 2);
+  range('frequency_penalty', -2, 2);
+  if (input.seed !== undefined && input.seed !== null) {
+    if (!Number.isInteger(input.seed)) throw invalid('seed', 'seed must be an integer.');
+    sampling.seed = input.seed;
+  }
+  if (input.stop !== undefined && input.stop !== null) {
+    const stop = input.stop;
+    const ok = typeof stop === 'string' || (Array.isArray(stop) && stop.length <= 4 && stop.every((s) => typeof s === 'string'));
+    if (!ok) throw invalid('stop', 'stop must be a string or an array of at most 4 strings.');
+    sampling.stop = stop;
+  }
+
+  let cacheTtlS: number | null = null;
+  const cache = input.cache;
+  if (cache === true) cacheTtlS = -1; // resolved against the policy below
+  else if (cache === false) cacheTtlS = 0;
+  else if (cache !== undefined && cache !== null) {
+    if (!Number.isInteger(cache) || cache < 1 || cache > MAX_CACHE_TTL_S) {
+      throw invalid('cache', `cache must be true, false, or a TTL in whole seconds from 1 to ${MAX_CACHE_TTL_S}.`);
+    }
+    cacheTtlS = cache;
+  }
+
+  const region = input.region ?? null;
+  if (region !== null && (typeof region !== 'string' || !REGION_RE.test(region))) {
+    throw invalid('region', 'region must be a lower-case region name such as eu-west-1.');
+  }
+  const metadata = input.metadata;
+  if (metadata !== undefined && metadata !== null) {
+    const entries = Object.entries(metadata);
+    if (entries.length > 50) throw invalid('metadata', 'metadata may hold at most 50 keys.');
+    for (const [k, v] of entries) {
+      if (k.length < 1 || k.length > 40) throw invalid('metadata', 'metadata keys must be 1 to 40 characters.');
+      if (typeof v !== 'string' || v.length > 500) throw invalid(`metadata.${k}`, 'metadata values must be strings of at most 500 characters.');
+    }
+  }
+  return { model: input.model, messages, maxTokens, sampling, cacheTtlS, region };
+}
+
+/** One inference from start to its usage record: what is known so far about where it went and how it ended. */
+class Tracker {
+  readonly startedAt = performance.now();
+  readonly createdAt: Date;
+  readonly id: string;
+  model: string;
+  route: string | null = null;
+  region: string | null = null;
+  private recorded = false;
+
+  constructor(
+    readonly ctx: Ctx,
+    readonly projectId: string,
+    requestedModel: string,
+  ) {
+    this.createdAt = ctx.now();
+    this.id = newId('inf', this.createdAt.getTime());
+    this.model = requestedModel;
+  }
+
+  tried(route: Route | null): void {
+    if (!route) return;
+    this.route = route.id;
+    this.model = route.model.id;
+    this.region = route.provider.region;
+  }
+
+  /** Exactly once per inference, however it ends (CONTRACT §8). A failed write is logged, never the caller's error. */
+  async record(o: {
+    status: 'succeeded' | 'failed';
+    errorCode: string | null;
+    cacheHit?: boolean;
+    promptTokens?: number;
+    completionTokens?: number;
+    costMicros?: bigint;
+  }): Promise<void> {
+    if (this.recorded) return;
+    this.recorded = true;
+    try {
+      await recordInferenceOutcome(this.ctx.db, {
+        requestId: this.ctx.requestId,
+        projectId: this.projectId,
+        keyId: this.ctx.caller.keyId,
+        model: this.model,
+        route: this.route,
+        region: this.region,
+        cacheHit: o.cacheHit ?? false,
+        status: o.status,
+        errorCode: o.errorCode,
+        promptTokens: o.promptTokens ?? 0,
+        completionTokens: o.completionTokens ?? 0,
+        costMicros: o.costMicros ?? 0n,
+        latencyMs: Math.round(performance.now() - this.startedAt),
+        createdAt: this.createdAt,
+      });
+    } catch (err) {
+      this.ctx.deps.log.error({ err, requestId: this.ctx.requestId }, 'could not write the usage record');
+    }
+  }
+
+  async fail(err: unknown): Promise<void> {
+    if (err instanceof RoutingError) this.tried(err.route);
+    await this.record({ status: 'failed', errorCode: errorCodeOf(err) });
+  }
+}
+
+/** The usage record's error_code: the spec's code, or `client_disconnected` when the caller went away. */
+function errorCodeOf(err: unknown): string {
+  if (err instanceof SvcError) return err.code;
+  if (isAbortError(err)) return 'client_disconnected';
+  return 'internal_error';
+}
+
+interface Plan {
+  routes: Route[];
+  /** Region constraint: the project's pin, else the request's region, else none. */
+  region: string | null;
+  cache: { key: string; ttlS: number } | null;
+}
+
+/**
+ * Project state and residency, the routes (named model: its providers, cheapest first; "auto": the project's default
+ * routing policy, else every route cheapest first), then the budget. A pinned project is only routed to providers of
+ * its region; a request naming another region is a residency_violation.
+ */
+async function plan(ctx: Ctx, t: Tracker, v: Validated): Promise<Plan> {
+  const project = await ctx.db.project.findUnique({ where: { id: t.projectId }, select: { status: true, region: true } });
+  if (!project) throw new SvcError('not_found', { param: 'project_id', message: 'No such project.' });
+  t.region = project.region ?? v.region;
+  if (project.status === 'archived') throw new SvcError('project_archived', { param: 'project_id' });
+  if (project.region !== null && v.region !== null && v.region !== project.region) {
+    throw new SvcError('residency_violation', {
+      param: 'region',
+      message: `The project is pinned to region ${project.region}; the request asked for ${v.region}.`,
+    });
+  }
+  const region = project.region ?? v.region;
+  const registry = ctx.deps.providers;
+  let routes: Route[];
+  let policyTtlS: number | null = null;
+  if (v.model === 'auto') {
+    const policy = await ctx.db.routingPolicy.findFirst({
+      where: { projectId: t.projectId, isDefault: true },
+      orderBy: { id: 'desc' },
+    });
+    routes = policy
+      ? registry.planRoutes(policy.strategy as RoutingStrategy, policy.targets as unknown as RoutingTarget[])
+      : registry.cheapestRoutes();
+    policyTtlS = policy?.cacheTtlS ?? null;
+  } else {
+    routes = registry.routesForModel(v.model);
+  }
+  if (region !== null) routes = routes.filter((r) => r.provider.region === region);
+  if (routes.length === 0) {
+    const what = v.model === 'auto' ? 'the routing policy\'s targets' : v.model;
+    throw new RoutingError('model_unavailable', null, `No configured provider serves ${what}${region ? ` in region ${region}` : ''}.`);
+  }
+  await assertWithinBudget(ctx);
+
+  let ttlS: number | null = v.cacheTtlS === -1 ? (policyTtlS ?? DEFAULT_CACHE_TTL_S) : v.cacheTtlS === null ? policyTtlS : v.cacheTtlS;
+  if (ttlS === 0) ttlS = null;
+  const cache =
+    ttlS === null
+      ? null
+      : { key: cacheKey({ model: v.model, region, messages: v.messages, maxTokens: v.maxTokens, sampling: v.sampling }), ttlS };
+  return { routes, region, cache };
+}
+
+type Lookup = { status: CacheStatus; answer?: CachedAnswer };
+
+async function lookup(ctx: Ctx, projectId: string, p: Plan): Promise<Lookup> {
+  if (!p.cache) return { status: 'off' };
+  const found = await ctx.deps.responseCache.get(projectId, p.cache.key);
+  return found.status === 'hit' ? { status: 'hit', answer: found.answer } : { status: found.status };
+}
+
+async function tokensOf(v: Validated, content: string, usage: ProviderUsage | null): Promise<ProviderUsage> {
+  if (usage) return usage;
+  return { promptTokens: await countPromptTokens(v.messages), completionTokens: await countTextTokens(content) };
+}
+
+async function begin(ctx: Ctx, input: InferenceInput): Promise<{ v: Validated; t: Tracker }> {
+  const v = validateInference(ctx, input);
+  const projectId = await requireProjectId(ctx, input.project_id);
+  return { v, t: new Tracker(ctx, projectId, v.model) };
+}
+
+function hitResult(ctx: Ctx, t: Tracker, answer: CachedAnswer): InferenceResult {
+  return {
+    id: t.id,
+    requestId: ctx.requestId,
+    createdAt: t.createdAt,
+    model: answer.model,
+    route: answer.route,
+    region: answer.region,
+    cacheHit: true,
+    cacheStatus: 'hit',
+    content: answer.content,
+    finishReason: answer.finishReason,
+    promptTokens: 0,
+    completionTokens: 0,
+    costMicros: 0n,
+  };
+}
+
+/** A cache hit: one request, zero tokens, zero cost (spec 8.1.3). */
+async function serveHit(t: Tracker, answer: CachedAnswer): Promise<InferenceResult> {
+  t.model = answer.model;
+  t.route = answer.route;
+  t.region = answer.region;
+  await t.record({ status: 'succeeded', errorCode: null, cacheHit: true });
+  return hitResult(t.ctx, t, answer);
+}
+
+/** Settle the token reservation to what was used, charge the cost, remember the answer, write the usage record. */
+async function account(
+  t: Tracker,
+  v: Validated,
+  p: Plan,
+  reservation: TokenReservation,
+  route: Route,
+  answer: { content: string; finishReason: string; usage: ProviderUsage },
+  cacheStatus: CacheStatus,
+  outcome: { status: 'succeeded' } | { status: 'failed'; errorCode: string },
+): Promise<InferenceResult> {
+  const ctx = t.ctx;
+  const { promptTokens, completionTokens } = answer.usage;
+  await settleTokens(ctx, reservation, promptTokens + completionTokens);
+  const cost = costMicros(promptTokens, completionTokens, route.model);
+  await recordSpend(ctx, cost);
+  let status = cacheStatus;
+  if (outcome.status === 'succeeded' && p.cache && cacheStatus === 'miss') {
+    const stored = await ctx.deps.responseCache.set(
+      t.projectId,
+      p.cache.key,
+      { model: route.model.id, route: route.id, region: route.provider.region, content: answer.content, finishReason: answer.finishReason },
+      p.cache.ttlS,
+    );
+    if (!stored) status = 'unavailable';
+  }
+  await t.record({
+    status: outcome.status,
+    errorCode: outcome.status === 'failed' ? outcome.errorCode : null,
+    promptTokens,
+    completionTokens,
+    costMicros: cost,
+  });
+  return {
+    id: t.id,
+    requestId: ctx.requestId,
+    createdAt: t.createdAt,
+    model: route.model.id,
+    route: route.id,
+    region: route.provider.region,
+    cacheHit: false,
+    cacheStatus: status,
+    content: answer.content,
+    finishReason: answer.finishReason,
+    promptTokens,
+    completionTokens,
+    costMicros: cost,
+  };
+}
+
+/**
+ * POST /v1/inference. Order: validation → project state and residency → budget → cache → token reservation →
+ * provider (with fallback) → settle tokens → spend → usage record and inference.completed. Every inference that gets
+ * past validation writes one usage record and emits one inference.completed, success or error.
+ */
+export async function createInference(ctx: Ctx, input: InferenceInput): Promise<InferenceResult> {
+  const { v, t } = await begin(ctx, input);
+  try {
+    const p = await plan(ctx, t, v);
+    const cached = await lookup(ctx, t.projectId, p);
+    if (cached.answer) return await serveHit(t, cached.answer);
+    const reservation = await reserveTokens(ctx, estimateTokens(v.messages, v.maxTokens));
+    let routed;
+    try {
+      routed = await ctx.deps.providers.complete(p.routes, { messages: v.messages, maxTokens: v.maxTokens, sampling: v.sampling });
+    } catch (err) {
+      await settleTokens(ctx, reservation, 0);
+      throw err;
+    }
+    t.tried(routed.route);
+    const c: Completion = routed.value;
+    const usage = await tokensOf(v, c.content, c.usage);
+    return await account(t, v, p, reservation, routed.route, { ...c, usage }, cached.status, { status: 'succeeded' });
+  } catch (err) {
+    await t.fail(err);
+    throw err;
+  }
+}
+
+/**
+ * `stream: true`. Errors before the first token are thrown (the caller answers with a normal error); afterwards the
+ * events carry them. A consumer that stops early (client gone: `signal` aborts the provider call) still gets the usage
+ * recorded, as failed with error_code client_disconnected, charging the tokens streamed so far.
+ */
+export async function streamInference(ctx: Ctx, input: InferenceInput, signal: AbortSignal): Promise<InferenceStream> {
+  const { v, t } = await begin(ctx, input);
+  let p: Plan;
+  let cached: Lookup;
+  let reservation: TokenReservation;
+  let routed;
+  try {
+    p = await plan(ctx, t, v);
+    cached = await lookup(ctx, t.projectId, p);
+    if (cached.answer) {
+      const result = await serveHit(t, cached.answer);
+      const { content: _c, finishReason: _f, promptTokens: _p, completionTokens: _ct, costMicros: _m, ...head } = result;
+      return {
+        head,
+        events: (async function* () {
+          yield { type: 'delta', content: result.content } as StreamEvent;
+          yield { type: 'done', result };
+        })(),
+      };
+    }
+    reservation = await reserveTokens(ctx, estimateTokens(v.messages, v.maxTokens));
+    try {
+      routed = await ctx.deps.providers.openStream(p.routes, { messages: v.messages, maxTokens: v.maxTokens, sampling: v.sampling }, signal);
+    } catch (err) {
+      await settleTokens(ctx, reservation, 0);
+      throw err;
+    }
+  } catch (err) {
+    await t.fail(err);
+    throw err;
+  }
+  t.tried(routed.route);
+  const route = routed.route;
+  const parts: AsyncIterable<StreamPart> = routed.value;
+  const cacheStatus = cached.status;
+  const head = {
+    id: t.id,
+    requestId: ctx.requestId,
+    createdAt: t.createdAt,
+    model: route.model.id,
+    route: route.id,
+    region: route.provider.region,
+    cacheHit: false,
+    cacheStatus,
+  };
+
+  async function* relay(): AsyncGenerator<StreamEvent> {
+    let content = '';
+    let finishReason = 'stop';
+    let usage: ProviderUsage | null = null;
+    let ended: 'ok' | 'aborted' | SvcError | null = null;
+    let result: InferenceResult | null = null;
+    try {
+      for await (const part of parts) {
+        if (part.type === 'delta') {
+          content += part.content;
+          yield { type: 'delta', content: part.content };
+        } else if (part.type === 'finish') finishReason = part.finishReason;
+        else usage = part.usage;
+      }
+      ended = 'ok';
+    } catch (err) {
+      ended = signal.aborted || isAbortError(err)
+        ? 'aborted'
+        : new SvcError('model_unavailable', { message: 'The model provider failed in the middle of the response.' });
+    } finally {
+      // Also reached when the consumer stops iterating (return() at a yield): that is the client leaving.
+      ended ??= 'aborted';
+      result = await account(
+        t,
+        v,
+        p,
+        reservation,
+        route,
+        { content, finishReason, usage: await tokensOf(v, content, usage) },
+        cacheStatus,
+        ended === 'ok'
+          ? { status: 'succeeded' }
+          : { status: 'failed', errorCode: ended === 'aborted' ? 'client_disconnected' : ended.code },
+      );
+    }
+    if (ended === 'ok') yield { type: 'done', result };
+    else if (ended instanceof SvcError) yield { type: 'error', error: ended };
+  }
+  return { head, events: relay() };
+}

@@ -1,0 +1,121 @@
+import type { Db } from '../../db/client.ts';
+import { invalid, SvcError } from '../../errors/svc-error.ts';
+import type { RateLimits, VersionedLimits } from '../../limits/types.ts';
+import { recordAudit } from '../audit/service.ts';
+import type { Ctx } from '../context.ts';
+import { enqueueEvent } from '../events/outbox.ts';
+import { requireProjectId } from '../projects/service.ts';
+
+/** Spec 8.1.2; CONTRACT §7: enterprise has growth's figures until set, burst 0. */
+export const PLAN_LIMITS: Record<string, RateLimits> = {
+  starter: { requestsPerMinute: 60, tokensPerMinute: 100_000, burst: 0 },
+  growth: { requestsPerMinute: 300, tokensPerMinute: 500_000, burst: 0 },
+  enterprise: { requestsPerMinute: 300, tokensPerMinute: 500_000, burst: 0 },
+};
+
+/** The columns are PostgreSQL integers. */
+const MAX_LIMIT = 2_147_483_647;
+
+export interface ProjectRateLimits extends RateLimits {
+  projectId: string;
+  /** null while the plan defaults apply. */
+  updatedAt: Date | null;
+}
+
+export interface UpdateRateLimitsInput {
+  requests_per_minute?: unknown;
+  tokens_per_minute?: unknown;
+  burst?: unknown;
+}
+
+const LIMIT_COLUMNS = {
+  plan: true,
+  requestsPerMinute: true,
+  tokensPerMinute: true,
+  burst: true,
+  rateLimitsUpdatedAt: true,
+} as const;
+
+type LimitRow = {
+  plan: string;
+  requestsPerMinute: number | null;
+  tokensPerMinute: number | null;
+  burst: number | null;
+  rateLimitsUpdatedAt: Date | null;
+};
+
+function effective(row: LimitRow): RateLimits & { updatedAt: Date | null } {
+  const plan = PLAN_LIMITS[row.plan] ?? PLAN_LIMITS.starter!;
+  return {
+    requestsPerMinute: row.requestsPerMinute ?? plan.requestsPerMinute,
+    tokensPerMinute: row.tokensPerMinute ?? plan.tokensPerMinute,
+    burst: row.burst ?? plan.burst,
+    updatedAt: row.rateLimitsUpdatedAt,
+  };
+}
+
+/** What the limiter enforces for a project; version is the last update's time in ms (0: plan defaults). */
+export async function loadProjectLimits(db: Db, projectId: string): Promise<VersionedLimits> {
+  const row = await db.project.findUnique({ where: { id: projectId }, select: LIMIT_COLUMNS });
+  const limits = effective(row ?? { plan: 'starter', requestsPerMinute: null, tokensPerMinute: null, burst: null, rateLimitsUpdatedAt: null });
+  return {
+    requestsPerMinute: limits.requestsPerMinute,
+    tokensPerMinute: limits.tokensPerMinute,
+    burst: limits.burst,
+    version: limits.updatedAt?.getTime() ?? 0,
+  };
+}
+
+export async function getRateLimits(ctx: Ctx, projectId: string): Promise<ProjectRateLimits> {
+  const id = await requireProjectId(ctx, projectId);
+  const row = await ctx.db.project.findUnique({ where: { id }, select: LIMIT_COLUMNS });
+  if (!row) throw new SvcError('not_found', { param: 'project_id', message: 'No such project.' });
+  return { projectId: id, ...effective(row) };
+}
+
+function validLimit(input: UpdateRateLimitsInput, field: keyof UpdateRateLimitsInput, min: number): number {
+  const value = input[field];
+  if (value === undefined || value === null) throw invalid(field, `Missing required parameter: ${field}.`);
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > MAX_LIMIT) {
+    throw invalid(field, `${field} must be an integer from ${min} to ${MAX_LIMIT}.`);
+  }
+  return value;
+}
+
+export function validateRateLimits(input: UpdateRateLimitsInput): RateLimits {
+  return {
+    requestsPerMinute: validLimit(input, 'requests_per_minute', 1),
+    tokensPerMinute: validLimit(input, 'tokens_per_minute', 1),
+    burst: validLimit(input, 'burst', 0),
+  };
+}
+
+/**
+ * Sets all three limits (CONTRACT §7). Audits policy.updated and emits policy.updated in the same transaction. The
+ * next request on every replica uses them, with the project's and its keys' windows started afresh.
+ */
+export async function updateRateLimits(ctx: Ctx, projectId: string, input: UpdateRateLimitsInput): Promise<ProjectRateLimits> {
+  const limits = validateRateLimits(input);
+  const id = await requireProjectId(ctx, projectId);
+  const now = ctx.now();
+  const updated = await ctx.db.$transaction(async (tx) => {
+    const before = await tx.project.findUnique({ where: { id }, select: { rateLimitsUpdatedAt: true } });
+    if (!before) throw new SvcError('not_found', { param: 'project_id', message: 'No such project.' });
+    // The update time is the limits' version: strictly increasing, even for two updates within one millisecond.
+    const previous = before.rateLimitsUpdatedAt?.getTime() ?? 0;
+    const updatedAt = new Date(Math.max(now.getTime(), previous + 1));
+    await tx.project.update({ where: { id }, data: { ...limits, rateLimitsUpdatedAt: updatedAt } });
+    const data = {
+      policy: 'rate_limits',
+      requests_per_minute: limits.requestsPerMinute,
+      tokens_per_minute: limits.tokensPerMinute,
+      burst: limits.burst,
+    };
+    await recordAudit(tx, ctx, 'policy.updated', { projectId: id, targetId: id, data });
+    await enqueueEvent(tx, now, id, 'policy.updated', data);
+    return { projectId: id, ...limits, updatedAt };
+  });
+  // After commit: a replica that reloads the limits must already read the new row.
+  await ctx.deps.limiter.limitsChanged(id, { ...limits, version: updated.updatedAt.getTime() });
+  return updated;
+}

@@ -1,0 +1,204 @@
+import type { Prisma, RoutingPolicy } from '../../generated/prisma/client.ts';
+import type { Tx } from '../../db/client.ts';
+import { newId } from '../../db/ids.ts';
+import { SvcError, invalid } from '../../errors/svc-error.ts';
+import type { RoutingStrategy, RoutingTarget } from '../../providers/router.ts';
+import { recordAudit } from '../audit/service.ts';
+import type { Ctx } from '../context.ts';
+import { enqueueEvent } from '../events/outbox.ts';
+import { MAX_CACHE_TTL_S } from '../inference/cache.ts';
+import { paginate, type Page, type PageQuery } from '../pagination.ts';
+import { requireProjectId, visibleProjectId } from '../projects/service.ts';
+
+export const STRATEGIES: readonly RoutingStrategy[] = ['ordered', 'cheapest', 'weighted'];
+const MAX_TARGETS = 20;
+
+export interface RoutingPolicyInput {
+  project_id?: string | null;
+  name?: string;
+  strategy?: string;
+  targets?: unknown;
+  cache_ttl_s?: number | null;
+  is_default?: boolean | null;
+}
+
+export interface RoutingPolicyQuery extends PageQuery {
+  project_id?: string;
+}
+
+const notFound = () => new SvcError('not_found', { param: 'policy_id', message: 'No such routing policy.' });
+
+/** Reading policies: keys that route inference or manage governance (the operator holds both). */
+function assertCanRead(ctx: Ctx): void {
+  const s = ctx.caller.scopes;
+  if (!s.includes('governance:manage') && !s.includes('inference:write')) {
+    throw new SvcError('insufficient_scope', { message: 'Reading routing policies requires governance:manage or inference:write.' });
+  }
+}
+
+export const policyTargets = (p: RoutingPolicy): RoutingTarget[] => p.targets as unknown as RoutingTarget[];
+
+function validateName(name: unknown): string {
+  if (typeof name !== 'string' || name.trim() === '' || name.length > 100) {
+    throw invalid('name', 'name must be a non-empty string of at most 100 characters.');
+  }
+  return name;
+}
+
+function validateStrategy(strategy: unknown): RoutingStrategy {
+  if (typeof strategy !== 'string' || !STRATEGIES.includes(strategy as RoutingStrategy)) {
+    throw invalid('strategy', 'strategy must be one of ordered, cheapest, weighted.');
+  }
+  return strategy as RoutingStrategy;
+}
+
+/** Each target names a configured model, and optionally the provider that must serve it. */
+function validateTargets(ctx: Ctx, raw: unknown): RoutingTarget[] {
+  if (!Array.isArray(raw) || raw.length === 0 || raw.length > MAX_TARGETS) {
+    throw invalid('targets', `targets must be an array of 1 to ${MAX_TARGETS} {model, provider?, weight?} objects.`);
+  }
+  const registry = ctx.deps.providers;
+  return raw.map((t, i): RoutingTarget => {
+    const at = `targets[${i}]`;
+    if (typeof t !== 'object' || t === null || Array.isArray(t)) throw invalid(at, `${at} must be an object {model, provider?, weight?}.`);
+    const o = t as Record<string, unknown>;
+    for (const k of Object.keys(o)) {
+      if (!['model', 'provider', 'weight'].includes(k)) throw invalid(`${at}.${k}`, `Unknown parameter: ${at}.${k}.`);
+    }
+    if (typeof o.model !== 'string' || !registry.isKnownModel(o.model)) {
+      throw invalid(`${at}.model`, `${at}.model must be a configured model id (GET /v1/models).`);
+    }
+    let provider: string | null = null;
+    if (o.provider !== undefined && o.provider !== null) {
+      if (typeof o.provider !== 'string' || !registry.findRoute(o.provider, o.model)) {
+        throw invalid(`${at}.provider`, `${at}.provider must name a configured provider that serves ${o.model}.`);
+      }
+      provider = o.provider;
+    }
+    let weight = 1;
+    if (o.weight !== undefined && o.weight !== null) {
+      if (!Number.isInteger(o.weight) || (o.weight as number) < 1 || (o.weight as number) > 1000) {
+        throw invalid(`${at}.weight`, `${at}.weight must be an integer from 1 to 1000.`);
+      }
+      weight = o.weight as number;
+    }
+    return { provider, model: o.model, weight };
+  });
+}
+
+function validateTtl(v: unknown): number | null {
+  if (v === null || v === undefined) return null;
+  if (!Number.isInteger(v) || (v as number) < 1 || (v as number) > MAX_CACHE_TTL_S) {
+    throw invalid('cache_ttl_s', `cache_ttl_s must be null or whole seconds from 1 to ${MAX_CACHE_TTL_S}.`);
+  }
+  return v as number;
+}
+
+/** policy.updated data (CONTRACT §6): which policy kind, what happened, and the new values. */
+function eventData(action: 'created' | 'updated' | 'deleted', p: RoutingPolicy): Prisma.InputJsonObject {
+  return {
+    policy: 'routing',
+    action,
+    policy_id: p.id,
+    name: p.name,
+    strategy: p.strategy,
+    targets: p.targets as Prisma.InputJsonArray,
+    cache_ttl_s: p.cacheTtlS,
+    is_default: p.isDefault,
+  };
+}
+
+/** Only one default per project: `model: "auto"` uses it. */
+async function clearOtherDefaults(tx: Tx, projectId: string, keepId: string): Promise<void> {
+  await tx.routingPolicy.updateMany({ where: { projectId, isDefault: true, NOT: { id: keepId } }, data: { isDefault: false } });
+}
+
+/**
+ * Audits routing_policy.create and emits policy.updated. `is_default` omitted: the policy becomes the default when the
+ * project has none yet, so the first policy takes effect for `model: "auto"` at once.
+ */
+export async function createRoutingPolicy(ctx: Ctx, input: RoutingPolicyInput): Promise<RoutingPolicy> {
+  const name = validateName(input.name);
+  const strategy = validateStrategy(input.strategy);
+  const targets = validateTargets(ctx, input.targets);
+  const cacheTtlS = validateTtl(input.cache_ttl_s);
+  const projectId = await requireProjectId(ctx, input.project_id);
+  const now = ctx.now();
+  return ctx.db.$transaction(async (tx) => {
+    const isDefault = input.is_default ?? (await tx.routingPolicy.count({ where: { projectId, isDefault: true } })) === 0;
+    const policy = await tx.routingPolicy.create({
+      data: {
+        id: newId('pol', now.getTime()),
+        projectId,
+        name,
+        strategy,
+        targets: targets as unknown as Prisma.InputJsonArray,
+        cacheTtlS,
+        isDefault,
+        createdAt: now,
+        updatedAt: now,
+      },
+    });
+    if (isDefault) await clearOtherDefaults(tx, projectId, policy.id);
+    await recordAudit(tx, ctx, 'routing_policy.create', { projectId, targetId: policy.id, data: eventData('created', policy) });
+    await enqueueEvent(tx, now, projectId, 'policy.updated', eventData('created', policy));
+    return policy;
+  });
+}
+
+export async function listRoutingPolicies(ctx: Ctx, query: RoutingPolicyQuery): Promise<Page<RoutingPolicy>> {
+  assertCanRead(ctx);
+  const projectId = await visibleProjectId(ctx, query.project_id);
+  const where: Prisma.RoutingPolicyWhereInput = projectId !== undefined ? { projectId } : {};
+  return paginate(query, {
+    cursorField: 'policy_id',
+    fetch: ({ cursor, order, take }) =>
+      ctx.db.routingPolicy.findMany({ where: { ...where, ...(cursor ? { id: cursor } : {}) }, orderBy: { id: order }, take }),
+    exists: async (id) => (await ctx.db.routingPolicy.count({ where: { ...where, id } })) > 0,
+  });
+}
+
+async function findVisible(ctx: Ctx, tx: Tx, policyId: string): Promise<RoutingPolicy> {
+  const policy = await tx.routingPolicy.findUnique({ where: { id: policyId } });
+  // Another project's policy looks absent.
+  if (!policy || (ctx.caller.kind === 'key' && policy.projectId !== ctx.caller.projectId)) throw notFound();
+  ctx.projectId = policy.projectId;
+  return policy;
+}
+
+export async function getRoutingPolicy(ctx: Ctx, policyId: string): Promise<RoutingPolicy> {
+  assertCanRead(ctx);
+  return findVisible(ctx, ctx.db, policyId);
+}
+
+/** Partial update; audits routing_policy.update and emits policy.updated with the new values. */
+export async function updateRoutingPolicy(ctx: Ctx, policyId: string, input: RoutingPolicyInput): Promise<RoutingPolicy> {
+  const data: Prisma.RoutingPolicyUpdateInput = {};
+  if (input.name !== undefined) data.name = validateName(input.name);
+  if (input.strategy !== undefined) data.strategy = validateStrategy(input.strategy);
+  if (input.targets !== undefined) data.targets = validateTargets(ctx, input.targets) as unknown as Prisma.InputJsonArray;
+  if (input.cache_ttl_s !== undefined) data.cacheTtlS = validateTtl(input.cache_ttl_s);
+  if (input.is_default !== undefined && input.is_default !== null) data.isDefault = input.is_default;
+  const now = ctx.now();
+  return ctx.db.$transaction(async (tx) => {
+    const found = await findVisible(ctx, tx, policyId);
+    if (input.project_id !== undefined && input.project_id !== null && input.project_id !== found.projectId) throw notFound();
+    const policy = await tx.routingPolicy.update({ where: { id: found.id }, data: { ...data, updatedAt: now } });
+    if (policy.isDefault) await clearOtherDefaults(tx, policy.projectId, policy.id);
+    await recordAudit(tx, ctx, 'routing_policy.update', { projectId: policy.projectId, targetId: policy.id, data: eventData('updated', policy) });
+    await enqueueEvent(tx, now, policy.projectId, 'policy.updated', eventData('updated', policy));
+    return policy;
+  });
+}
+
+/** Deleting the default policy sends `model: "auto"` back to the built-in cheapest-first routing. */
+export async function deleteRoutingPolicy(ctx: Ctx, policyId: string): Promise<RoutingPolicy> {
+  const now = ctx.now();
+  return ctx.db.$transaction(async (tx) => {
+    const policy = await findVisible(ctx, tx, policyId);
+    await tx.routingPolicy.delete({ where: { id: policy.id } });
+    await recordAudit(tx, ctx, 'routing_policy.delete', { projectId: policy.projectId, targetId: policy.id });
+    await enqueueEvent(tx, now, policy.projectId, 'policy.updated', eventData('deleted', policy));
+    return policy;
+  });
+}

@@ -1,0 +1,181 @@
+import type { Webhook, WebhookDelivery } from '../../generated/prisma/client.ts';
+import { newId } from '../../db/ids.ts';
+import { SvcError, invalid } from '../../errors/svc-error.ts';
+import { EgressRefused } from '../../webhooks/egress.ts';
+import { generateSigningSecret } from '../../webhooks/signing.ts';
+import { notifyDeliveryWorkers } from '../../webhooks/wakeups.ts';
+import { recordAudit } from '../audit/service.ts';
+import type { Ctx } from '../context.ts';
+import { EVENT_TYPES, isEventType } from '../events/outbox.ts';
+import { paginate, type Page, type PageQuery } from '../pagination.ts';
+import { requireProjectId, visibleProjectId } from '../projects/service.ts';
+import * as store from './store.ts';
+
+/** A webhook row with, on create only, its signing secret. */
+export type WebhookWithSecret = Webhook & { secret?: string };
+
+export interface CreateWebhookInput {
+  project_id?: string | null;
+  url: string;
+  events: string[];
+}
+
+export const MAX_URL_LENGTH = 2048;
+
+const webhookNotFound = () => new SvcError('not_found', { param: 'webhook_id', message: 'No such webhook.' });
+
+function validateEvents(events: unknown): string[] {
+  if (!Array.isArray(events) || events.length === 0) {
+    throw invalid('events', 'events must be a non-empty array of event types.');
+  }
+  const unknown = events.find((e) => typeof e !== 'string' || !isEventType(e));
+  if (unknown !== undefined) {
+    throw invalid('events', `Unknown event type: ${String(unknown)}. Known types: ${EVENT_TYPES.join(', ')}.`);
+  }
+  return [...new Set(events as string[])];
+}
+
+/**
+ * CONTRACT §6: HTTPS only, and no host that is or resolves to a private, loopback or link-local address unless
+ * SVC_EGRESS_ALLOWLIST allows it. Checked again at every delivery.
+ */
+async function vetUrl(ctx: Ctx, url: unknown): Promise<string> {
+  if (typeof url !== 'string' || url.length === 0 || url.length > MAX_URL_LENGTH) {
+    throw invalid('url', `url must be an HTTPS URL of at most ${MAX_URL_LENGTH} characters.`);
+  }
+  try {
+    await ctx.deps.webhooks.egress.vetUrl(url);
+    return url; // stored as given: the response echoes what the caller sent
+  } catch (err) {
+    if (err instanceof EgressRefused) throw invalid('url', err.message);
+    throw err;
+  }
+}
+
+/** The scheme check alone (no DNS), so that a plain input error is reported before anything is looked up. */
+function assertHttps(url: unknown): void {
+  if (typeof url !== 'string') return;
+  try {
+    if (new URL(url).protocol !== 'https:') throw invalid('url', 'url must use https.');
+  } catch (err) {
+    if (err instanceof SvcError) throw err;
+    throw invalid('url', 'url must be a valid absolute URL.');
+  }
+}
+
+/** Audits webhook.create. The signing secret is returned here only; it is stored encrypted (AES-256-GCM). */
+export async function createWebhook(ctx: Ctx, input: CreateWebhookInput): Promise<WebhookWithSecret> {
+  assertHttps(input.url);
+  const events = validateEvents(input.events);
+  const projectId = await requireProjectId(ctx, input.project_id);
+  const url = await vetUrl(ctx, input.url);
+  const secret = generateSigningSecret();
+  const now = ctx.now();
+  const id = newId('wh', now.getTime());
+  const webhook = await ctx.db.$transaction(async (tx) => {
+    const webhook = await store.insertWebhook(tx, {
+      id,
+      projectId,
+      url,
+      events,
+      status: 'active',
+      secretEncrypted: ctx.deps.webhooks.secretBox.seal(secret, id),
+      createdAt: now,
+    });
+    await recordAudit(tx, ctx, 'webhook.create', { projectId, targetId: id, data: { url, events } });
+    return webhook;
+  });
+  return { ...webhook, secret };
+}
+
+export interface ListWebhooksQuery extends PageQuery {
+  project_id?: string;
+}
+
+export async function listWebhooks(ctx: Ctx, query: ListWebhooksQuery): Promise<Page<Webhook>> {
+  const projectId = await visibleProjectId(ctx, query.project_id);
+  return paginate(query, {
+    cursorField: 'id',
+    fetch: (args) => store.listWebhooks(ctx.db, projectId, args),
+    exists: (id) => store.webhookExists(ctx.db, projectId, id),
+  });
+}
+
+/** Another project's webhook looks absent (404), never forbidden. */
+async function findVisibleWebhook(ctx: Ctx, webhookId: string): Promise<Webhook> {
+  const projectId = await visibleProjectId(ctx, null);
+  const webhook = await store.findInProject(ctx.db, projectId, webhookId);
+  if (!webhook) throw webhookNotFound();
+  ctx.projectId = webhook.projectId;
+  return webhook;
+}
+
+export function getWebhook(ctx: Ctx, webhookId: string): Promise<Webhook> {
+  return findVisibleWebhook(ctx, webhookId);
+}
+
+/**
+ * Disabling twice returns the same webhook. No delivery is created for it afterwards, and its pending and retrying
+ * deliveries are marked failed at once (they can be replayed if the endpoint comes back). Attempts already in flight
+ * finish. Audits webhook.disable, on the first call only.
+ */
+export async function disableWebhook(ctx: Ctx, webhookId: string): Promise<Webhook> {
+  const found = await findVisibleWebhook(ctx, webhookId);
+  if (found.status === 'disabled') return found;
+  return ctx.db.$transaction(async (tx) => {
+    // Conditional: of two concurrent disables, one changes the row and audits; the other returns it.
+    const disabled = await store.markDisabled(tx, found.id, ctx.now());
+    if (!disabled) return (await store.findInProject(tx, found.projectId, found.id))!;
+    const stopped = await store.failOpenDeliveries(tx, found.id);
+    await recordAudit(tx, ctx, 'webhook.disable', {
+      projectId: found.projectId,
+      targetId: found.id,
+      data: { deliveries_stopped: stopped },
+    });
+    return disabled;
+  });
+}
+
+export async function listDeliveries(ctx: Ctx, webhookId: string, query: PageQuery): Promise<Page<WebhookDelivery>> {
+  const webhook = await findVisibleWebhook(ctx, webhookId);
+  return paginate(query, {
+    cursorField: 'id',
+    fetch: (args) => store.listDeliveries(ctx.db, webhook, args),
+    exists: async (id) => (await store.findDelivery(ctx.db, webhook, id)) !== null,
+  });
+}
+
+/**
+ * Sends a failed delivery's event again as a new delivery (new `del_` id, same `evt_` id, a fresh retry schedule).
+ * Only a failed delivery of an active webhook can be replayed. Audits webhook.delivery.replay.
+ */
+export async function replayDelivery(ctx: Ctx, webhookId: string, deliveryId: string): Promise<WebhookDelivery> {
+  const webhook = await findVisibleWebhook(ctx, webhookId);
+  const now = ctx.now();
+  return ctx.db.$transaction(async (tx) => {
+    const original = await store.findDelivery(tx, webhook, deliveryId);
+    if (!original) throw new SvcError('not_found', { param: 'delivery_id', message: 'No such delivery.' });
+    if (original.status !== 'failed') {
+      throw invalid('delivery_id', `Only a failed delivery can be replayed; this one is ${original.status}.`);
+    }
+    const current = await store.findInProject(tx, webhook.projectId, webhook.id);
+    if (current?.status !== 'active') throw invalid('webhook_id', 'A disabled webhook cannot receive deliveries.');
+    const replay = await store.insertDelivery(tx, {
+      id: newId('del', now.getTime()),
+      webhookId: webhook.id,
+      eventId: original.eventId,
+      projectId: webhook.projectId,
+      eventType: original.eventType,
+      status: 'pending',
+      nextAttemptAt: now,
+      createdAt: now,
+    });
+    await recordAudit(tx, ctx, 'webhook.delivery.replay', {
+      projectId: webhook.projectId,
+      targetId: replay.id,
+      data: { webhook_id: webhook.id, replayed_delivery_id: original.id, event_id: original.eventId },
+    });
+    await notifyDeliveryWorkers(tx);
+    return replay;
+  });
+}

@@ -1,0 +1,39 @@
+import { AUDIT_MAX_PAGE_SIZE, listAuditEvents } from '../domain/audit/service.ts';
+import { builder } from './builder.ts';
+import { serviceConnection } from './connections.ts';
+
+export const AuditEventRef = builder.prismaObject('AuditEvent', {
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    action: t.exposeString('action', { description: 'e.g. key.revoke, webhook.delivery.failed.' }),
+    projectId: t.exposeID('projectId', { nullable: true }),
+    actorKeyId: t.exposeID('actorKeyId', { nullable: true }),
+    targetId: t.exposeID('targetId', { nullable: true }),
+    requestId: t.exposeString('requestId', { nullable: true }),
+    ip: t.exposeString('ip', { nullable: true }),
+    data: t.expose('data', { type: 'JSON' }),
+    createdAt: t.expose('createdAt', { type: 'UnixSeconds' }),
+  }),
+});
+
+builder.queryFields((t) => ({
+  auditEvents: t.connection(
+    {
+      type: AuditEventRef,
+      nullable: true,
+      authScopes: { scope: 'audit:read' },
+      description: `Newest first; first/last up to ${AUDIT_MAX_PAGE_SIZE}, as GET /v1/audit/events.`,
+      args: { projectId: t.arg.id(), action: t.arg.string() },
+      resolve: (_root, args, { ctx }) =>
+        serviceConnection(args, (query) =>
+          listAuditEvents(ctx, {
+            ...query,
+            project_id: args.projectId ?? undefined,
+            action: args.action ?? undefined,
+          }),
+        ),
+    },
+    { name: 'AuditEventConnection' },
+    { name: 'AuditEventEdge' },
+  ),
+}));

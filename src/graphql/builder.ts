@@ -1,0 +1,103 @@
+import SchemaBuilder from '@pothos/core';
+import PrismaPlugin from '@pothos/plugin-prisma';
+import RelayPlugin from '@pothos/plugin-relay';
+import ScopeAuthPlugin from '@pothos/plugin-scope-auth';
+import { GraphQLError, Kind } from './graphql-js.ts';
+import type { Ctx } from '../domain/context.ts';
+import type { Scope } from '../domain/keys/scopes.ts';
+import { SvcError } from '../errors/svc-error.ts';
+import type PrismaTypes from '../generated/pothos-types.ts';
+import { getDatamodel } from '../generated/pothos-types.ts';
+
+/** Yoga's context: the same per-request Ctx the auth hook built for REST (`req.ctx`). */
+export interface GraphQLContext {
+  ctx: Ctx;
+}
+
+/** The one Pothos builder: Prisma-backed object types, Relay connections, and the spec's scopes (§5). */
+export const builder = new SchemaBuilder<{
+  Context: GraphQLContext;
+  PrismaTypes: PrismaTypes;
+  AuthScopes: { scope: Scope; operator: boolean };
+  Scalars: {
+    UnixSeconds: { Input: number; Output: Date | number };
+    JSON: { Input: unknown; Output: unknown };
+  };
+  DefaultFieldNullability: false;
+  DefaultEdgesNullability: false;
+  DefaultNodeNullability: false;
+}>({
+  // scope-auth first: it wraps every other plugin's resolvers.
+  plugins: [ScopeAuthPlugin, PrismaPlugin, RelayPlugin],
+  defaultFieldNullability: false,
+  prisma: {
+    client: (context) => context.ctx.db,
+    dmmf: getDatamodel(),
+    exposeDescriptions: false,
+    // Resolvers call services, which choose their own queries; relations load in batches (see README, GraphQL).
+    onUnusedQuery: null,
+  },
+  relay: {
+    // Ids are plain spec ids (`key_…`), not global ids: no node/nodes root fields.
+    nodeQueryOptions: false,
+    nodesQueryOptions: false,
+    clientMutationId: 'omit',
+    cursorType: 'String',
+    edgesFieldOptions: { nullable: false },
+    nodeFieldOptions: { nullable: false },
+  },
+  scopeAuth: {
+    // The operator holds every scope (CONTRACT §2); its Caller already lists them all.
+    authScopes: (context) => ({
+      scope: (scope: Scope) => context.ctx.caller.scopes.includes(scope),
+      operator: context.ctx.caller.kind === 'operator',
+    }),
+    unauthorizedError: (_parent, _context, info, result) => {
+      const scope = missingScope(result.failure);
+      return new SvcError('insufficient_scope', {
+        message: scope
+          ? `${info.parentType.name}.${info.fieldName} requires the ${scope} scope.`
+          : `${info.parentType.name}.${info.fieldName} is not available to this key.`,
+      });
+    },
+  },
+});
+
+type Failure = { kind?: string; scope?: string; parameter?: unknown; failures?: Failure[] };
+
+/** The scope a scope-auth failure is about (`{ scope: 'keys:manage' }` fails as an AuthScope inside AnyAuthScopes). */
+function missingScope(failure: Failure): string | null {
+  if (failure.kind === 'AuthScope' && failure.scope === 'scope') return String(failure.parameter);
+  for (const inner of failure.failures ?? []) {
+    const found = missingScope(inner);
+    if (found) return found;
+  }
+  return null;
+}
+
+function parseUnixSeconds(value: unknown): number {
+  if (typeof value !== 'number' || !Number.isInteger(value)) {
+    throw new GraphQLError('UnixSeconds must be an integer number of seconds since the Unix epoch.');
+  }
+  return value;
+}
+
+// Int is 32 bits in GraphQL and would overflow in 2038; REST's timestamps are JSON integers, so is this scalar.
+builder.scalarType('UnixSeconds', {
+  description: 'A point in time as an integer number of seconds since the Unix epoch (UTC), as in REST.',
+  serialize: (value) => (value instanceof Date ? Math.floor(value.getTime() / 1000) : Math.floor(Number(value))),
+  parseValue: parseUnixSeconds,
+  parseLiteral: (ast) => {
+    if (ast.kind !== Kind.INT) throw new GraphQLError('UnixSeconds must be an integer literal.');
+    return parseUnixSeconds(Number(ast.value));
+  },
+});
+
+builder.scalarType('JSON', {
+  description: 'Any JSON value (an event or audit payload, as REST returns it).',
+  serialize: (value) => value,
+  parseValue: (value) => value,
+});
+
+builder.queryType({});
+builder.mutationType({});

@@ -1,0 +1,101 @@
+import type { FastifyRequest } from 'fastify';
+import { GraphQLError } from './graphql-js.ts';
+import type { Plugin } from 'graphql-yoga';
+import { ERRORS } from '../errors/codes.ts';
+import { SvcError } from '../errors/svc-error.ts';
+import { docsBase } from '../http/error-body.ts';
+
+/** What every GraphQL error carries in `extensions`: the spec's error object (§7) minus what GraphQL already has. */
+export type SvcErrorExtensions = {
+  code: string;
+  param: string | null;
+  /** The status REST answers for the same error; the HTTP response itself follows GraphQL over HTTP. */
+  http_status: number;
+  request_id?: string;
+  doc_url?: string;
+};
+
+function svcErrorOf(error: unknown): SvcError | null {
+  let e: unknown = error;
+  for (let i = 0; i < 5 && e; i++) {
+    if (e instanceof SvcError) return e;
+    e = (e as { originalError?: unknown }).originalError ?? (e as { cause?: unknown }).cause;
+  }
+  return null;
+}
+
+/** GraphQL's own errors about the request (and what they wrap, e.g. a scalar refusing a variable), not a failure. */
+function isRequestError(error: GraphQLError): boolean {
+  let e: unknown = error;
+  for (let i = 0; i < 5 && e instanceof GraphQLError; i++) {
+    if (!e.originalError) return true;
+    e = e.originalError;
+  }
+  return false;
+}
+
+/** Extensions are a plain object: set in place, so yoga keeps the error as is (and does not log an expected one). */
+function setExtensions(error: GraphQLError, extensions: Record<string, unknown>): GraphQLError {
+  Object.assign(error.extensions as Record<string, unknown>, extensions);
+  return error;
+}
+
+/**
+ * Yoga's maskError: the only place a GraphQL error is shaped. A SvcError keeps its code, param and message; a
+ * GraphQL error about the request (syntax, validation, depth and cost limits, bad variables) is invalid_request;
+ * anything else becomes internal_error, and yoga logs the original with its stack.
+ */
+export function maskError(error: unknown): Error {
+  const gqlError = error instanceof GraphQLError ? error : null;
+  const svc = svcErrorOf(error);
+  if (svc && gqlError && gqlError.message === svc.message) {
+    return setExtensions(gqlError, { code: svc.code, param: svc.param, http_status: svc.http });
+  }
+  if (svc) {
+    return new GraphQLError(svc.message, {
+      nodes: gqlError?.nodes,
+      path: gqlError?.path,
+      extensions: { code: svc.code, param: svc.param, http_status: svc.http },
+    });
+  }
+  if (gqlError && isRequestError(gqlError)) {
+    // graphql-armor prefixes its refusals with "Syntax Error: " although the query parsed.
+    gqlError.message = gqlError.message.replace(/^Syntax Error: (?=Query (depth|Cost) limit)/, '');
+    // Yoga's own `extensions.http` stays: it sets the response status (400, 405 for a mutation over GET) and is
+    // removed from the body.
+    const status = (gqlError.extensions?.http as { status?: number } | undefined)?.status;
+    return setExtensions(gqlError, { code: 'invalid_request', param: null, http_status: status ?? 400 });
+  }
+  return new GraphQLError(ERRORS.internal_error.message, {
+    nodes: gqlError?.nodes,
+    path: gqlError?.path,
+    extensions: { code: 'internal_error', param: null, http_status: 500 },
+  });
+}
+
+/**
+ * The last step for every error of a response: errors yoga never passes to maskError (validation: unknown fields,
+ * depth and cost refusals, bad variables) are shaped here the same way; then request_id (equal to X-Svc-Request-Id)
+ * and doc_url are added, which maskError cannot know.
+ */
+export function useErrorShape(): Plugin<Record<string, unknown>, { req: FastifyRequest }> {
+  return {
+    onResultProcess({ result, setResult, serverContext }) {
+      const req = serverContext.req;
+      if (Array.isArray(result) || !('errors' in result) || !result.errors?.length) return;
+      // No data: nothing ran (bad variables, say). GraphQL over HTTP answers such a request error with 400, as yoga
+      // already does for syntax and validation errors; an error during execution keeps 200 and partial data.
+      const requestError = result.data === undefined || result.data === null;
+      const errors = result.errors.map((error) => {
+        const masked = (error.extensions as Partial<SvcErrorExtensions>)?.http_status === undefined ? maskError(error) : error;
+        const ext = (masked as GraphQLError).extensions as Record<string, unknown>;
+        if (requestError && !ext.http) ext.http = { spec: true, status: 400 };
+        return setExtensions(masked as GraphQLError, {
+          request_id: req.id,
+          doc_url: `${docsBase(req)}/docs/errors#${String(ext.code ?? 'internal_error')}`,
+        });
+      });
+      setResult({ ...result, errors });
+    },
+  };
+}

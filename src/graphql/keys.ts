@@ -1,0 +1,135 @@
+import type { ApiKey } from '../generated/prisma/client.ts';
+import {
+  createKey,
+  getKey,
+  keyStatus,
+  listKeys,
+  revokeKey,
+  rotateKey,
+  MICROS_PER_USD,
+} from '../domain/keys/service.ts';
+import { KEY_PREFIX, redactSecret } from '../domain/keys/secrets.ts';
+import { builder } from './builder.ts';
+import { serviceConnection } from './connections.ts';
+
+/** The key object of REST (spec 2.1, CONTRACT §3) with camelCase names; the secret is always redacted here. */
+export const ApiKeyRef = builder.prismaObject('ApiKey', {
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    prefix: t.string({ resolve: () => KEY_PREFIX }),
+    secret: t.string({
+      description: 'Redacted: svc_sk_... and the last four characters. The full secret is only in CreateKeyPayload and RotateKeyPayload.',
+      resolve: (key) => redactSecret(key.secretLast4),
+    }),
+    name: t.exposeString('name'),
+    scopes: t.exposeStringList('scopes'),
+    projectId: t.exposeID('projectId'),
+    project: t.relation('project'),
+    status: t.string({
+      description: 'active, revoked or expired.',
+      resolve: (key, _args, { ctx }) => keyStatus(key, ctx.now()),
+    }),
+    budgetUsd: t.float({
+      nullable: true,
+      resolve: (key) => (key.budgetMicros === null ? null : Number(key.budgetMicros) / MICROS_PER_USD),
+    }),
+    expiresAt: t.expose('expiresAt', { type: 'UnixSeconds', nullable: true }),
+    createdAt: t.expose('createdAt', { type: 'UnixSeconds' }),
+    lastUsedAt: t.expose('lastUsedAt', { type: 'UnixSeconds', nullable: true }),
+    revokedAt: t.expose('revokedAt', { type: 'UnixSeconds', nullable: true }),
+  }),
+});
+
+const CreateKeyPayload = builder.objectRef<{ key: ApiKey; secret: string }>('CreateKeyPayload').implement({
+  fields: (t) => ({
+    key: t.field({ type: ApiKeyRef, resolve: (p) => p.key }),
+    secret: t.exposeString('secret', { description: 'The full secret, shown once.' }),
+  }),
+});
+
+const RotateKeyPayload = builder
+  .objectRef<{ key: ApiKey; secret: string; previousSecretExpiresAt: Date }>('RotateKeyPayload')
+  .implement({
+    fields: (t) => ({
+      key: t.field({ type: ApiKeyRef, resolve: (p) => p.key }),
+      secret: t.exposeString('secret', { description: 'The new full secret, shown once.' }),
+      previousSecretExpiresAt: t.expose('previousSecretExpiresAt', {
+        type: 'UnixSeconds',
+        description: 'Until then the previous secret still authenticates (now when overlapHours is 0).',
+      }),
+    }),
+  });
+
+const CreateKeyInput = builder.inputType('CreateKeyInput', {
+  fields: (t) => ({
+    projectId: t.id({ description: 'Else the X-Svc-Project header; missing: missing_project_id.' }),
+    name: t.string({ required: true }),
+    scopes: t.stringList({ required: true }),
+    budgetUsd: t.float(),
+    expiresAt: t.field({ type: 'UnixSeconds' }),
+  }),
+});
+
+const KEYS = { scope: 'keys:manage' } as const;
+
+builder.queryFields((t) => ({
+  keys: t.connection(
+    {
+      type: ApiKeyRef,
+      nullable: true,
+      authScopes: KEYS,
+      description: 'Newest first. Audits key.list, as GET /v1/keys does.',
+      args: { projectId: t.arg.id() },
+      resolve: (_root, args, { ctx }) =>
+        serviceConnection(args, (query) => listKeys(ctx, { ...query, project_id: args.projectId ?? undefined })),
+    },
+    { name: 'ApiKeyConnection' },
+    { name: 'ApiKeyEdge' },
+  ),
+  key: t.field({
+    type: ApiKeyRef,
+    nullable: true,
+    authScopes: KEYS,
+    args: { id: t.arg.id({ required: true }) },
+    resolve: (_root, args, { ctx }) => getKey(ctx, String(args.id)),
+  }),
+}));
+
+builder.mutationFields((t) => ({
+  createKey: t.field({
+    type: CreateKeyPayload,
+    nullable: true,
+    authScopes: KEYS,
+    description: 'A key can only grant scopes it holds. Audits key.create.',
+    args: { input: t.arg({ type: CreateKeyInput, required: true }) },
+    resolve: async (_root, { input }, { ctx }) => {
+      const key = await createKey(ctx, {
+        project_id: input.projectId === null || input.projectId === undefined ? null : String(input.projectId),
+        name: input.name,
+        scopes: input.scopes,
+        budget_usd: input.budgetUsd,
+        expires_at: input.expiresAt,
+      });
+      return { key, secret: key.secret! };
+    },
+  }),
+  rotateKey: t.field({
+    type: RotateKeyPayload,
+    nullable: true,
+    authScopes: KEYS,
+    description: 'New secret for the same key id; the previous one stays valid overlapHours (0 to 168). Audits key.rotate, emits key.rotated.',
+    args: { id: t.arg.id({ required: true }), overlapHours: t.arg.int() },
+    resolve: async (_root, args, { ctx }) => {
+      const key = await rotateKey(ctx, String(args.id), { overlap_hours: args.overlapHours });
+      return { key, secret: key.secret!, previousSecretExpiresAt: key.previousSecretExpiresAt };
+    },
+  }),
+  revokeKey: t.field({
+    type: ApiKeyRef,
+    nullable: true,
+    authScopes: KEYS,
+    description: 'Revoking twice returns the same key. Audits key.revoke, emits key.revoked.',
+    args: { id: t.arg.id({ required: true }) },
+    resolve: (_root, args, { ctx }) => revokeKey(ctx, String(args.id)),
+  }),
+}));

@@ -1,0 +1,59 @@
+import { archiveProject, createProject, getProject, listProjects } from '../domain/projects/service.ts';
+import { builder } from './builder.ts';
+import { serviceConnection } from './connections.ts';
+
+export const ProjectRef = builder.prismaObject('Project', {
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    name: t.exposeString('name'),
+    plan: t.exposeString('plan', { description: 'starter, growth or enterprise.' }),
+    region: t.exposeString('region', { nullable: true }),
+    status: t.exposeString('status', { description: 'active or archived.' }),
+    createdAt: t.expose('createdAt', { type: 'UnixSeconds' }),
+  }),
+});
+
+const CreateProjectInput = builder.inputType('CreateProjectInput', {
+  fields: (t) => ({
+    name: t.string({ required: true }),
+    plan: t.string({ description: 'starter (default), growth or enterprise.' }),
+    region: t.string(),
+  }),
+});
+
+// Projects need any valid key, as on REST: a key sees its own project, the operator all; the service decides.
+builder.queryFields((t) => ({
+  project: t.field({
+    type: ProjectRef,
+    nullable: true,
+    args: { id: t.arg.id({ required: true }) },
+    resolve: (_root, args, { ctx }) => getProject(ctx, String(args.id)),
+  }),
+  projects: t.connection(
+    {
+      type: ProjectRef,
+      nullable: true,
+      resolve: (_root, args, { ctx }) => serviceConnection(args, (query) => listProjects(ctx, query)),
+    },
+    { name: 'ProjectConnection' },
+    { name: 'ProjectEdge' },
+  ),
+}));
+
+builder.mutationFields((t) => ({
+  createProject: t.field({
+    type: ProjectRef,
+    nullable: true,
+    description: 'Operator only (403 insufficient_scope for a project key). Audits project.create.',
+    args: { input: t.arg({ type: CreateProjectInput, required: true }) },
+    resolve: (_root, { input }, { ctx }) =>
+      createProject(ctx, { name: input.name, plan: input.plan ?? undefined, region: input.region ?? null }),
+  }),
+  archiveProject: t.field({
+    type: ProjectRef,
+    nullable: true,
+    description: 'Operator only. Archiving twice returns the same project. Audits project.archive.',
+    args: { id: t.arg.id({ required: true }) },
+    resolve: (_root, args, { ctx }) => archiveProject(ctx, String(args.id)),
+  }),
+}));

@@ -1,0 +1,49 @@
+import { getRateLimits, updateRateLimits, type ProjectRateLimits } from '../domain/rate-limits/service.ts';
+import { builder } from './builder.ts';
+
+const GOVERNANCE = { scope: 'governance:manage' } as const;
+
+/** REST's svc.rate_limits object (spec 2.5, CONTRACT §7). */
+export const RateLimitsRef = builder.objectRef<ProjectRateLimits>('RateLimits').implement({
+  fields: (t) => ({
+    projectId: t.exposeID('projectId'),
+    requestsPerMinute: t.exposeInt('requestsPerMinute'),
+    tokensPerMinute: t.exposeInt('tokensPerMinute'),
+    burst: t.exposeInt('burst', { description: 'Requests allowed at once above requestsPerMinute (token bucket).' }),
+    updatedAt: t.expose('updatedAt', { type: 'UnixSeconds', nullable: true, description: 'null while the plan defaults apply.' }),
+  }),
+});
+
+const RateLimitsInput = builder.inputType('RateLimitsInput', {
+  fields: (t) => ({
+    requestsPerMinute: t.int({ required: true }),
+    tokensPerMinute: t.int({ required: true }),
+    burst: t.int({ required: true }),
+  }),
+});
+
+builder.queryField('rateLimits', (t) =>
+  t.field({
+    type: RateLimitsRef,
+    nullable: true,
+    authScopes: GOVERNANCE,
+    args: { projectId: t.arg.id({ required: true }) },
+    resolve: (_root, args, { ctx }) => getRateLimits(ctx, String(args.projectId)),
+  }),
+);
+
+builder.mutationField('updateRateLimits', (t) =>
+  t.field({
+    type: RateLimitsRef,
+    nullable: true,
+    authScopes: GOVERNANCE,
+    description: 'Sets all three limits; the next request on every replica uses them. Audits and emits policy.updated.',
+    args: { projectId: t.arg.id({ required: true }), input: t.arg({ type: RateLimitsInput, required: true }) },
+    resolve: (_root, { projectId, input }, { ctx }) =>
+      updateRateLimits(ctx, String(projectId), {
+        requests_per_minute: input.requestsPerMinute,
+        tokens_per_minute: input.tokensPerMinute,
+        burst: input.burst,
+      }),
+  }),
+);

@@ -1,0 +1,13 @@
+import { builder } from './builder.ts';
+import './viewer.ts';
+import './projects.ts';
+import './keys.ts';
+import './audit.ts';
+import './webhooks.ts';
+import './rate-limits.ts';
+import './budgets.ts';
+import './usage.ts';
+import './routing.ts';
+
+/** The whole control plane; scripts/print-schema.ts prints it to schema.graphql. */
+export const schema = builder.toSchema();

@@ -1,0 +1,79 @@
+import type { UsageRecord } from '../generated/prisma/client.ts';
+import { listUsage, type UsageDay, type UsageQuery } from '../domain/usage/service.ts';
+import { microsToUsd } from '../domain/budgets/service.ts';
+import { builder } from './builder.ts';
+import { serviceConnection } from './connections.ts';
+
+const USAGE = { scope: 'usage:read' } as const;
+
+/** CONTRACT §8's usage record; its cursor is the request id (spec 4.5). */
+export const UsageRecordRef = builder.prismaObject('UsageRecord', {
+  fields: (t) => ({
+    requestId: t.exposeID('requestId'),
+    projectId: t.exposeID('projectId'),
+    keyId: t.exposeID('keyId'),
+    model: t.exposeString('model'),
+    route: t.exposeString('route', { nullable: true }),
+    region: t.exposeString('region', { nullable: true }),
+    cacheHit: t.exposeBoolean('cacheHit'),
+    status: t.exposeString('status', { description: 'succeeded or failed.' }),
+    errorCode: t.exposeString('errorCode', { nullable: true }),
+    promptTokens: t.exposeInt('promptTokens'),
+    completionTokens: t.exposeInt('completionTokens'),
+    costUsd: t.float({ resolve: (u) => microsToUsd(u.costMicros) }),
+    latencyMs: t.exposeInt('latencyMs'),
+    createdAt: t.expose('createdAt', { type: 'UnixSeconds' }),
+  }),
+});
+
+const UsageDayRef = builder.objectRef<UsageDay>('UsageDay').implement({
+  fields: (t) => ({
+    date: t.exposeString('date', { description: 'YYYY-MM-DD (UTC).' }),
+    requests: t.exposeInt('requests'),
+    promptTokens: t.exposeInt('promptTokens'),
+    completionTokens: t.exposeInt('completionTokens'),
+    costUsd: t.float({ resolve: (d) => microsToUsd(d.costMicros) }),
+  }),
+});
+
+builder.queryFields((t) => ({
+  usage: t.connection(
+    {
+      type: UsageRecordRef,
+      nullable: true,
+      authScopes: USAGE,
+      description: 'Usage records newest first (GET /v1/usage?granularity=request); startDate/endDate are YYYY-MM-DD, inclusive.',
+      args: { projectId: t.arg.id(), startDate: t.arg.string(), endDate: t.arg.string() },
+      resolve: (_root, args, { ctx }) =>
+        serviceConnection(
+          args,
+          async (query) => {
+            const usage = await listUsage(ctx, { ...query, ...usageFilter(args), granularity: 'request' });
+            return usage.granularity === 'request' ? usage.page : { data: [], hasMore: false, limit: 0 };
+          },
+          (u: UsageRecord) => u.requestId,
+        ),
+    },
+    { name: 'UsageRecordConnection' },
+    { name: 'UsageRecordEdge' },
+  ),
+  usageByDay: t.field({
+    type: [UsageDayRef],
+    nullable: true,
+    authScopes: USAGE,
+    description: 'One row per UTC day with usage, newest first (GET /v1/usage?granularity=day): the last 30 days by default.',
+    args: { projectId: t.arg.id(), startDate: t.arg.string(), endDate: t.arg.string() },
+    resolve: async (_root, args, { ctx }) => {
+      const usage = await listUsage(ctx, { ...usageFilter(args), granularity: 'day' });
+      return usage.granularity === 'day' ? usage.days : [];
+    },
+  }),
+}));
+
+function usageFilter(args: { projectId?: string | number | null; startDate?: string | null; endDate?: string | null }): UsageQuery {
+  return {
+    ...(args.projectId !== null && args.projectId !== undefined ? { project_id: String(args.projectId) } : {}),
+    ...(args.startDate !== null && args.startDate !== undefined ? { start_date: args.startDate } : {}),
+    ...(args.endDate !== null && args.endDate !== undefined ? { end_date: args.endDate } : {}),
+  };
+}

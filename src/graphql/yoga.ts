@@ -1,0 +1,92 @@
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { createYoga, renderGraphiQL, type Plugin, type YogaLogger } from 'graphql-yoga';
+import type { Logger } from 'pino';
+import type { Deps } from '../domain/context.ts';
+import type { GraphQLContext } from './builder.ts';
+import { maskError, useErrorShape } from './errors.ts';
+import { NoSchemaIntrospectionCustomRule } from './graphql-js.ts';
+import { queryLimits } from './limits.ts';
+import { schema } from './schema.ts';
+
+export const GRAPHQL_PATH = '/graphql';
+export const GRAPHIQL_PATH = '/graphiql';
+
+type ServerContext = { req: FastifyRequest; reply: FastifyReply };
+
+function yogaLogger(log: Logger): YogaLogger {
+  // Yoga reports a masked error from two places; one log line per error is enough.
+  const logged = new WeakSet<Error>();
+  const write = (level: 'debug' | 'info' | 'warn' | 'error') => (...args: unknown[]) => {
+    const [first, ...rest] = args;
+    if (first instanceof Error) {
+      if (logged.has(first)) return;
+      logged.add(first);
+      log[level]({ err: first }, 'graphql: unexpected error');
+    } else {
+      log[level]({ detail: rest.length ? rest : undefined }, `graphql: ${String(first)}`);
+    }
+  };
+  return { debug: write('debug'), info: write('info'), warn: write('warn'), error: write('error') };
+}
+
+const disableIntrospection: Plugin = {
+  onValidate({ addValidationRule }) {
+    addValidationRule(NoSchemaIntrospectionCustomRule);
+  },
+};
+
+const graphiqlOptions = {
+  title: 'svc gateway GraphQL',
+  endpoint: GRAPHQL_PATH,
+  // The key goes in the headers editor; it is never stored by the page.
+  headers: JSON.stringify({ Authorization: 'Bearer svc_sk_…' }, null, 2),
+  shouldPersistHeaders: false,
+  isHeadersEditorEnabled: true,
+};
+
+export function createGraphQLServer(deps: Deps) {
+  return createYoga<ServerContext, GraphQLContext>({
+    schema,
+    graphqlEndpoint: GRAPHQL_PATH,
+    // The auth hook already authenticated the request and built its Ctx, exactly as for REST.
+    context: ({ req }) => ({ ctx: req.ctx }),
+    maskedErrors: { maskError },
+    graphiql: deps.config.production ? false : graphiqlOptions,
+    landingPage: false,
+    multipart: false,
+    logging: yogaLogger(deps.log),
+    plugins: [
+      ...queryLimits(),
+      ...(deps.config.graphqlIntrospection ? [] : [disableIntrospection]),
+      useErrorShape(),
+    ],
+  });
+}
+
+/**
+ * /graphql inside fastify: behind the same request-id, auth (and rate-limit) hooks as /v1, so it carries the same
+ * X-Svc-* headers. Fields check their own scopes (builder.ts); the route itself only needs a valid key.
+ */
+export const graphqlRoutes: FastifyPluginAsync = async (app) => {
+  const yoga = createGraphQLServer(app.deps);
+
+  app.route({
+    url: GRAPHQL_PATH,
+    method: ['GET', 'POST', 'OPTIONS'],
+    handler: async (req, reply) => {
+      const response = await yoga.handleNodeRequestAndResponse(req, reply, { req, reply });
+      response.headers.forEach((value, key) => {
+        reply.header(key, value);
+      });
+      reply.status(response.status);
+      // Buffered (no subscriptions or @defer here), so the send hooks see the body as text: idempotency stores it.
+      return reply.send(await response.text());
+    },
+  });
+
+  // A browser cannot send a Bearer key when it opens a page: GraphiQL itself is public outside production, and
+  // the key goes into its headers editor for the queries it sends to /graphql.
+  if (!app.deps.config.production) {
+    app.get(GRAPHIQL_PATH, async (_req, reply) => reply.type('text/html; charset=utf-8').send(renderGraphiQL(graphiqlOptions)));
+  }
+};

@@ -1,0 +1,190 @@
+import type { Bus } from '../pubsub/bus.ts';
+import {
+  SCALE,
+  bucketShape,
+  type ApplyResult,
+  type BucketSpec,
+  type LimitStore,
+  type LimiterHealth,
+  type Resource,
+  type VersionedLimits,
+} from './types.ts';
+
+/** What the X-Svc-RateLimit-* headers of a response say: the binding window (spec 8.1.6). */
+export interface RateLimitState {
+  limit: number;
+  remaining: number;
+  /** Unix seconds: when the window is full again; on a refusal, when a retry would pass. */
+  reset: number;
+  resource: Resource;
+  /** Seconds, only on a refusal. */
+  retryAfter?: number;
+  /** Which window binds, for error messages: `key` or `project` (or `operator`). */
+  owner: 'key' | 'project' | 'operator';
+}
+
+export interface Decision {
+  allowed: boolean;
+  state: RateLimitState;
+  /** Whole tokens or requests applied per bucket, in the order asked. */
+  applied: number[];
+}
+
+/** Who the windows belong to: a project key (its own windows and its project's), or the operator. */
+export type WindowOwner = { kind: 'key'; keyId: string; projectId: string } | { kind: 'operator' };
+
+export interface LimiterOptions {
+  store: LimitStore;
+  /** `redis`: windows shared by every replica; `memory`: this process only (no REDIS_URL). */
+  kind: 'redis' | 'memory';
+  health?: () => Promise<LimiterHealth>;
+  /** The project's limits as stored (plan defaults when never set). */
+  loadLimits: (projectId: string) => Promise<VersionedLimits>;
+  operatorLimits: VersionedLimits;
+  bus?: Bus;
+  /** How long a project's limits are reused without reading the database; updates evict them at once. */
+  cacheTtlMs?: number;
+  monotonicNow?: () => number;
+}
+
+const LIMITS_CHANGED = 'limits:changed';
+
+/**
+ * The rate limiter of one replica: per-request windows for the caller's key and project, with the project's limits
+ * cached briefly in process. Limits changes reach the store at once (the store keeps the newest published version,
+ * so every replica's next request uses them) and evict the cache here and, over the bus, on the other replicas.
+ */
+export class Limiter {
+  readonly kind: 'redis' | 'memory';
+  private readonly cache = new Map<string, { limits: VersionedLimits; at: number }>();
+  private readonly ttl: number;
+  private readonly mono: () => number;
+
+  constructor(private readonly opts: LimiterOptions) {
+    this.kind = opts.kind;
+    this.ttl = opts.cacheTtlMs ?? 10_000;
+    this.mono = opts.monotonicNow ?? (() => performance.now());
+    opts.bus?.subscribe(LIMITS_CHANGED, (projectId) => this.cache.delete(projectId));
+    opts.bus?.onResync(() => this.cache.clear());
+  }
+
+  async health(): Promise<LimiterHealth> {
+    return this.opts.health ? this.opts.health() : 'ok';
+  }
+
+  async limitsFor(projectId: string): Promise<VersionedLimits> {
+    const hit = this.cache.get(projectId);
+    if (hit && this.mono() - hit.at < this.ttl) return hit.limits;
+    let limits: VersionedLimits;
+    try {
+      limits = await this.opts.loadLimits(projectId);
+    } catch (err) {
+      // The database did not answer: limits it gave a moment ago beat failing the request.
+      if (hit) return hit.limits;
+      throw err;
+    }
+    this.cache.set(projectId, { limits, at: this.mono() });
+    return limits;
+  }
+
+  /** Call after the update has committed. */
+  async limitsChanged(projectId: string, limits: VersionedLimits): Promise<void> {
+    this.cache.set(projectId, { limits, at: this.mono() });
+    await this.opts.store.publish(projectId, limits);
+    await this.opts.bus?.publish(LIMITS_CHANGED, projectId).catch(() => {});
+  }
+
+  /** One request from every request window of the owner; the token windows are looked at, not taken. */
+  takeRequest(owner: WindowOwner, nowMs: number): Promise<Decision> {
+    return this.run(owner, nowMs, 'take', 1, 0);
+  }
+
+  /** `tokens` from both token windows, all or nothing; the request windows are looked at for the headers. */
+  takeTokens(owner: WindowOwner & { kind: 'key' }, nowMs: number, tokens: number): Promise<Decision> {
+    return this.run(owner, nowMs, 'take', 0, tokens);
+  }
+
+  /** Gives back (negative) or adds tokens, never refused: a window may go into debt when usage beat the estimate. */
+  adjustTokens(owner: WindowOwner & { kind: 'key' }, nowMs: number, delta: number): Promise<Decision> {
+    return this.run(owner, nowMs, 'force', 0, delta);
+  }
+
+  private async run(owner: WindowOwner, nowMs: number, mode: 'take' | 'force', requests: number, tokens: number): Promise<Decision> {
+    let scope: string;
+    let limits: VersionedLimits;
+    let buckets: (BucketSpec & { owner: RateLimitState['owner'] })[];
+    if (owner.kind === 'operator') {
+      scope = 'operator';
+      limits = this.opts.operatorLimits;
+      buckets = [{ id: 'op:r', resource: 'requests', cost: requests, owner: 'operator' }];
+    } else {
+      scope = owner.projectId;
+      limits = await this.limitsFor(owner.projectId);
+      buckets = [
+        { id: `k:${owner.keyId}:r`, resource: 'requests', cost: requests, owner: 'key' },
+        { id: 'p:r', resource: 'requests', cost: requests, owner: 'project' },
+        { id: `k:${owner.keyId}:t`, resource: 'tokens', cost: tokens, owner: 'key' },
+        { id: 'p:t', resource: 'tokens', cost: tokens, owner: 'project' },
+      ];
+    }
+    const result = await this.opts.store.apply({
+      scope,
+      limits,
+      mode,
+      nowMs,
+      buckets: buckets.map(({ id, resource, cost }) => ({ id, resource, cost })),
+    });
+    if (result.limits.version > limits.version && owner.kind === 'key') {
+      // Another replica published newer limits: keep them rather than re-reading stale ones.
+      this.cache.set(owner.projectId, { limits: result.limits, at: this.mono() });
+    }
+    return {
+      allowed: result.allowed,
+      state: bindingWindow(buckets, result, nowMs),
+      applied: result.buckets.map((b) => b.applied),
+    };
+  }
+}
+
+/**
+ * The window the headers describe. Refused: of the windows that did not fit, the one a retry must wait for longest.
+ * Allowed: the window with the smallest share left (the tighter one binds, spec 8.1.1); on a tie the first in
+ * key-requests, project-requests, key-tokens, project-tokens order.
+ */
+export function bindingWindow(
+  buckets: { resource: Resource; owner: RateLimitState['owner'] }[],
+  result: ApplyResult,
+  nowMs: number,
+): RateLimitState {
+  let best: RateLimitState | null = null;
+  let bestScore = Infinity;
+  buckets.forEach((spec, i) => {
+    const { capacity, rate } = bucketShape(spec.resource, result.limits);
+    const { used, applied } = result.buckets[i]!;
+    const base = {
+      limit: capacity / SCALE,
+      remaining: Math.max(0, Math.floor((capacity - used) / SCALE)),
+      resource: spec.resource,
+      owner: spec.owner,
+    };
+    if (!result.allowed) {
+      const missing = used + applied * SCALE - capacity;
+      if (applied <= 0 || missing <= 0) return;
+      const retryAtMs = nowMs + Math.ceil(missing / rate);
+      // Higher score binds less: the latest retry time wins.
+      const score = -retryAtMs;
+      if (score < bestScore) {
+        const reset = Math.ceil(retryAtMs / 1000);
+        bestScore = score;
+        best = { ...base, reset, retryAfter: Math.max(1, Math.ceil((reset * 1000 - nowMs) / 1000)) };
+      }
+      return;
+    }
+    const score = (capacity - used) / capacity;
+    if (score < bestScore) {
+      bestScore = score;
+      best = { ...base, reset: Math.ceil((nowMs + Math.ceil(used / rate)) / 1000) };
+    }
+  });
+  return best!;
+}

@@ -1,0 +1,87 @@
+import { SCALE, bucketShape, type ApplyRequest, type ApplyResult, type LimitStore, type VersionedLimits } from './types.ts';
+
+interface Bucket {
+  used: number;
+  at: number;
+  version: number;
+  /** When the bucket is full again, and can be forgotten (Redis: the key's PEXPIRE). */
+  expiresAt: number;
+}
+
+const SWEEP_EVERY = 10_000;
+
+/**
+ * The in-process store: the Redis script's rules (redis-store.ts), in JavaScript. A call runs synchronously from
+ * start to end, so it is as atomic within this process as the script is within Redis.
+ */
+export class MemoryLimitStore implements LimitStore {
+  private readonly buckets = new Map<string, Bucket>();
+  private readonly published = new Map<string, VersionedLimits>();
+  private calls = 0;
+
+  async apply(req: ApplyRequest): Promise<ApplyResult> {
+    return this.applySync(req);
+  }
+
+  applySync(req: ApplyRequest): ApplyResult {
+    if (++this.calls % SWEEP_EVERY === 0) this.sweep(req.nowMs);
+    const now = req.nowMs;
+    const force = req.mode === 'force';
+    let limits = req.limits;
+    const published = this.published.get(req.scope);
+    if (published && published.version >= limits.version) limits = published;
+    else if (limits.version > 0) this.published.set(req.scope, { ...limits });
+
+    const state = req.buckets.map((spec) => {
+      const { capacity, rate } = bucketShape(spec.resource, limits);
+      const key = `${req.scope}:${spec.id}`;
+      const stored = this.buckets.get(key);
+      let used = 0;
+      let at = now;
+      if (stored && stored.version === limits.version) {
+        used = stored.used;
+        at = stored.at;
+        if (now > at) {
+          used = Math.max(0, used - (now - at) * rate);
+          at = now;
+        }
+      }
+      let cost = Math.trunc(spec.cost);
+      if (!force && cost > capacity / SCALE) cost = capacity / SCALE;
+      return { key, capacity, rate, used, at, cost };
+    });
+    const allowed = force || state.every((s) => s.cost <= 0 || s.used + s.cost * SCALE <= s.capacity);
+
+    const buckets = state.map((s) => {
+      let used = s.used;
+      if (allowed && s.cost !== 0) {
+        used = Math.max(0, used + s.cost * SCALE);
+        if (used === 0) this.buckets.delete(s.key);
+        else {
+          this.buckets.set(s.key, {
+            used,
+            at: s.at,
+            version: limits.version,
+            expiresAt: s.at + Math.ceil(used / s.rate) + 60_000,
+          });
+        }
+      }
+      return { used, applied: s.cost };
+    });
+    return { allowed, limits: { ...limits }, buckets };
+  }
+
+  async publish(scope: string, limits: VersionedLimits): Promise<void> {
+    const current = this.published.get(scope);
+    if (!current || current.version < limits.version) this.published.set(scope, { ...limits });
+  }
+
+  /** Drops buckets that have refilled completely (they equal a missing bucket). */
+  private sweep(nowMs: number): void {
+    for (const [key, b] of this.buckets) if (b.expiresAt <= nowMs) this.buckets.delete(key);
+  }
+
+  get size(): number {
+    return this.buckets.size;
+  }
+}

@@ -1,0 +1,171 @@
+import { Pool, errors as undiciErrors, type Dispatcher } from 'undici';
+import type { ProviderSpec, SecretValue } from './config-file.ts';
+import { sseData } from './sse.ts';
+import { ProviderError, type Completion, type Provider, type ProviderRequest, type ProviderUsage, type StreamPart } from './types.ts';
+
+/** Statuses that say the request itself is wrong: the same request would fail on every provider. */
+const REJECTED = new Set([400, 413, 422]);
+
+function usageOf(raw: unknown): ProviderUsage | null {
+  if (typeof raw !== 'object' || raw === null) return null;
+  const u = raw as Record<string, unknown>;
+  const p = u.prompt_tokens;
+  const c = u.completion_tokens;
+  if (typeof p !== 'number' || typeof c !== 'number' || !Number.isInteger(p) || !Number.isInteger(c) || p < 0 || c < 0) {
+    return null;
+  }
+  return { promptTokens: p, completionTokens: c };
+}
+
+function upstreamMessage(body: string): string {
+  try {
+    const parsed = JSON.parse(body) as { error?: { message?: unknown } | string };
+    const e = parsed.error;
+    if (typeof e === 'string') return e.slice(0, 300);
+    if (e && typeof e.message === 'string') return e.message.slice(0, 300);
+  } catch {
+    // not JSON
+  }
+  return body.slice(0, 300);
+}
+
+function abortReason(signal: AbortSignal, err: unknown): unknown {
+  return signal.aborted ? (signal.reason ?? err) : err;
+}
+
+/** undici's own errors: a deadline it enforced, or a connection that failed. */
+function transportError(err: unknown, provider: string): ProviderError {
+  if (
+    err instanceof undiciErrors.HeadersTimeoutError ||
+    err instanceof undiciErrors.BodyTimeoutError ||
+    err instanceof undiciErrors.ConnectTimeoutError
+  ) {
+    return new ProviderError('timeout', `${provider}: ${(err as Error).message}`);
+  }
+  return new ProviderError('connection', `${provider}: ${(err as Error).message ?? 'connection failed'}`);
+}
+
+/**
+ * Kind `openai`: the OpenAI chat-completions API (OpenAI, vLLM, Ollama, llama.cpp server, …) over one keep-alive undici
+ * Pool per provider. Never global fetch: the pool bounds connections and reuses them across requests.
+ */
+export class OpenAIProvider implements Provider {
+  readonly kind = 'openai' as const;
+  readonly name: string;
+  readonly region: string;
+  readonly timeoutMs: number;
+  private readonly pool: Pool;
+  private readonly path: string;
+  private readonly apiKey: SecretValue | null;
+
+  constructor(spec: ProviderSpec) {
+    this.name = spec.name;
+    this.region = spec.region;
+    this.timeoutMs = spec.timeoutMs;
+    this.apiKey = spec.apiKey;
+    const url = new URL(spec.baseUrl!);
+    this.path = `${url.pathname.replace(/\/+$/, '')}/chat/completions`;
+    this.pool = new Pool(url.origin, {
+      connections: 256,
+      pipelining: 1,
+      keepAliveTimeout: 30_000,
+      keepAliveMaxTimeout: 600_000,
+      // Backstops; the router's own per-hop and routing deadlines usually fire first.
+      headersTimeout: spec.timeoutMs,
+      bodyTimeout: spec.timeoutMs,
+      connect: { timeout: Math.min(spec.timeoutMs, 10_000) },
+    });
+  }
+
+  async complete(req: ProviderRequest): Promise<Completion> {
+    const res = await this.send(req, false);
+    let text: string;
+    try {
+      text = await res.body.text();
+    } catch (err) {
+      throw abortReason(req.signal, transportError(err, this.name));
+    }
+    let parsed: { choices?: Array<{ message?: { content?: unknown }; finish_reason?: unknown }>; usage?: unknown };
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      throw new ProviderError('protocol', `${this.name}: the response is not JSON`);
+    }
+    const choice = parsed.choices?.[0];
+    const content = choice?.message?.content;
+    if (typeof content !== 'string' && content !== null) {
+      throw new ProviderError('protocol', `${this.name}: the response has no choices[0].message.content`);
+    }
+    return {
+      content: content ?? '',
+      finishReason: typeof choice?.finish_reason === 'string' ? choice.finish_reason : 'stop',
+      usage: usageOf(parsed.usage),
+    };
+  }
+
+  async openStream(req: ProviderRequest): Promise<AsyncIterable<StreamPart>> {
+    const res = await this.send(req, true);
+    const name = this.name;
+    const signal = req.signal;
+    return (async function* () {
+      try {
+        for await (const data of sseData(res.body)) {
+          if (data === '[DONE]') return;
+          let chunk: {
+            choices?: Array<{ delta?: { content?: unknown }; finish_reason?: unknown }>;
+            usage?: unknown;
+            error?: unknown;
+          };
+          try {
+            chunk = JSON.parse(data);
+          } catch {
+            throw new ProviderError('protocol', `${name}: a stream event is not JSON`);
+          }
+          if (chunk.error) throw new ProviderError('status', `${name}: error in stream: ${upstreamMessage(data)}`);
+          const choice = chunk.choices?.[0];
+          if (typeof choice?.delta?.content === 'string' && choice.delta.content !== '') {
+            yield { type: 'delta', content: choice.delta.content } as StreamPart;
+          }
+          if (typeof choice?.finish_reason === 'string') yield { type: 'finish', finishReason: choice.finish_reason };
+          const usage = usageOf(chunk.usage);
+          if (usage) yield { type: 'usage', usage };
+        }
+      } catch (err) {
+        if (err instanceof ProviderError) throw err;
+        throw abortReason(signal, transportError(err, name));
+      } finally {
+        // Stopped early (client gone): drop the upstream body so undici closes or frees the connection.
+        if (!res.body.destroyed) res.body.destroy();
+      }
+    })();
+  }
+
+  private async send(req: ProviderRequest, stream: boolean): Promise<Dispatcher.ResponseData> {
+    const payload: Record<string, unknown> = {
+      model: req.model,
+      messages: req.messages,
+      ...req.sampling,
+      ...(req.maxTokens !== undefined ? { max_tokens: req.maxTokens } : {}),
+      ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}),
+    };
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      accept: stream ? 'text/event-stream' : 'application/json',
+    };
+    if (this.apiKey) headers.authorization = `Bearer ${this.apiKey.reveal()}`;
+    let res: Dispatcher.ResponseData;
+    try {
+      res = await this.pool.request({ method: 'POST', path: this.path, headers, body: JSON.stringify(payload), signal: req.signal });
+    } catch (err) {
+      throw abortReason(req.signal, transportError(err, this.name));
+    }
+    if (res.statusCode >= 200 && res.statusCode < 300) return res;
+    const body = await res.body.text().catch(() => '');
+    const detail = `${this.name} answered ${res.statusCode}: ${upstreamMessage(body)}`;
+    throw new ProviderError(REJECTED.has(res.statusCode) ? 'rejected' : 'status', detail, res.statusCode);
+  }
+
+  async close(): Promise<void> {
+    await this.pool.close().catch(() => this.pool.destroy());
+  }
+}

@@ -1,0 +1,319 @@
+import type { Logger } from 'pino';
+import type { Clock } from '../domain/context.ts';
+import { SvcError } from '../errors/svc-error.ts';
+import { CircuitBreaker, type CircuitState } from './circuit-breaker.ts';
+import type { ModelSpec, ProviderSpec } from './config-file.ts';
+import { MockProvider } from './mock.ts';
+import { OpenAIProvider } from './openai.ts';
+import { priceUnits, type PricedModel } from './pricing.ts';
+import { ProviderError, type Completion, type Provider, type ProviderRequest, type StreamPart } from './types.ts';
+
+/** One provider serving one model: what routing chooses between. `id` is the spec's route, "<provider>/<model>". */
+export interface Route {
+  id: string;
+  provider: Provider;
+  model: ModelSpec & PricedModel;
+  /** Input plus output price per token (pico-dollars): the order of "cheapest". */
+  price: bigint;
+}
+
+export type RoutingStrategy = 'ordered' | 'cheapest' | 'weighted';
+
+export interface RoutingTarget {
+  provider: string | null;
+  model: string;
+  weight: number;
+}
+
+export interface RouterOptions {
+  clock: Clock;
+  /** Consecutive failures that open a provider's circuit. */
+  failureThreshold: number;
+  /** How long an open circuit skips its provider before one probe (on the injected clock). */
+  cooldownMs: number;
+  /** All hops of one inference together (CONTRACT §8: 408 routing_timeout). */
+  routingTimeoutMs: number;
+  log?: Logger;
+  /** For the weighted strategy; tests pass a seeded one. */
+  random?: () => number;
+}
+
+/** A routing failure, with the last route tried (for the usage record), if any. */
+export class RoutingError extends SvcError {
+  constructor(
+    code: 'routing_timeout' | 'model_unavailable' | 'invalid_request',
+    readonly route: Route | null,
+    message: string,
+  ) {
+    super(code, { message });
+  }
+}
+
+type HopEnd = 'client' | 'deadline' | 'hop' | null;
+
+/** The signal of one provider call: the client leaving, the hop's own timeout, or the routing deadline aborts it. */
+class Hop {
+  private readonly controller = new AbortController();
+  private timer: NodeJS.Timeout | null;
+  ended: HopEnd = null;
+  private readonly onClientAbort = () => this.abort('client');
+
+  constructor(
+    private readonly client: AbortSignal | undefined,
+    ms: number,
+    private readonly timerMeans: 'deadline' | 'hop',
+  ) {
+    this.timer = setTimeout(() => this.abort(this.timerMeans), Math.max(1, Math.ceil(ms)));
+    if (client?.aborted) this.abort('client');
+    else client?.addEventListener('abort', this.onClientAbort, { once: true });
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  private abort(why: Exclude<HopEnd, null>): void {
+    if (this.ended) return;
+    this.ended = why;
+    this.controller.abort(new DOMException(`provider call aborted (${why})`, 'AbortError'));
+  }
+
+  /** The provider accepted a stream: no more deadline, but a client that leaves still stops it. */
+  keepForClientOnly(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+  }
+
+  dispose(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    this.client?.removeEventListener('abort', this.onClientAbort);
+  }
+}
+
+export function isAbortError(err: unknown): boolean {
+  return (err instanceof Error || err instanceof DOMException) && (err as Error).name === 'AbortError';
+}
+
+export interface Routed<T> {
+  route: Route;
+  value: T;
+  /** Providers tried, in order, including the one that answered. */
+  attempts: string[];
+}
+
+function createProvider(spec: ProviderSpec): Provider {
+  return spec.kind === 'mock' ? new MockProvider(spec) : new OpenAIProvider(spec);
+}
+
+/**
+ * The providers of SVC_PROVIDERS_FILE, their routes and circuit breakers, and the fallback loop: each hop goes to the
+ * next route whose circuit lets it through; 5xx, connection errors and timeouts fall through to the next; a 400 from the
+ * provider does not (the request itself is wrong). Circuits are per replica (each learns a provider's health itself).
+ */
+export class ProviderRegistry {
+  readonly routes: readonly Route[];
+  private readonly byModel = new Map<string, Route[]>();
+  private readonly byId = new Map<string, Route>();
+  private readonly breakers = new Map<string, CircuitBreaker>();
+  private readonly providers: Provider[];
+  private readonly random: () => number;
+
+  constructor(
+    specs: readonly ProviderSpec[],
+    private readonly opts: RouterOptions,
+    make: (spec: ProviderSpec) => Provider = createProvider,
+  ) {
+    this.random = opts.random ?? Math.random;
+    this.providers = specs.map(make);
+    const routes: Route[] = [];
+    specs.forEach((spec, i) => {
+      const provider = this.providers[i]!;
+      this.breakers.set(provider.name, new CircuitBreaker(opts.failureThreshold, opts.cooldownMs, opts.clock));
+      for (const m of spec.models) {
+        const model = { ...m, inputUnits: priceUnits(m.inputPerMtok), outputUnits: priceUnits(m.outputPerMtok) };
+        const route: Route = { id: `${provider.name}/${m.id}`, provider, model, price: model.inputUnits + model.outputUnits };
+        routes.push(route);
+        this.byId.set(route.id, route);
+      }
+    });
+    this.routes = Object.freeze(routes);
+    for (const r of byPrice([...routes])) {
+      const list = this.byModel.get(r.model.id) ?? [];
+      list.push(r);
+      this.byModel.set(r.model.id, list);
+    }
+  }
+
+  isKnownModel(modelId: string): boolean {
+    return this.byModel.has(modelId);
+  }
+
+  /** Every configured model id, sorted. */
+  modelIds(): string[] {
+    return [...this.byModel.keys()].sort();
+  }
+
+  /** The providers serving a model, cheapest first (ties in file order). */
+  routesForModel(modelId: string): Route[] {
+    return [...(this.byModel.get(modelId) ?? [])];
+  }
+
+  /** The default for `model: "auto"`: every route, cheapest first. */
+  cheapestRoutes(): Route[] {
+    return byPrice([...this.routes]);
+  }
+
+  findRoute(providerName: string, modelId: string): Route | undefined {
+    return this.byId.get(`${providerName}/${modelId}`);
+  }
+
+  hasProvider(name: string): boolean {
+    return this.breakers.has(name);
+  }
+
+  circuitState(providerName: string): CircuitState | undefined {
+    return this.breakers.get(providerName)?.current;
+  }
+
+  /**
+   * A routing policy's targets as routes: `ordered` keeps the order, `cheapest` sorts by price, `weighted` draws the
+   * order at random by weight (the first pick gets the traffic share; the rest are its fallbacks). A target without a
+   * provider stands for every provider serving its model, cheapest first. Targets no longer configured are skipped.
+   */
+  planRoutes(strategy: RoutingStrategy, targets: readonly RoutingTarget[]): Route[] {
+    let ordered = [...targets];
+    if (strategy === 'weighted') {
+      const pool = [...targets];
+      ordered = [];
+      while (pool.length > 0) {
+        const total = pool.reduce((n, t) => n + t.weight, 0);
+        let x = this.random() * total;
+        let i = 0;
+        while (i < pool.length - 1 && x >= pool[i]!.weight) x -= pool[i++]!.weight;
+        ordered.push(pool.splice(i, 1)[0]!);
+      }
+    }
+    const out: Route[] = [];
+    const seen = new Set<string>();
+    for (const t of ordered) {
+      const routes = t.provider ? [this.findRoute(t.provider, t.model)].filter((r): r is Route => !!r) : this.routesForModel(t.model);
+      for (const r of routes) {
+        if (!seen.has(r.id)) {
+          seen.add(r.id);
+          out.push(r);
+        }
+      }
+    }
+    return strategy === 'cheapest' ? byPrice(out) : out;
+  }
+
+  complete(routes: readonly Route[], req: Omit<ProviderRequest, 'signal' | 'model'>, client?: AbortSignal): Promise<Routed<Completion>> {
+    return this.attempt(routes, client, false, (route, signal) => route.provider.complete({ ...req, model: route.model.id, signal }));
+  }
+
+  /**
+   * Opens a stream on the first route that accepts it (fallback applies until then, within the routing timeout).
+   * Afterwards only the client's signal stops it; a failure mid-stream counts against the provider's circuit.
+   */
+  async openStream(
+    routes: readonly Route[],
+    req: Omit<ProviderRequest, 'signal' | 'model'>,
+    client: AbortSignal,
+  ): Promise<Routed<AsyncIterable<StreamPart>>> {
+    const routed = await this.attempt(routes, client, true, (route, signal) =>
+      route.provider.openStream({ ...req, model: route.model.id, signal }),
+    );
+    const breaker = this.breakers.get(routed.route.provider.name)!;
+    const hop = routed.hop!;
+    const log = this.opts.log;
+    const upstream = routed.value;
+    const parts = (async function* () {
+      try {
+        yield* upstream;
+      } catch (err) {
+        if (!client.aborted) {
+          breaker.onFailure();
+          log?.warn({ route: routed.route.id, err: (err as Error).message }, 'provider failed mid-stream');
+        }
+        throw err;
+      } finally {
+        hop.dispose();
+      }
+    })();
+    return { route: routed.route, value: parts, attempts: routed.attempts };
+  }
+
+  private async attempt<T>(
+    routes: readonly Route[],
+    client: AbortSignal | undefined,
+    stream: boolean,
+    call: (route: Route, signal: AbortSignal) => Promise<T>,
+  ): Promise<Routed<T> & { hop?: Hop }> {
+    const deadline = performance.now() + this.opts.routingTimeoutMs;
+    const attempts: string[] = [];
+    let last: Route | null = null;
+    for (const route of routes) {
+      if (client?.aborted) throw client.reason ?? new DOMException('aborted', 'AbortError');
+      const remaining = deadline - performance.now();
+      if (remaining <= 0) throw this.timeout(last);
+      const breaker = this.breakers.get(route.provider.name)!;
+      if (!breaker.tryAcquire()) continue;
+      attempts.push(route.id);
+      last = route;
+      const timeoutMs = route.provider.timeoutMs;
+      const hop = new Hop(client, Math.min(timeoutMs, remaining), remaining <= timeoutMs ? 'deadline' : 'hop');
+      try {
+        const value = await call(route, hop.signal);
+        breaker.onSuccess();
+        if (stream) hop.keepForClientOnly();
+        else hop.dispose();
+        return { route, value, attempts, hop: stream ? hop : undefined };
+      } catch (err) {
+        hop.dispose();
+        if (hop.ended === 'client') {
+          breaker.release();
+          throw err;
+        }
+        if (hop.ended === 'deadline') {
+          breaker.onFailure();
+          throw this.timeout(route);
+        }
+        if (err instanceof ProviderError && !err.retryable) {
+          // The provider is healthy; the request is not.
+          breaker.onSuccess();
+          throw new RoutingError('invalid_request', route, `The provider rejected the request: ${err.message}`);
+        }
+        breaker.onFailure();
+        this.opts.log?.warn(
+          { route: route.id, reason: hop.ended === 'hop' ? 'timeout' : (err as Error).message },
+          'provider call failed; falling back',
+        );
+      }
+    }
+    throw new RoutingError(
+      'model_unavailable',
+      last,
+      attempts.length === 0
+        ? 'No healthy model provider is available: every candidate is out of service (circuit open).'
+        : `No healthy model provider is available: ${attempts.length} provider(s) tried, all failed.`,
+    );
+  }
+
+  private timeout(route: Route | null): RoutingError {
+    return new RoutingError(
+      'routing_timeout',
+      route,
+      `The model provider hops exceeded the routing timeout of ${this.opts.routingTimeoutMs} ms.`,
+    );
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.providers.map((p) => p.close()));
+  }
+}
+
+function byPrice(routes: Route[]): Route[] {
+  // Array.prototype.sort is stable: equal prices keep the providers file's order.
+  return routes.sort((a, b) => (a.price < b.price ? -1 : a.price > b.price ? 1 : 0));
+}

@@ -1,0 +1,64 @@
+import type { FastifyPluginAsync } from 'fastify';
+import type { UsageRecord } from '../generated/prisma/client.ts';
+import { unixSeconds } from '../domain/context.ts';
+import { listUsage, MAX_DAYS, type UsageDay, type UsageQuery } from '../domain/usage/service.ts';
+import { microsToUsd } from '../providers/pricing.ts';
+import { pageQueryProperties, sendList } from './list.ts';
+
+/** CONTRACT §8's usage record. */
+export function presentUsageRecord(u: UsageRecord) {
+  return {
+    request_id: u.requestId,
+    object: 'svc.usage_record' as const,
+    project_id: u.projectId,
+    key_id: u.keyId,
+    model: u.model,
+    route: u.route,
+    region: u.region,
+    cache_hit: u.cacheHit,
+    status: u.status as 'succeeded' | 'failed',
+    error_code: u.errorCode,
+    prompt_tokens: u.promptTokens,
+    completion_tokens: u.completionTokens,
+    cost_usd: microsToUsd(u.costMicros),
+    latency_ms: u.latencyMs,
+    created_at: unixSeconds(u.createdAt),
+  };
+}
+
+export function presentUsageDay(d: UsageDay) {
+  return {
+    object: 'svc.usage_day' as const,
+    date: d.date,
+    requests: d.requests,
+    prompt_tokens: d.promptTokens,
+    completion_tokens: d.completionTokens,
+    cost_usd: microsToUsd(d.costMicros),
+  };
+}
+
+export const usageRoutes: FastifyPluginAsync = async (app) => {
+  app.get<{ Querystring: UsageQuery }>(
+    '/v1/usage',
+    {
+      schema: {
+        querystring: {
+          type: 'object',
+          additionalProperties: false,
+          properties: {
+            ...pageQueryProperties,
+            project_id: { type: 'string' },
+            granularity: { type: 'string' },
+            start_date: { type: 'string' },
+            end_date: { type: 'string' },
+          },
+        },
+      },
+    },
+    async (req, reply) => {
+      const usage = await listUsage(req.ctx, req.query);
+      if (usage.granularity === 'request') return sendList(reply, usage.page, '/v1/usage', presentUsageRecord);
+      return sendList(reply, { data: usage.days, hasMore: false, limit: MAX_DAYS }, '/v1/usage', presentUsageDay);
+    },
+  );
+};

@@ -1,0 +1,127 @@
+import type { FastifyPluginAsync } from 'fastify';
+import type { Webhook, WebhookDelivery } from '../generated/prisma/client.ts';
+import { unixOrNull, unixSeconds } from '../domain/context.ts';
+import type { PageQuery } from '../domain/pagination.ts';
+import {
+  createWebhook,
+  disableWebhook,
+  getWebhook,
+  listDeliveries,
+  listWebhooks,
+  replayDelivery,
+  type CreateWebhookInput,
+  type ListWebhooksQuery,
+} from '../domain/webhooks/service.ts';
+import { pageQueryProperties, sendList } from './list.ts';
+
+/** The webhook object (spec 2.2, CONTRACT §6); the signing secret only on create. */
+export function presentWebhook(webhook: Webhook, secret?: string) {
+  return {
+    id: webhook.id,
+    object: 'svc.webhook' as const,
+    url: webhook.url,
+    events: webhook.events,
+    status: webhook.status as 'active' | 'disabled',
+    created_at: unixSeconds(webhook.createdAt),
+    ...(secret !== undefined ? { secret } : {}),
+  };
+}
+
+/** The delivery object (spec 2.3, CONTRACT §6). */
+export function presentDelivery(delivery: WebhookDelivery) {
+  return {
+    id: delivery.id,
+    object: 'svc.webhook.delivery' as const,
+    webhook_id: delivery.webhookId,
+    event_id: delivery.eventId,
+    event_type: delivery.eventType,
+    status: delivery.status as 'pending' | 'retrying' | 'succeeded' | 'failed',
+    attempts: delivery.attempts,
+    last_attempt_at: unixOrNull(delivery.lastAttemptAt),
+    next_attempt_at: unixOrNull(delivery.nextAttemptAt),
+    response_status: delivery.responseStatus,
+    created_at: unixSeconds(delivery.createdAt),
+  };
+}
+
+const WebhookIdParams = {
+  type: 'object',
+  properties: { webhook_id: { type: 'string' } },
+  required: ['webhook_id'],
+} as const;
+const DeliveryParams = {
+  type: 'object',
+  properties: { webhook_id: { type: 'string' }, delivery_id: { type: 'string' } },
+  required: ['webhook_id', 'delivery_id'],
+} as const;
+
+export const webhooksRoutes: FastifyPluginAsync = async (app) => {
+  app.post<{ Body: CreateWebhookInput }>(
+    '/v1/webhooks',
+    {
+      schema: {
+        body: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['url', 'events'],
+          properties: {
+            project_id: { type: ['string', 'null'] },
+            url: { type: 'string' },
+            events: { type: 'array', items: { type: 'string' } },
+          },
+        },
+      },
+    },
+    async (req) => {
+      const webhook = await createWebhook(req.ctx, req.body);
+      return presentWebhook(webhook, webhook.secret);
+    },
+  );
+
+  app.get<{ Querystring: ListWebhooksQuery }>(
+    '/v1/webhooks',
+    {
+      schema: {
+        querystring: {
+          type: 'object',
+          additionalProperties: false,
+          properties: { ...pageQueryProperties, project_id: { type: 'string' } },
+        },
+      },
+    },
+    async (req, reply) => sendList(reply, await listWebhooks(req.ctx, req.query), '/v1/webhooks', (w) => presentWebhook(w)),
+  );
+
+  app.get<{ Params: { webhook_id: string } }>('/v1/webhooks/:webhook_id', { schema: { params: WebhookIdParams } }, async (req) =>
+    presentWebhook(await getWebhook(req.ctx, req.params.webhook_id)),
+  );
+
+  app.post<{ Params: { webhook_id: string } }>(
+    '/v1/webhooks/:webhook_id/disable',
+    { schema: { params: WebhookIdParams } },
+    async (req) => presentWebhook(await disableWebhook(req.ctx, req.params.webhook_id)),
+  );
+
+  app.get<{ Params: { webhook_id: string }; Querystring: PageQuery }>(
+    '/v1/webhooks/:webhook_id/deliveries',
+    {
+      schema: {
+        params: WebhookIdParams,
+        querystring: { type: 'object', additionalProperties: false, properties: { ...pageQueryProperties } },
+      },
+    },
+    async (req, reply) =>
+      sendList(
+        reply,
+        await listDeliveries(req.ctx, req.params.webhook_id, req.query),
+        `/v1/webhooks/${req.params.webhook_id}/deliveries`,
+        presentDelivery,
+      ),
+  );
+
+  app.post<{ Params: { webhook_id: string; delivery_id: string } }>(
+    '/v1/webhooks/:webhook_id/deliveries/:delivery_id/replay',
+    { schema: { params: DeliveryParams } },
+    async (req) => presentDelivery(await replayDelivery(req.ctx, req.params.webhook_id, req.params.delivery_id)),
+  );
+};

@@ -1,0 +1,460 @@
+import { performance } from 'node:perf_hooks';
+import type { Logger } from 'pino';
+import { Agent, request } from 'undici';
+import type { Config } from '../config/config.ts';
+import type { Database, Db } from '../db/client.ts';
+import { newId } from '../db/ids.ts';
+import { recordSystemAudit } from '../domain/audit/service.ts';
+import type { Clock } from '../domain/context.ts';
+import { EgressPolicy } from './egress.ts';
+import { eventEnvelopeJson } from './envelope.ts';
+import { nextAttemptAt } from './retry-schedule.ts';
+import type { SecretBox } from './secret-box.ts';
+import { signatureHeader } from './signing.ts';
+import { listenForWakeups } from './wakeups.ts';
+
+export interface DeliveryWorkerDeps {
+  config: Pick<Config, 'webhookRetryScheduleS' | 'webhookRetryHorizonS' | 'webhookTimeoutMs' | 'databaseUrl'>;
+  db: Db;
+  database: Database;
+  clock: Clock;
+  log: Logger;
+  secretBox: SecretBox;
+  egress: EgressPolicy;
+}
+
+export interface DeliveryWorkerOptions {
+  /** The receiver's deadline (spec 6.1.2: 10 s); default config.webhookTimeoutMs. */
+  timeoutMs?: number;
+  /** How long a claim holds a delivery; past it, another worker may retry it (a crashed worker's claim). */
+  leaseMs?: number;
+  /** Deliveries claimed per statement. */
+  batchSize?: number;
+  /** Attempts in flight at once, per worker. */
+  concurrency?: number;
+  /** The safety net when no wake-up arrives (e.g. a connection pooler that drops LISTEN). */
+  pollIntervalMs?: number;
+  /** Test only: trust this CA (the test receiver's) instead of the system's; production uses NODE_EXTRA_CA_CERTS. */
+  ca?: string | Buffer | Array<string | Buffer>;
+  /** Subscribe to wake-ups (LISTEN/NOTIFY) when started; default true. */
+  listen?: boolean;
+}
+
+export type AttemptOutcome = {
+  deliveryId: string;
+  webhookId: string;
+  attempt: number;
+  responseStatus: number | null;
+  error: string | null;
+  status: 'succeeded' | 'retrying' | 'failed';
+  nextAttemptAt: Date | null;
+};
+
+interface Claimed {
+  id: string;
+  webhookId: string;
+  webhookStatus: string;
+  projectId: string;
+  url: string;
+  secretEncrypted: string;
+  eventId: string;
+  type: string;
+  dataJson: string;
+  eventCreatedAt: Date;
+}
+
+const RESPONSE_DRAIN_LIMIT = 64 * 1024;
+const MAX_ERROR_LENGTH = 500;
+const MIN_RECHECK_MS = 25;
+
+/**
+ * Sends webhook deliveries: at least once, each attempt by one worker among all replicas.
+ *
+ * A claim is one statement: `SELECT … FOR UPDATE SKIP LOCKED` picks due rows no other worker is claiming, and the same
+ * statement sets a lease, so a row claimed by one replica is invisible to the others until the attempt is recorded or
+ * the lease expires (a crashed worker's attempt is then retried). Wakes on NOTIFY from the outbox (every replica, at
+ * commit), on its own retries coming due, and on a slow poll. Tests drive it with `runDue()` and a fake clock.
+ */
+export class DeliveryWorker {
+  readonly timeoutMs: number;
+  readonly leaseMs: number;
+  private readonly batchSize: number;
+  private readonly concurrency: number;
+  private readonly pollIntervalMs: number;
+  private readonly listen: boolean;
+  private readonly agent: Agent;
+
+  private running = false;
+  private loop: Promise<void> | null = null;
+  private rerun = false;
+  /** The last drain stopped because every slot was busy: a finishing attempt must drain again. */
+  private slotsFull = false;
+  private readonly inflight = new Set<Promise<unknown>>();
+  private timer: NodeJS.Timeout | null = null;
+  private timerDue = Infinity;
+  private unlisten: (() => Promise<void>) | null = null;
+  private stopping: Promise<void> | null = null;
+
+  constructor(
+    private readonly deps: DeliveryWorkerDeps,
+    opts: DeliveryWorkerOptions = {},
+  ) {
+    this.timeoutMs = opts.timeoutMs ?? deps.config.webhookTimeoutMs;
+    // Longer than an attempt can take (deadline + recording it), so a live worker's claim never expires under it.
+    this.leaseMs = opts.leaseMs ?? this.timeoutMs + Math.min(this.timeoutMs, 5_000);
+    this.batchSize = opts.batchSize ?? 20;
+    this.concurrency = opts.concurrency ?? 64;
+    this.pollIntervalMs = opts.pollIntervalMs ?? 10_000;
+    this.listen = opts.listen ?? true;
+    this.agent = new Agent({
+      keepAliveTimeout: 30_000,
+      connections: 8,
+      connect: {
+        timeout: this.timeoutMs,
+        // The address connected to is the one the egress policy vetted; TLS still verifies the url's hostname.
+        lookup: deps.egress.lookup,
+        ...(opts.ca ? { ca: opts.ca } : {}),
+      },
+    });
+  }
+
+  /** Starts delivering in the background (the gateway process); tests may instead call runDue(). */
+  async start(): Promise<void> {
+    if (this.running) return;
+    this.running = true;
+    if (this.listen) {
+      try {
+        this.unlisten = await listenForWakeups(this.deps.database, this.deps.config.databaseUrl, () => this.wake(), this.deps.log);
+      } catch (err) {
+        this.deps.log.warn({ err: (err as Error).message }, 'webhook wake-ups unavailable; delivering on the poll only');
+      }
+    }
+    this.wake();
+  }
+
+  /** Deliveries may be due now (an event was written, a delivery replayed). */
+  wake(): void {
+    if (!this.running) return;
+    if (this.loop) {
+      this.rerun = true;
+      return;
+    }
+    this.loop = this.drain()
+      .catch((err: Error) => {
+        this.deps.log.error({ err }, 'webhook delivery loop failed; retrying on the next wake-up');
+        this.armTimer(this.deps.clock.now() + 1_000);
+      })
+      .finally(() => {
+        this.loop = null;
+        if (this.rerun && this.running) {
+          this.rerun = false;
+          this.wake();
+        }
+      });
+  }
+
+  /** Claims and sends until nothing is due or every slot is busy; then sleeps until the next due time (or the poll). */
+  private async drain(): Promise<void> {
+    do {
+      this.rerun = false;
+      this.slotsFull = false;
+      while (this.running) {
+        const free = this.concurrency - this.inflight.size;
+        if (free <= 0) {
+          this.slotsFull = true;
+          return;
+        }
+        const want = Math.min(free, this.batchSize);
+        const claimed = await this.claim(want);
+        for (const row of claimed) this.track(this.attempt(row));
+        if (claimed.length < want) break;
+      }
+    } while (this.rerun && this.running);
+    if (this.running) this.armTimer(await this.nextDueMs());
+  }
+
+  private track(attempt: Promise<AttemptOutcome | null>): void {
+    const p = attempt.catch((err: Error) => {
+      this.deps.log.error({ err }, 'webhook attempt failed unexpectedly; it is retried after its lease');
+      return null;
+    });
+    this.inflight.add(p);
+    void p.then((outcome) => {
+      this.inflight.delete(p);
+      if (!this.running) return;
+      if (this.slotsFull) this.wake();
+      else if (outcome?.nextAttemptAt) this.armTimer(outcome.nextAttemptAt.getTime());
+    });
+  }
+
+  private armTimer(dueMs: number): void {
+    const now = this.deps.clock.now();
+    const at = Math.min(dueMs, now + this.pollIntervalMs);
+    if (this.timer && at >= this.timerDue) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timerDue = at;
+    // A due time already past means rows another worker is claiming right now: look again shortly, not at once.
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.timerDue = Infinity;
+      this.wake();
+    }, Math.max(MIN_RECHECK_MS, at - now));
+    this.timer.unref();
+  }
+
+  /** The earliest time a pending or retrying delivery becomes claimable (its due time, or the end of its lease). */
+  private async nextDueMs(): Promise<number> {
+    const rows = await this.deps.db.$queryRaw<{ due: Date | null }[]>`
+      SELECT min(GREATEST(d.next_attempt_at, COALESCE(d.lease_until, d.next_attempt_at))) AS due
+      FROM webhook_deliveries d
+      WHERE d.status IN ('pending', 'retrying') AND d.next_attempt_at IS NOT NULL`;
+    const due = rows[0]?.due;
+    return due ? new Date(due).getTime() : Infinity;
+  }
+
+  /**
+   * Sends every delivery due at the clock's now and waits for the outcomes (tests, and `npm run` tooling): with a fake
+   * clock, moving time and calling this walks the whole retry schedule in milliseconds.
+   */
+  async runDue(): Promise<AttemptOutcome[]> {
+    const outcomes: AttemptOutcome[] = [];
+    for (;;) {
+      const claimed = await this.claim(this.batchSize);
+      if (claimed.length === 0) return outcomes;
+      const done = await Promise.all(claimed.map((row) => this.attempt(row)));
+      for (const o of done) if (o) outcomes.push(o);
+    }
+  }
+
+  private async claim(limit: number): Promise<Claimed[]> {
+    const now = new Date(this.deps.clock.now());
+    const leaseUntil = new Date(now.getTime() + this.leaseMs);
+    return this.deps.db.$queryRaw<Claimed[]>`
+      WITH due AS (
+        SELECT d.id FROM webhook_deliveries d
+        WHERE d.status IN ('pending', 'retrying')
+          AND d.next_attempt_at <= ${now}
+          AND (d.lease_until IS NULL OR d.lease_until <= ${now})
+        ORDER BY d.next_attempt_at, d.id
+        LIMIT ${limit}
+        FOR UPDATE OF d SKIP LOCKED
+      )
+      UPDATE webhook_deliveries AS u SET lease_until = ${leaseUntil}
+      FROM due, webhooks w, events e
+      WHERE u.id = due.id AND w.id = u.webhook_id AND e.id = u.event_id
+      RETURNING u.id, u.webhook_id AS "webhookId", w.status AS "webhookStatus", u.project_id AS "projectId", w.url,
+        w.secret_encrypted AS "secretEncrypted", e.id AS "eventId", e.type, e.data::text AS "dataJson",
+        e.created_at AS "eventCreatedAt"`;
+  }
+
+  /** One HTTP attempt and its record; null only when the attempt could not be recorded (the lease then retries it). */
+  private async attempt(row: Claimed): Promise<AttemptOutcome | null> {
+    if (row.webhookStatus !== 'active') return this.abandon(row);
+    const attemptedAt = new Date(this.deps.clock.now());
+    const started = performance.now();
+    let responseStatus: number | null = null;
+    let error: string | null = null;
+    try {
+      const body = eventEnvelopeJson({
+        id: row.eventId,
+        type: row.type,
+        createdAt: new Date(row.eventCreatedAt),
+        projectId: row.projectId,
+        data: JSON.parse(row.dataJson),
+      });
+      const secret = this.deps.secretBox.open(row.secretEncrypted, row.webhookId);
+      const url = new URL(row.url);
+      // The connect step vets hostnames; a literal address does no lookup, so it is checked here (the allowlist may
+      // have changed since the webhook was created).
+      this.deps.egress.assertLiteralAllowed(url);
+      const res = await request(url, {
+        method: 'POST',
+        dispatcher: this.agent,
+        headers: {
+          'content-type': 'application/json',
+          'user-agent': 'svc-webhooks/1',
+          'x-svc-signature': signatureHeader(secret, body, Math.floor(attemptedAt.getTime() / 1000)),
+          'x-svc-event': row.type,
+          'x-svc-delivery-id': row.id,
+          'x-svc-webhook-id': row.webhookId,
+        },
+        body,
+        signal: AbortSignal.timeout(this.timeoutMs),
+        headersTimeout: this.timeoutMs,
+        bodyTimeout: this.timeoutMs,
+      });
+      responseStatus = res.statusCode;
+      // Read (a bounded part of) the body so the keep-alive connection can be reused.
+      await res.body.dump({ limit: RESPONSE_DRAIN_LIMIT }).catch(() => {});
+      if (responseStatus >= 300 && responseStatus < 400) error = 'redirect not followed';
+      else if (responseStatus < 200 || responseStatus >= 300) error = `receiver answered ${responseStatus}`;
+    } catch (err) {
+      error = describeError(err, performance.now() - started >= this.timeoutMs - 5);
+    }
+    const durationMs = Math.max(0, Math.round(performance.now() - started));
+    try {
+      return await this.record(row, { attemptedAt, responseStatus, durationMs, error });
+    } catch (err) {
+      this.deps.log.error({ err, delivery_id: row.id }, 'could not record a webhook attempt; it is retried after its lease');
+      return null;
+    }
+  }
+
+  private async record(
+    row: Claimed,
+    result: { attemptedAt: Date; responseStatus: number | null; durationMs: number; error: string | null },
+  ): Promise<AttemptOutcome> {
+    const { webhookRetryScheduleS: schedule, webhookRetryHorizonS: horizonS } = this.deps.config;
+    const succeeded = result.error === null;
+    if (succeeded) return this.recordSuccess(row, result);
+    return this.deps.db.$transaction(async (tx) => {
+      // Locks the row: a concurrent disable (which marks pending retries failed) is ordered before or after this.
+      const [current] = await tx.$queryRaw<{ status: string; attempts: number; firstAttemptAt: Date | null }[]>`
+        SELECT status, attempts, first_attempt_at AS "firstAttemptAt" FROM webhook_deliveries WHERE id = ${row.id} FOR UPDATE`;
+      const webhook = await tx.webhook.findUnique({ where: { id: row.webhookId }, select: { status: true } });
+      const attempt = (current?.attempts ?? 0) + 1;
+      const firstAttemptAt = current?.firstAttemptAt ? new Date(current.firstAttemptAt) : result.attemptedAt;
+      await tx.webhookAttempt.create({
+        data: {
+          id: newId('att', result.attemptedAt.getTime()),
+          deliveryId: row.id,
+          attempt,
+          attemptedAt: result.attemptedAt,
+          responseStatus: result.responseStatus,
+          durationMs: result.durationMs,
+          error: result.error,
+        },
+      });
+      let status: AttemptOutcome['status'];
+      let next: Date | null = null;
+      if (current && current.status !== 'pending' && current.status !== 'retrying') {
+        // Finished meanwhile (the webhook was disabled): the attempt is recorded, the outcome stays.
+        status = current.status as AttemptOutcome['status'];
+      } else if (succeeded) {
+        status = 'succeeded';
+      } else if (webhook?.status !== 'active') {
+        status = 'failed';
+      } else {
+        next = nextAttemptAt(firstAttemptAt, attempt, schedule, horizonS, result.attemptedAt);
+        status = next ? 'retrying' : 'failed';
+      }
+      await tx.webhookDelivery.update({
+        where: { id: row.id },
+        data: {
+          attempts: attempt,
+          firstAttemptAt,
+          lastAttemptAt: result.attemptedAt,
+          responseStatus: result.responseStatus,
+          status,
+          nextAttemptAt: next,
+          leaseUntil: null,
+        },
+      });
+      if (status === 'failed' && webhook?.status === 'active' && current?.status !== 'failed') {
+        await recordSystemAudit(tx, result.attemptedAt, 'webhook.delivery.failed', {
+          projectId: row.projectId,
+          targetId: row.id,
+          data: {
+            webhook_id: row.webhookId,
+            delivery_id: row.id,
+            event_id: row.eventId,
+            event_type: row.type,
+            attempts: attempt,
+            last_response_status: result.responseStatus,
+            last_error: result.error,
+          },
+        });
+      }
+      return { deliveryId: row.id, webhookId: row.webhookId, attempt, responseStatus: result.responseStatus, error: result.error, status, nextAttemptAt: next };
+    });
+  }
+
+  /**
+   * A delivery written for a webhook that was being disabled at the same moment (the outbox read it as active): it is
+   * failed without an attempt, like the disabled webhook's other open deliveries.
+   */
+  private async abandon(row: Claimed): Promise<AttemptOutcome> {
+    await this.deps.db.webhookDelivery.updateMany({
+      where: { id: row.id, status: { in: ['pending', 'retrying'] } },
+      data: { status: 'failed', nextAttemptAt: null, leaseUntil: null },
+    });
+    return {
+      deliveryId: row.id,
+      webhookId: row.webhookId,
+      attempt: 0,
+      responseStatus: null,
+      error: 'webhook disabled',
+      status: 'failed',
+      nextAttemptAt: null,
+    };
+  }
+
+  /**
+   * The common case in one statement (one round trip): the attempt row and the delivery's new state. A delivery that
+   * was finished meanwhile (its webhook disabled) keeps its status; the attempt is still recorded.
+   */
+  private async recordSuccess(
+    row: Claimed,
+    result: { attemptedAt: Date; responseStatus: number | null; durationMs: number },
+  ): Promise<AttemptOutcome> {
+    const at = result.attemptedAt;
+    const [done] = await this.deps.db.$queryRaw<{ attempt: number; status: AttemptOutcome['status'] }[]>`
+      WITH d AS (
+        UPDATE webhook_deliveries SET
+          attempts = attempts + 1,
+          first_attempt_at = COALESCE(first_attempt_at, ${at}),
+          last_attempt_at = ${at},
+          response_status = ${result.responseStatus},
+          status = CASE WHEN status IN ('pending', 'retrying') THEN 'succeeded' ELSE status END,
+          next_attempt_at = NULL,
+          lease_until = NULL
+        WHERE id = ${row.id}
+        RETURNING id, attempts, status
+      ), a AS (
+        INSERT INTO webhook_attempts (id, delivery_id, attempt, attempted_at, response_status, duration_ms, error)
+        SELECT ${newId('att', at.getTime())}, d.id, d.attempts, ${at}, ${result.responseStatus}, ${result.durationMs}, NULL FROM d
+        RETURNING attempt
+      )
+      SELECT d.attempts AS attempt, d.status FROM d, a`;
+    return {
+      deliveryId: row.id,
+      webhookId: row.webhookId,
+      attempt: Number(done?.attempt ?? 0),
+      responseStatus: result.responseStatus,
+      error: null,
+      status: done?.status ?? 'succeeded',
+      nextAttemptAt: null,
+    };
+  }
+
+  /** Stops claiming, lets attempts in flight finish (each within its deadline), then releases connections. */
+  stop(): Promise<void> {
+    this.stopping ??= (async () => {
+      this.running = false;
+      if (this.timer) clearTimeout(this.timer);
+      this.timer = null;
+      await this.loop;
+      await Promise.allSettled([...this.inflight]);
+      await this.unlisten?.().catch(() => {});
+      this.unlisten = null;
+      await this.agent.close().catch(() => {});
+    })();
+    return this.stopping;
+  }
+}
+
+function describeError(err: unknown, timedOut: boolean): string {
+  const e = err as { name?: string; code?: string; message?: string; cause?: { code?: string; message?: string } };
+  const code = e?.code ?? e?.cause?.code;
+  let text: string;
+  if (timedOut || e?.name === 'TimeoutError' || e?.name === 'AbortError' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT') {
+    text = 'timeout: no response within the deadline';
+  } else if (e?.name === 'EgressRefused' || code === 'EGRESS_REFUSED') {
+    text = `egress refused: ${e.message ?? e.cause?.message}`;
+  } else if (code === 'ECONNREFUSED') {
+    text = 'connection refused';
+  } else {
+    text = `${code ? `${code}: ` : ''}${e?.message ?? String(err)}`;
+  }
+  return text.slice(0, MAX_ERROR_LENGTH);
+}

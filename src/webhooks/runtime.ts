@@ -1,0 +1,36 @@
+import type { Logger } from 'pino';
+import type { Config } from '../config/config.ts';
+import type { Database, Db } from '../db/client.ts';
+import type { Clock } from '../domain/context.ts';
+import { DeliveryWorker, type DeliveryWorkerOptions } from './delivery-worker.ts';
+import { EgressPolicy } from './egress.ts';
+import { createSecretBox, type SecretBox } from './secret-box.ts';
+
+/** What webhooks need process-wide: the secret encryption, the egress guard and the delivery worker (not started). */
+export interface WebhookRuntime {
+  secretBox: SecretBox;
+  egress: EgressPolicy;
+  worker: DeliveryWorker;
+}
+
+export function createWebhookRuntime(
+  base: { config: Readonly<Config>; db: Db; database: Database; clock: Clock; log: Logger },
+  workerOptions: DeliveryWorkerOptions = {},
+): WebhookRuntime {
+  const { config, log } = base;
+  const secretBox = createSecretBox({
+    encryptionKey: config.encryptionKey,
+    dataDir: config.dataDir,
+    onGenerated: (file) => {
+      log.warn(
+        { file },
+        config.databaseUrl
+          ? 'generated a webhook secret key in the data directory: set SVC_ENCRYPTION_KEY (the same on every replica)'
+          : 'generated a webhook secret key in the data directory (set SVC_ENCRYPTION_KEY to choose your own)',
+      );
+    },
+  });
+  const egress = new EgressPolicy(config.egressAllowlist);
+  const worker = new DeliveryWorker({ ...base, secretBox, egress }, workerOptions);
+  return { secretBox, egress, worker };
+}

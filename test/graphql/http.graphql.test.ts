@@ -1,0 +1,225 @@
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { MASTER_KEY, buildTestApp, client, createTestDatabase, seedProject, type Client, type TestApp, type TestDatabase } from '../helpers/app.ts';
+import { expectGqlError, gqlClient, type Gql } from './gql.ts';
+
+let db: TestDatabase;
+let t: TestApp;
+let operator: Client;
+let gql: Gql;
+let statements: string[] = [];
+
+beforeAll(async () => {
+  db = await createTestDatabase({ log: true });
+  db.database.prisma.$on('query' as never, (e: { query: string }) => statements.push(e.query));
+  t = await buildTestApp({ database: db });
+  operator = client(t.app);
+  gql = gqlClient(t.app);
+});
+afterAll(async () => {
+  await t.close();
+  await db.drop();
+});
+
+describe('HTTP', () => {
+  it('carries the identity, request id and rate-limit headers of the key', async () => {
+    const { projectId, keyId, secret } = await seedProject(operator, { scopes: ['keys:manage', 'usage:read'] });
+    const res = await gql('{ viewer { keyId } }', {}, { key: secret });
+    expect(res.status).toBe(200);
+    expect(res.headers['x-svc-key-id']).toBe(keyId);
+    expect(res.headers['x-svc-project']).toBe(projectId);
+    expect(res.headers['x-svc-scopes']).toBe('keys:manage usage:read');
+    expect(res.headers['x-svc-request-id']).toMatch(/^req_[0-9a-z]{26}$/);
+    expect(res.headers['x-svc-ratelimit-limit']).toBeDefined();
+    expect(res.headers['x-svc-ratelimit-remaining']).toBeDefined();
+    expect(res.headers['content-type']).toMatch(/^application\/graphql-response\+json/);
+  });
+
+  it('names the project the operator addressed in X-Svc-Project', async () => {
+    const { projectId } = await seedProject(operator);
+    const res = await gql(`{ project(id: "${projectId}") { id } }`);
+    expect(res.headers['x-svc-key-id']).toBe('key_master');
+    expect(res.headers['x-svc-project']).toBe(projectId);
+  });
+
+  it('takes one request from the windows per GraphQL request: the third of 2/min is 429 in the REST shape', async () => {
+    const { projectId, secret } = await seedProject(operator, { scopes: ['governance:manage'] });
+    await operator.put(`/v1/projects/${projectId}/rate-limits`, { requests_per_minute: 2, tokens_per_minute: 1000, burst: 0 });
+    expect((await gql('{ viewer { keyId } }', {}, { key: secret })).status).toBe(200);
+    expect((await gql('{ viewer { keyId } }', {}, { key: secret })).status).toBe(200);
+    const third = await gql('{ viewer { keyId } }', {}, { key: secret });
+    expect(third.status).toBe(429);
+    expect(third.body.error).toMatchObject({ type: 'svc.error', code: 'rate_limit_exceeded' });
+    expect(third.headers['x-svc-ratelimit-reset']).toBeDefined();
+  });
+
+  it('answers execution errors with 200 and errors[], and request errors with 400', async () => {
+    const failed = await gql('{ key(id: "key_nope") { id } viewer { keyId } }');
+    expect(failed.status).toBe(200);
+    expect(failed.body.data).toEqual({ key: null, viewer: { keyId: 'key_master' } });
+    expectGqlError(failed, 'not_found', { httpStatus: 404, param: 'key_id', path: ['key'] });
+
+    const syntax = await gql('{ viewer { keyId }');
+    expect(syntax.status).toBe(400);
+    expectGqlError(syntax, 'invalid_request', { httpStatus: 400, param: null });
+
+    const unknownField = await gql('{ viewer { secretSauce } }');
+    expect(unknownField.status).toBe(400);
+    expectGqlError(unknownField, 'invalid_request', { httpStatus: 400 });
+
+    const badVariable = await gql('query($n: Int) { keys(first: $n) { edges { cursor } } }', { n: 'ten' });
+    expect(badVariable.status).toBe(400);
+    expectGqlError(badVariable, 'invalid_request', { httpStatus: 400 });
+  });
+
+  it('refuses mutations over GET (405) and serves queries over GET', async () => {
+    const get = (query: string, accept = 'application/json') =>
+      t.app.inject({ method: 'GET', url: '/graphql', query: { query }, headers: { authorization: `Bearer ${MASTER_KEY}`, accept } });
+    const q = await get('{ viewer { keyId } }');
+    expect(q.statusCode).toBe(200);
+    expect(JSON.parse(q.body).data.viewer.keyId).toBe('key_master');
+    const m = await get('mutation { createProject(input: { name: "x" }) { id } }');
+    expect(m.statusCode).toBe(405);
+    expect(JSON.parse(m.body).errors[0].extensions).toMatchObject({ code: 'invalid_request', http_status: 405 });
+    expect(m.headers['x-svc-request-id']).toMatch(/^req_/);
+  });
+
+  it('masks unexpected errors as internal_error and logs them', async () => {
+    const spy = vi.spyOn(t.deps.db.auditEvent, 'findMany').mockRejectedValueOnce(new Error('connection reset by peer at 10.0.0.7'));
+    try {
+      const res = await gql('{ auditEvents { edges { cursor } } }');
+      expect(res.status).toBe(200);
+      const err = expectGqlError(res, 'internal_error', { httpStatus: 500, param: null });
+      expect(err.message).not.toContain('10.0.0.7');
+      expect(res.raw).not.toContain('connection reset');
+      expect(t.logs.text).toContain('connection reset by peer');
+    } finally {
+      spy.mockRestore();
+    }
+  });
+});
+
+describe('Idempotency-Key on POST /graphql', () => {
+  it('replays a mutation retried with the same key and body, and refuses the key with another body', async () => {
+    const { projectId } = await seedProject(operator);
+    const create = (name: string) =>
+      gql(`mutation($i: CreateKeyInput!) { createKey(input: $i) { secret key { id } } }`, { i: { projectId, name, scopes: ['usage:read'] } }, {
+        headers: { 'idempotency-key': `gql-${projectId}` },
+      });
+    const first = await create('once');
+    const again = await create('once');
+    expect(again.status).toBe(200);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.body).toEqual(first.body);
+    const keys = await operator.get('/v1/keys', { query: { project_id: projectId } });
+    expect(keys.body.data.filter((k: any) => k.name === 'once')).toHaveLength(1);
+
+    const other = await create('twice');
+    expect(other.status).toBe(409);
+    expect(other.body.error).toMatchObject({ code: 'idempotency_conflict', param: 'Idempotency-Key' });
+  });
+});
+
+describe('protection', () => {
+  const deliveriesOf = (inner: string) => `deliveries { edges { node { ${inner} } } }`;
+
+  it('refuses a too-deep query before executing it', async () => {
+    const { secret } = await seedProject(operator, { scopes: ['keys:manage', 'governance:manage'] });
+    // webhooks → edges → node → deliveries → edges → node → webhook → url: depth 8, allowed.
+    const ok = await gql(`{ keys { edges { cursor } } webhooks { edges { node { ${deliveriesOf('webhook { url }')} } } } }`, {}, { key: secret });
+    expect(ok.body.errors).toBeUndefined();
+
+    statements = [];
+    // … → webhook → deliveries → edges → node → id: depth 11.
+    const deep = await gql(
+      `{ keys { edges { cursor } } webhooks { edges { node { ${deliveriesOf(`webhook { ${deliveriesOf('id')} }`)} } } } }`,
+      {},
+      { key: secret },
+    );
+    expect(deep.status).toBe(400);
+    const err = expectGqlError(deep, 'invalid_request', { httpStatus: 400, param: null });
+    expect(err.message).toBe('Query depth limit of 10 exceeded, found 11.');
+    expect(deep.body.data).toBeUndefined();
+    // Nothing ran: no SQL at all, so not even the key.list audit row the keys field would have written.
+    expect(statements).toEqual([]);
+  });
+
+  it('refuses a too-costly query before executing it, page sizes in variables included', async () => {
+    const HEAVY = `webhooks(first: $a) { edges { node { deliveries(first: $b) { edges { node { id event { id type } attemptLog { attempt } } } } } } }`;
+    statements = [];
+    const literal = await gql(`{ keys { edges { cursor } } ${HEAVY.replace('$a', '100').replace('$b', '100')} }`);
+    expect(literal.status).toBe(400);
+    const err = expectGqlError(literal, 'invalid_request', { httpStatus: 400 });
+    expect(err.message).toMatch(/^Query Cost limit of 100000 exceeded, found [\d.]+\.$/);
+
+    const viaVariables = await gql(`query($a: Int, $b: Int) { keys { edges { cursor } } ${HEAVY} }`, { a: 100, b: 100 });
+    expect(viaVariables.status).toBe(400);
+    expectGqlError(viaVariables, 'invalid_request', { httpStatus: 400 });
+    expect(statements).toEqual([]);
+
+    // The same query with small pages runs.
+    const small = await gql(`query($a: Int, $b: Int) { ${HEAVY} }`, { a: 5, b: 5 });
+    expect(small.body.errors).toBeUndefined();
+  });
+
+  it('serves introspection outside production (configurable)', async () => {
+    const res = await gql('{ __schema { queryType { name } } }');
+    expect(res.body.data.__schema.queryType.name).toBe('Query');
+  });
+});
+
+describe('GraphiQL and introspection', () => {
+  const html = (app: TestApp['app'], url: string, key: string | null) =>
+    app.inject({ method: 'GET', url, headers: { accept: 'text/html', ...(key ? { authorization: `Bearer ${key}` } : {}) } });
+
+  it('serves GraphiQL outside production: on GET /graphql with a key, and on the public /graphiql page', async () => {
+    const withKey = await html(t.app, '/graphql', MASTER_KEY);
+    expect(withKey.statusCode).toBe(200);
+    expect(withKey.headers['content-type']).toMatch(/^text\/html/);
+    expect(withKey.body).toContain('GraphiQL');
+    const page = await html(t.app, '/graphiql', null);
+    expect(page.statusCode).toBe(200);
+    expect(page.body).toContain('svc gateway GraphQL');
+    expect(page.body).not.toContain(MASTER_KEY);
+    // /graphql itself still wants a key, GraphiQL or not.
+    expect((await html(t.app, '/graphql', null)).statusCode).toBe(401);
+  });
+
+  it('answers a JSON client (Accept: application/json) with 200 and errors, as GraphQL over HTTP allows', async () => {
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/graphql',
+      headers: { authorization: `Bearer ${MASTER_KEY}`, 'content-type': 'application/json', accept: 'application/json' },
+      payload: JSON.stringify({ query: '{ viewer { nope } }' }),
+    });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-type']).toMatch(/^application\/json/);
+    expect(JSON.parse(res.body).errors[0].extensions.code).toBe('invalid_request');
+  });
+
+  it('in production: no GraphiQL and no introspection', async () => {
+    const prod = await buildTestApp({ database: db, env: { NODE_ENV: 'production' } });
+    try {
+      expect((await html(prod.app, '/graphiql', null)).statusCode).toBe(404);
+      const page = await html(prod.app, '/graphql', MASTER_KEY);
+      expect(page.headers['content-type'] ?? '').not.toMatch(/^text\/html/);
+      const res = await gqlClient(prod.app)('{ __schema { queryType { name } } }');
+      expect(res.status).toBe(400);
+      expectGqlError(res, 'invalid_request', { httpStatus: 400 });
+      expect(res.body.errors[0].message).toMatch(/introspection/i);
+      // Ordinary queries still work.
+      expect((await gqlClient(prod.app)('{ viewer { keyId } }')).body.data.viewer.keyId).toBe('key_master');
+    } finally {
+      await prod.close();
+    }
+  });
+
+  it('turns introspection off with SVC_GRAPHQL_INTROSPECTION=false', async () => {
+    const off = await buildTestApp({ database: db, env: { SVC_GRAPHQL_INTROSPECTION: 'false' } });
+    try {
+      const res = await gqlClient(off.app)('{ __type(name: "ApiKey") { name } }');
+      expectGqlError(res, 'invalid_request', { httpStatus: 400 });
+    } finally {
+      await off.close();
+    }
+  });
+});

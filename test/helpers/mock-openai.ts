@@ -1,0 +1,182 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+
+/** What the mock does with the next chat-completions requests; change it between requests with set(). */
+export interface MockBehaviour {
+  /** HTTP status; anything but 200 answers `{error: {message}}`. */
+  status?: number;
+  /** Wait before answering (real time). */
+  delayMs?: number;
+  /** Never answer (until the client gives up). */
+  hang?: boolean;
+  /** The answer; default: the last user message (an echo). */
+  content?: string;
+  /** Stream pieces; default: the content word by word. */
+  chunks?: string[];
+  /** Wait between stream pieces. */
+  chunkDelayMs?: number;
+  /** Usage to report; default prompt = characters of all messages, completion = characters of the answer. null: none. */
+  usage?: { prompt_tokens: number; completion_tokens: number } | null;
+  finishReason?: string;
+  /** Close the connection after this many stream pieces (a provider failing mid-stream). */
+  dropAfterChunks?: number;
+}
+
+export interface RecordedRequest {
+  path: string;
+  headers: IncomingMessage['headers'];
+  body: any;
+}
+
+/**
+ * A local OpenAI-compatible server on node:http for tests: POST <base>/chat/completions (JSON or SSE), configurable
+ * status, delay, hang, streaming and failures; counts calls and requests cut off by the client.
+ */
+export interface MockOpenAI {
+  /** Base URL, e.g. http://127.0.0.1:PORT/v1 (what a providers file's base_url holds). */
+  url: string;
+  calls: number;
+  /** Requests whose connection the client closed before the answer was complete. */
+  aborted: number;
+  requests: RecordedRequest[];
+  set(b: MockBehaviour): void;
+  reset(b?: MockBehaviour): void;
+  close(): Promise<void>;
+}
+
+function lastUser(body: any): string {
+  const msgs: Array<{ role: string; content: string }> = Array.isArray(body?.messages) ? body.messages : [];
+  return [...msgs].reverse().find((m) => m.role === 'user')?.content ?? '';
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export async function startMockOpenAI(initial: MockBehaviour = {}): Promise<MockOpenAI> {
+  let behaviour: MockBehaviour = { ...initial };
+  const sockets = new Set<Socket>();
+  const state: MockOpenAI = {
+    url: '',
+    calls: 0,
+    aborted: 0,
+    requests: [],
+    set: (b) => {
+      behaviour = { ...b };
+    },
+    reset: (b = {}) => {
+      behaviour = { ...b };
+      state.calls = 0;
+      state.aborted = 0;
+      state.requests = [];
+    },
+    close: async () => {
+      for (const s of sockets) s.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+
+  const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    let body: any = null;
+    try {
+      body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+    } catch {
+      body = null;
+    }
+    if (req.method !== 'POST' || !req.url?.endsWith('/chat/completions')) {
+      res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: 'not found' } }));
+      return;
+    }
+    state.calls += 1;
+    state.requests.push({ path: req.url, headers: req.headers, body });
+    const b = behaviour;
+    let closed = false;
+    res.on('close', () => {
+      if (!res.writableFinished) {
+        closed = true;
+        state.aborted += 1;
+      }
+    });
+    if (b.hang) return;
+    if (b.delayMs) await sleep(b.delayMs);
+    if (closed) return;
+    const status = b.status ?? 200;
+    if (status !== 200) {
+      res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: `mock status ${status}` } }));
+      return;
+    }
+    const content = b.content ?? lastUser(body);
+    const promptChars = (body?.messages ?? []).reduce((n: number, m: any) => n + String(m.content ?? '').length, 0);
+    const usage = b.usage === undefined ? { prompt_tokens: promptChars, completion_tokens: content.length } : b.usage;
+    const finish = b.finishReason ?? 'stop';
+    const id = `chatcmpl-mock${state.calls}`;
+    const created = Math.floor(Date.now() / 1000);
+    const model = body?.model ?? 'unknown';
+
+    if (!body?.stream) {
+      res.writeHead(200, { 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          id,
+          object: 'chat.completion',
+          created,
+          model,
+          choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: finish }],
+          ...(usage ? { usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens } } : {}),
+        }),
+      );
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    const send = (obj: unknown) => res.write(`data: ${JSON.stringify(obj)}\n\n`);
+    const chunk = (delta: object, finish_reason: string | null) => ({
+      id,
+      object: 'chat.completion.chunk',
+      created,
+      model,
+      choices: [{ index: 0, delta, finish_reason }],
+    });
+    send(chunk({ role: 'assistant', content: '' }, null));
+    const pieces = b.chunks ?? content.match(/\S+\s*|\s+/g) ?? [];
+    let n = 0;
+    for (const piece of pieces) {
+      if (closed) return;
+      if (b.dropAfterChunks !== undefined && n >= b.dropAfterChunks) {
+        res.socket?.destroy();
+        return;
+      }
+      send(chunk({ content: piece }, null));
+      n += 1;
+      if (b.chunkDelayMs) await sleep(b.chunkDelayMs);
+    }
+    if (closed) return;
+    send(chunk({}, finish));
+    if (usage && body?.stream_options?.include_usage) {
+      send({ id, object: 'chat.completion.chunk', created, model, choices: [], usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens } });
+    }
+    res.end('data: [DONE]\n\n');
+  };
+
+  const server: Server = createServer((req, res) => {
+    handle(req, res).catch(() => res.destroy());
+  });
+  server.on('connection', (s) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  const addr = server.address();
+  if (addr === null || typeof addr === 'string') throw new Error('mock server has no port');
+  state.url = `http://127.0.0.1:${addr.port}/v1`;
+  return state;
+}
+
+/** Polls (real time) until `check` holds: for effects that land after the response, such as a disconnect's record. */
+export async function eventually<T>(check: () => Promise<T | null | undefined | false>, timeoutMs = 5_000): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await check();
+    if (v) return v;
+    if (Date.now() > until) throw new Error('condition not met in time');
+    await sleep(20);
+  }
+}

@@ -1,0 +1,173 @@
+import { describe, expect, it } from 'vitest';
+import { MemoryResponseCache } from '../../src/domain/inference/cache.ts';
+import { CircuitBreaker } from '../../src/providers/circuit-breaker.ts';
+import type { ProviderSpec } from '../../src/providers/config-file.ts';
+import { costMicros, isExactPrice, priceUnits } from '../../src/providers/pricing.ts';
+import { ProviderRegistry } from '../../src/providers/router.ts';
+import { sseData } from '../../src/providers/sse.ts';
+import { FakeClock } from '../helpers/clock.ts';
+
+const spec = (name: string, region: string, models: Array<[string, number, number]>): ProviderSpec => ({
+  name,
+  kind: 'mock',
+  baseUrl: null,
+  apiKeyEnv: null,
+  apiKey: null,
+  region,
+  timeoutMs: 1000,
+  models: models.map(([id, inputPerMtok, outputPerMtok]) => ({ id, inputPerMtok, outputPerMtok })),
+});
+
+const registry = (random?: () => number) =>
+  new ProviderRegistry(
+    [
+      spec('a', 'eu', [['m1', 3, 3], ['m2', 1, 1]]),
+      spec('b', 'eu', [['m1', 1, 1]]),
+      spec('c', 'us', [['m1', 1, 1]]),
+    ],
+    { clock: new FakeClock(), failureThreshold: 2, cooldownMs: 1000, routingTimeoutMs: 1000, random },
+  );
+
+describe('routes', () => {
+  it('orders a model\'s providers cheapest first, ties in file order', () => {
+    expect(registry().routesForModel('m1').map((r) => r.id)).toEqual(['b/m1', 'c/m1', 'a/m1']);
+  });
+
+  it('orders every route cheapest first for model auto', () => {
+    expect(registry().cheapestRoutes().map((r) => r.id)).toEqual(['a/m2', 'b/m1', 'c/m1', 'a/m1']);
+  });
+
+  it('keeps the order of an ordered policy, expanding a target without provider cheapest first', () => {
+    const routes = registry().planRoutes('ordered', [
+      { provider: 'a', model: 'm1', weight: 1 },
+      { provider: null, model: 'm1', weight: 1 },
+    ]);
+    expect(routes.map((r) => r.id)).toEqual(['a/m1', 'b/m1', 'c/m1']);
+  });
+
+  it('sorts a cheapest policy by price', () => {
+    const routes = registry().planRoutes('cheapest', [
+      { provider: 'a', model: 'm1', weight: 1 },
+      { provider: 'a', model: 'm2', weight: 1 },
+    ]);
+    expect(routes.map((r) => r.id)).toEqual(['a/m2', 'a/m1']);
+  });
+
+  it('draws a weighted policy by weight, the others following as fallbacks', () => {
+    const targets = [
+      { provider: 'a', model: 'm1', weight: 1 },
+      { provider: 'b', model: 'm1', weight: 3 },
+    ];
+    // x = r × total(4): below 1 picks a, from 1 to 4 picks b.
+    expect(registry(() => 0.1).planRoutes('weighted', targets).map((r) => r.id)).toEqual(['a/m1', 'b/m1']);
+    expect(registry(() => 0.5).planRoutes('weighted', targets).map((r) => r.id)).toEqual(['b/m1', 'a/m1']);
+    let seed = 42;
+    const lcg = () => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31);
+    const r = registry(lcg);
+    let firstB = 0;
+    for (let i = 0; i < 4000; i++) if (r.planRoutes('weighted', targets)[0]!.id === 'b/m1') firstB++;
+    expect(firstB / 4000).toBeGreaterThan(0.7);
+    expect(firstB / 4000).toBeLessThan(0.8);
+  });
+
+  it('skips targets that are no longer configured', () => {
+    expect(registry().planRoutes('ordered', [{ provider: 'gone', model: 'm1', weight: 1 }, { provider: 'b', model: 'm1', weight: 1 }]).map((r) => r.id)).toEqual(['b/m1']);
+  });
+});
+
+describe('CircuitBreaker', () => {
+  it('opens at the threshold, lets exactly one probe through after the cool-down, closes on success', () => {
+    const clock = new FakeClock(0);
+    const cb = new CircuitBreaker(3, 1000, clock);
+    cb.onFailure();
+    cb.onFailure();
+    expect(cb.current).toBe('closed');
+    cb.onFailure();
+    expect(cb.current).toBe('open');
+    expect(cb.tryAcquire()).toBe(false);
+    clock.advance(1000);
+    expect(cb.tryAcquire()).toBe(true);
+    expect(cb.tryAcquire()).toBe(false); // one probe at a time
+    cb.onSuccess();
+    expect(cb.current).toBe('closed');
+    expect(cb.tryAcquire()).toBe(true);
+  });
+
+  it('re-opens for another cool-down when the probe fails, and frees the probe slot on release', () => {
+    const clock = new FakeClock(0);
+    const cb = new CircuitBreaker(1, 1000, clock);
+    cb.onFailure();
+    clock.advance(1000);
+    expect(cb.tryAcquire()).toBe(true);
+    cb.onFailure();
+    expect(cb.current).toBe('open');
+    clock.advance(999);
+    expect(cb.tryAcquire()).toBe(false);
+    clock.advance(1);
+    expect(cb.tryAcquire()).toBe(true);
+    cb.release();
+    expect(cb.tryAcquire()).toBe(true);
+  });
+});
+
+describe('pricing', () => {
+  it('is exact to the micro-dollar, rounding once half up', () => {
+    const p = { inputUnits: priceUnits(0.15), outputUnits: priceUnits(0.6) };
+    expect(costMicros(1234, 567, p)).toBe(525n); // 525.3
+    expect(costMicros(1, 0, { inputUnits: priceUnits(0.5), outputUnits: 0n })).toBe(1n); // 0.5 → 1
+    expect(costMicros(1, 0, { inputUnits: priceUnits(0.499999), outputUnits: 0n })).toBe(0n);
+    expect(costMicros(1_000_000, 1_000_000, { inputUnits: priceUnits(2.5), outputUnits: priceUnits(10) })).toBe(12_500_000n);
+    // Far beyond floating-point exactness: 10^12 tokens at $0.000001 per million.
+    expect(costMicros(1e12, 0, { inputUnits: priceUnits(0.000001), outputUnits: 0n })).toBe(1_000_000n);
+  });
+
+  it('accepts prices with at most 6 decimals', () => {
+    expect(isExactPrice(0.15)).toBe(true);
+    expect(isExactPrice(0.000001)).toBe(true);
+    expect(isExactPrice(0.0000001)).toBe(false);
+    expect(isExactPrice(-1)).toBe(false);
+    expect(isExactPrice(Number.NaN)).toBe(false);
+  });
+});
+
+describe('sseData', () => {
+  async function* chunks(...parts: string[]) {
+    for (const p of parts) yield new TextEncoder().encode(p);
+  }
+  const all = async (it: AsyncIterable<string>) => {
+    const out: string[] = [];
+    for await (const x of it) out.push(x);
+    return out;
+  };
+
+  it('joins events split across chunks, CRLF included, and ignores comments', async () => {
+    expect(await all(sseData(chunks('data: {"a":', '1}\r', '\n\r\n: keep-alive\n\ndata: [DO', 'NE]\n\n')))).toEqual(['{"a":1}', '[DONE]']);
+  });
+
+  it('joins multi-line data and keeps a trailing event without a blank line', async () => {
+    expect(await all(sseData(chunks('event: x\ndata: one\ndata: two\n\ndata: last')))).toEqual(['one\ntwo', 'last']);
+  });
+});
+
+describe('MemoryResponseCache', () => {
+  it('expires entries on the injected clock', async () => {
+    const clock = new FakeClock(0);
+    const cache = new MemoryResponseCache(clock);
+    const answer = { model: 'm', route: 'p/m', region: 'eu', content: 'x', finishReason: 'stop' };
+    await cache.set('prj_1', 'k', answer, 60);
+    expect((await cache.get('prj_1', 'k')).status).toBe('hit');
+    expect((await cache.get('prj_2', 'k')).status).toBe('miss');
+    clock.advance(60_000);
+    expect((await cache.get('prj_1', 'k')).status).toBe('miss');
+  });
+
+  it('evicts the oldest entry beyond its bound', async () => {
+    const cache = new MemoryResponseCache(new FakeClock(0), 2);
+    const answer = { model: 'm', route: 'p/m', region: 'eu', content: 'x', finishReason: 'stop' };
+    await cache.set('p', 'a', answer, 60);
+    await cache.set('p', 'b', answer, 60);
+    await cache.set('p', 'c', answer, 60);
+    expect((await cache.get('p', 'a')).status).toBe('miss');
+    expect((await cache.get('p', 'c')).status).toBe('hit');
+  });
+});
