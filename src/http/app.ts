@@ -1,7 +1,7 @@
 import Ajv from 'ajv';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Ctx, Deps } from '../domain/context.ts';
-import { PrismaIdempotencyStore, RedisIdempotencyStore } from '../domain/idempotency/store.ts';
+import { PrismaIdempotencyStore, RedisIdempotencyStore, SealedIdempotencyStore } from '../domain/idempotency/store.ts';
 import { newId } from '../db/ids.ts';
 import { adminRoutes } from '../rest/admin.ts';
 import { auditRoutes } from '../rest/audit.ts';
@@ -78,7 +78,10 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   registerRateLimitHeaders(app);
   registerIdempotency(
     app,
-    deps.redis ? new RedisIdempotencyStore(deps.redis, deps.config.redisPrefix) : new PrismaIdempotencyStore(deps.db),
+    new SealedIdempotencyStore(
+      deps.redis ? new RedisIdempotencyStore(deps.redis, deps.config.redisPrefix) : new PrismaIdempotencyStore(deps.db),
+      deps.webhooks.secretBox,
+    ),
   );
 
   await app.register(healthRoutes);

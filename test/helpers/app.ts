@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import pino from 'pino';
@@ -11,6 +12,7 @@ import { FakeClock } from './clock.ts';
 import { DATABASE_URL, REDIS_URL, deleteRedisPrefix, dropSchema, uniqueName, withSchema } from './services.ts';
 
 export const MASTER_KEY = 'svc_sk_test_master_key_0123456789abcdefghijklmnop';
+export const TEST_ENCRYPTION_KEY = randomBytes(32).toString('hex');
 
 /** Every log line the app wrote, as text, so tests can grep it for secrets. */
 export class LogCapture extends Writable {
@@ -77,6 +79,9 @@ export async function buildTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
   const redisPrefix = opts.redisPrefix ?? `${uniqueName('test')}:`;
   const config = loadConfig({
     SVC_MASTER_KEY: MASTER_KEY,
+    // One key per test process: apps sharing a database (replicas) must open each other's sealed data, and no test
+    // writes a key file into the working tree's .svc-data.
+    SVC_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
     LOG_LEVEL: 'info',
     ...(testDb.url ? { DATABASE_URL: testDb.url } : {}),
     ...(REDIS_URL ? { REDIS_URL, SVC_REDIS_PREFIX: redisPrefix } : {}),

@@ -98,3 +98,19 @@ describe('Idempotency-Key', () => {
     expectError(res, 400, 'invalid_request', 'Idempotency-Key');
   });
 });
+
+describe('stored responses', () => {
+  it('keep no secret in clear: the created key secret is sealed at rest and still replayed', async () => {
+    const body = { project_id: projectId, name: 'idem-sealed', scopes: ['keys:manage'] };
+    const first = await api.post('/v1/keys', body, idem('sealed'));
+    expect(first.body.secret).toMatch(/^svc_sk_/);
+    const replay = await api.post('/v1/keys', body, idem('sealed'));
+    expect(replay.body.secret).toBe(first.body.secret);
+    const raw = t.deps.redis
+      ? JSON.stringify(await t.deps.redis.get(`${t.config.redisPrefix}idem:{${projectId}}:sealed`))
+      : JSON.stringify(await t.deps.db.idempotencyRecord.findMany({ where: { key: 'sealed' } }));
+    expect(raw.length).toBeGreaterThan(20);
+    expect(raw).not.toContain(first.body.secret);
+    expect(raw).not.toContain('idem-sealed');
+  });
+});

@@ -135,3 +135,33 @@ export class RedisIdempotencyStore implements IdempotencyStore {
     await this.redis.del(this.k(scope, key));
   }
 }
+
+/** What the decorator below needs of src/webhooks/secret-box.ts (kept as an interface: domain/ does not import it). */
+export interface Sealer {
+  seal(plaintext: string, aad: string): string;
+  open(sealed: string, aad: string): string;
+}
+
+/**
+ * Stored responses can hold secrets (a created key's `svc_sk_…`, a webhook's `whsec_…`), so they are kept encrypted
+ * (AES-256-GCM, the key that protects webhook secrets) and bound to their scope and Idempotency-Key.
+ */
+export class SealedIdempotencyStore implements IdempotencyStore {
+  constructor(
+    private readonly inner: IdempotencyStore,
+    private readonly sealer: Sealer,
+  ) {}
+
+  async begin(scope: string, key: string, requestHash: string, nowMs: number): Promise<BeginResult> {
+    const result = await this.inner.begin(scope, key, requestHash, nowMs);
+    return result.kind === 'replay' ? { ...result, body: this.sealer.open(result.body, `${scope}\n${key}`) } : result;
+  }
+
+  complete(scope: string, key: string, status: number, body: string): Promise<void> {
+    return this.inner.complete(scope, key, status, this.sealer.seal(body, `${scope}\n${key}`));
+  }
+
+  abandon(scope: string, key: string): Promise<void> {
+    return this.inner.abandon(scope, key);
+  }
+}
