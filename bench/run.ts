@@ -202,13 +202,14 @@ async function main(): Promise<void> {
   const auth = { authorization: `Bearer ${secret}`, 'content-type': 'application/json' };
   const inferenceBody = (cache: boolean) =>
     JSON.stringify({ model: 'bench-model', project_id: projectId, messages: [{ role: 'user', content: 'ping' }], ...(cache ? { cache: true } : {}) });
-  const scenarios: Scenario[] = [
+  const all: Scenario[] = [
     { name: 'baseline POST /v1/inference', url: `http://127.0.0.1:${baselinePort}/v1/inference`, method: 'POST', headers: { 'content-type': 'application/json' }, body: inferenceBody(false), pid: baseline.pid! },
     { name: 'gateway POST /v1/inference (uncached)', url: `${base}/v1/inference`, method: 'POST', headers: auth, body: inferenceBody(false), pid: gateway.pid! },
     { name: 'gateway POST /v1/inference (cached)', url: `${base}/v1/inference`, method: 'POST', headers: auth, body: inferenceBody(true), pid: gateway.pid! },
     { name: 'gateway GET /v1/keys', url: `${base}/v1/keys`, method: 'GET', headers: { authorization: `Bearer ${secret}` }, pid: gateway.pid! },
     { name: 'gateway POST /graphql (keys)', url: `${base}/graphql`, method: 'POST', headers: auth, body: JSON.stringify({ query: '{ keys(first: 20) { edges { node { id name } } } }' }), pid: gateway.pid! },
-  ].filter((s) => !ONLY || ONLY.has(s.name));
+  ];
+  const scenarios = all.filter((s) => !ONLY || ONLY.has(s.name));
 
   const results: Result[] = [];
   for (const s of scenarios) {
