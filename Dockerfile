@@ -1,26 +1,24 @@
 # Multi-stage image for the gateway. Untested here: no Docker engine runs on the build machines (see README).
-FROM node:22-bookworm-slim AS deps
+FROM node:22-bookworm-slim AS build
 WORKDIR /app
-COPY package.json package-lock.json prisma.config.ts ./
+COPY package.json package-lock.json prisma.config.ts tsconfig.json tsconfig.build.json ./
 COPY prisma ./prisma
-COPY src/admin ./src/admin
-# postinstall runs `prisma generate` (through the stub engine in prisma.config.ts) and builds the admin console with
-# Vite into dist/admin; nothing downloads binaries. Dev dependencies are pruned afterwards.
+COPY src ./src
+# postinstall runs `prisma generate` (through the stub engine in prisma.config.ts), compiles the server to dist/server
+# and builds the admin console into dist/admin; nothing downloads binaries. Dev dependencies are pruned afterwards.
 RUN npm ci --no-audit --no-fund && npm prune --omit=dev
 
 FROM node:22-bookworm-slim AS runtime
 ENV NODE_ENV=production HOST=0.0.0.0 PORT=8080 SVC_DATA_DIR=/data
 WORKDIR /app
 RUN useradd --system --uid 10001 --home /app svc && mkdir -p /data && chown svc /data
-COPY --from=deps --chown=svc /app/node_modules ./node_modules
-COPY --from=deps --chown=svc /app/src/generated ./src/generated
-COPY --from=deps --chown=svc /app/dist ./dist
-COPY --chown=svc package.json prisma.config.ts tsconfig.json ./
+COPY --from=build --chown=svc /app/node_modules ./node_modules
+COPY --from=build --chown=svc /app/dist ./dist
+COPY --chown=svc package.json prisma.config.ts ./
 COPY --chown=svc prisma ./prisma
-COPY --chown=svc src ./src
 USER svc
 EXPOSE 8080
 VOLUME ["/data"]
 HEALTHCHECK --interval=10s --timeout=3s CMD node -e "fetch('http://127.0.0.1:'+process.env.PORT+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
 # Migrations are applied at start (migrate-deploy semantics, under an advisory lock so replicas do not race).
-CMD ["node", "--import", "tsx", "src/main.ts"]
+CMD ["node", "--enable-source-maps", "--max-old-space-size=192", "dist/server/main.js"]

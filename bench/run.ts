@@ -156,7 +156,9 @@ async function main(): Promise<void> {
   });
 
   const gatewayPort = await freePort();
-  const gateway = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+  // The gateway runs as `npm start` runs it: compiled JavaScript with the heap cap of package.json's start script.
+  execFileSync('npm', ['run', '--silent', 'build:server'], { cwd: root, stdio: 'inherit' });
+  const gateway = spawn(process.execPath, ['--enable-source-maps', '--max-old-space-size=192', 'dist/server/main.js'], {
     cwd: root,
     env: {
       ...process.env,

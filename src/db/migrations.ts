@@ -8,9 +8,9 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { PGlite } from '@electric-sql/pglite';
 import { PrismaPg } from '@prisma/adapter-pg';
+import { PROJECT_ROOT } from '../project-root.ts';
 import {
   bindMigrationAwareSqlAdapterFactory,
   type ErrorRegistry,
@@ -52,7 +52,6 @@ export interface MigrationStatus {
   upToDate: boolean;
 }
 
-const PROJECT_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const DEFAULT_MIGRATIONS_DIR = path.join(PROJECT_ROOT, 'prisma', 'migrations');
 const DEFAULT_SCHEMA_PATH = path.join(PROJECT_ROOT, 'prisma', 'schema.prisma');
 const LOCKFILE = 'migration_lock.toml';

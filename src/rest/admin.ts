@@ -1,10 +1,10 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import fastifyStatic from '@fastify/static';
 import type { FastifyPluginAsync } from 'fastify';
+import { PROJECT_ROOT } from '../project-root.ts';
 
-export const ADMIN_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../dist/admin');
+export const ADMIN_DIR = path.join(PROJECT_ROOT, 'dist', 'admin');
 
 // The console talks only to /graphql on this origin and loads nothing from elsewhere (it must work offline).
 const CSP =

@@ -1,27 +1,36 @@
 import type { FastifyPluginAsync } from 'fastify';
 
+/** A readiness probe must answer even when a dependency hangs (a frozen Redis keeps its socket open). */
+export const READY_CHECK_TIMEOUT_MS = 1_000;
+
+async function check(run: () => Promise<unknown>): Promise<'ok' | 'unavailable'> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<'unavailable'>((resolve) => {
+    timer = setTimeout(() => resolve('unavailable'), READY_CHECK_TIMEOUT_MS);
+  });
+  try {
+    return await Promise.race([run().then(() => 'ok' as const, () => 'unavailable' as const), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 export const healthRoutes: FastifyPluginAsync = async (app) => {
   app.get('/healthz', async () => ({ status: 'ok' }));
 
-  /** 200 when the database and Redis (if configured) answer, else 503 (CONTRACT §1). */
+  /** 200 when the database and Redis (if configured) answer, else 503 (CONTRACT §1). Each check gives up after 1 s. */
   app.get('/readyz', async (_req, reply) => {
-    const checks: Record<string, 'ok' | 'unavailable' | 'degraded'> = {};
-    try {
-      await app.deps.db.$queryRaw`SELECT 1`;
-      checks.database = 'ok';
-    } catch {
-      checks.database = 'unavailable';
-    }
-    if (app.deps.redis) {
-      try {
-        await app.deps.redis.ping();
-        checks.redis = 'ok';
-      } catch {
-        checks.redis = 'unavailable';
-      }
-    }
-    // degraded: Redis is configured but unreachable, and rate limits run per replica in process (src/limits).
-    checks.limits = await app.deps.limiter.health();
+    const deps = app.deps;
+    const [database, redis, limits] = await Promise.all([
+      check(() => deps.db.$queryRaw`SELECT 1`),
+      deps.redis ? check(() => deps.redis!.ping()) : Promise.resolve(null),
+      // degraded: Redis is configured but unreachable, and rate limits run per replica in process (src/limits).
+      Promise.race([
+        deps.limiter.health(),
+        new Promise<'degraded'>((resolve) => setTimeout(() => resolve('degraded'), READY_CHECK_TIMEOUT_MS).unref()),
+      ]),
+    ]);
+    const checks: Record<string, 'ok' | 'unavailable' | 'degraded'> = { database, ...(redis ? { redis } : {}), limits };
     const ready = Object.values(checks).every((v) => v === 'ok');
     return reply.code(ready ? 200 : 503).send({ status: ready ? 'ok' : 'unavailable', checks });
   });

@@ -3,6 +3,9 @@ import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import pg from 'pg';
+import { applyMigrations } from '../../src/db/migrations.ts';
+import { DATABASE_URL, REDIS_URL, deleteRedisPrefix, dropSchema, uniqueName, withSchema } from './services.ts';
 
 /**
  * Private PostgreSQL and Redis servers for fault tests: they are stopped and started under load, which must never
@@ -44,10 +47,16 @@ export const redisServerPath = (): string | null => {
 
 export class PrivateRedis {
   private child: ChildProcess | null = null;
-  private constructor(readonly port: number) {}
+  private constructor(
+    readonly port: number,
+    /** With a directory: an append-only file fsynced on every write, so that a restart keeps every acknowledged write. */
+    private readonly aofDir: string | null,
+  ) {}
 
-  static async start(): Promise<PrivateRedis> {
-    const r = new PrivateRedis(await freePort());
+  /** `persistent`: the data survives stop() and resume(), like a production Redis with appendfsync always. */
+  static async start(opts: { persistent?: boolean } = {}): Promise<PrivateRedis> {
+    if (!redisServerPath()) throw new Error('a private Redis needs redis-server on PATH (Debian: apt-get install redis-server)');
+    const r = new PrivateRedis(await freePort(), opts.persistent ? mkdtempSync(path.join(tmpdir(), 'svc-redis-')) : null);
     await r.resume();
     return r;
   }
@@ -57,10 +66,30 @@ export class PrivateRedis {
   }
 
   async resume(): Promise<void> {
-    this.child = spawn(redisServerPath()!, ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+    const persistence = this.aofDir
+      ? ['--dir', this.aofDir, '--appendonly', 'yes', '--appendfsync', 'always']
+      : ['--appendonly', 'no'];
+    this.child = spawn(redisServerPath()!, ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', ...persistence], {
       stdio: 'ignore',
     });
     await waitPort(this.port, true);
+  }
+
+  /** SIGSTOP: connections stay open but nothing answers (an overloaded or partitioned Redis); unfreeze() resumes it. */
+  freeze(): void {
+    this.child?.kill('SIGSTOP');
+  }
+
+  unfreeze(): void {
+    this.child?.kill('SIGCONT');
+  }
+
+  async destroy(): Promise<void> {
+    if (this.child) {
+      this.unfreeze();
+      await this.stop().catch(() => {});
+    }
+    if (this.aofDir) rmSync(this.aofDir, { recursive: true, force: true });
   }
 
   /** Stops the server (SIGKILL: like a crash, nothing flushed). */
@@ -74,7 +103,10 @@ export class PrivateRedis {
 export function postgresBinDir(): string | null {
   const root = '/usr/lib/postgresql';
   if (!existsSync(root)) return null;
-  const version = readdirSync(root).sort().at(-1);
+  const version = readdirSync(root)
+    .filter((v) => existsSync(path.join(root, v, 'bin', 'initdb')))
+    .sort((a, b) => Number(a) - Number(b))
+    .at(-1);
   return version ? path.join(root, version, 'bin') : null;
 }
 
@@ -86,8 +118,13 @@ export class PrivatePostgres {
   ) {}
 
   static async start(): Promise<PrivatePostgres> {
+    if (!postgresBinDir()) {
+      throw new Error('a private PostgreSQL needs the server binaries (initdb, pg_ctl in /usr/lib/postgresql/<version>/bin; Debian: apt-get install postgresql)');
+    }
     const dir = mkdtempSync(path.join(tmpdir(), 'svc-pg-'));
-    chownSync(dir, Number(execFileSync('id', ['-u', 'postgres']).toString()), Number(execFileSync('id', ['-g', 'postgres']).toString()));
+    if (process.getuid?.() === 0) {
+      chownSync(dir, Number(execFileSync('id', ['-u', 'postgres']).toString()), Number(execFileSync('id', ['-g', 'postgres']).toString()));
+    }
     const pg = new PrivatePostgres(await freePort(), dir);
     pg.asPostgres('initdb', ['-D', pg.data, '-A', 'trust', '-U', 'postgres', '--no-sync']);
     await pg.resume();
@@ -128,5 +165,86 @@ export class PrivatePostgres {
       await this.stop();
     } catch {}
     rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * The one case in which the replica and fault tests are skipped rather than failed: a fresh machine (`npm test` with
+ * nothing installed) that has neither the services (DATABASE_URL / REDIS_URL) nor the binaries to start private ones.
+ * Anything in between (e.g. DATABASE_URL set but no redis-server) fails with a message naming what is missing.
+ */
+export const NO_SERVICES = !DATABASE_URL && !REDIS_URL && !postgresBinDir() && !redisServerPath();
+export const NO_SERVICES_REASON =
+  'skipped: no DATABASE_URL / REDIS_URL and no PostgreSQL or redis-server binaries to start private ones (a fresh machine)';
+
+/** Where a replica or fault test runs: one PostgreSQL schema and one Redis key prefix of its own. */
+export interface TestServices {
+  /** PostgreSQL URL with `?schema=`, migrated. */
+  databaseUrl: string;
+  schema: string;
+  redisUrl: string;
+  redisPrefix: string;
+  /** Set when this PostgreSQL / Redis is private (started here): a fault test may stop and start it. */
+  postgres: PrivatePostgres | null;
+  redis: PrivateRedis | null;
+  /** SQL in the test's schema, on a small pool that survives a database restart. */
+  sql<T = Record<string, unknown>>(text: string, params?: unknown[]): Promise<T[]>;
+  close(): Promise<void>;
+}
+
+/**
+ * The shared PostgreSQL / Redis when DATABASE_URL / REDIS_URL are set (a fresh schema and key prefix), else private
+ * servers. `privatePostgres` / `privateRedis` insist on a private one: a fault test stops it, and must never stop the
+ * shared services other test files use. `persistentRedis`: the private Redis keeps its data across a restart.
+ */
+export async function openServices(
+  opts: { privatePostgres?: boolean; privateRedis?: boolean; persistentRedis?: boolean } = {},
+): Promise<TestServices> {
+  const cleanup: (() => Promise<unknown>)[] = [];
+  const close = async () => {
+    for (const c of cleanup.reverse()) await c().catch(() => {});
+  };
+  try {
+    let postgres: PrivatePostgres | null = null;
+    let baseUrl = opts.privatePostgres ? null : DATABASE_URL;
+    if (!baseUrl) {
+      postgres = await PrivatePostgres.start();
+      cleanup.push(() => postgres!.destroy());
+      baseUrl = postgres.url;
+    }
+    const schema = uniqueName('svc');
+    const databaseUrl = withSchema(baseUrl, schema);
+    await applyMigrations({ kind: 'postgres', url: databaseUrl });
+    if (!postgres) cleanup.push(() => dropSchema(baseUrl!, schema));
+
+    let redis: PrivateRedis | null = null;
+    let redisUrl = opts.privateRedis ? null : REDIS_URL;
+    if (!redisUrl) {
+      redis = await PrivateRedis.start({ persistent: opts.persistentRedis });
+      cleanup.push(() => redis!.destroy());
+      redisUrl = redis.url;
+    }
+    const redisPrefix = `${uniqueName('svc')}:`;
+    if (!redis) cleanup.push(() => deleteRedisPrefix(redisUrl!, redisPrefix));
+
+    const plain = new URL(baseUrl);
+    plain.searchParams.delete('schema');
+    const pool = new pg.Pool({ connectionString: plain.toString(), options: `-c search_path="${schema}"`, max: 3, connectionTimeoutMillis: 3_000 });
+    // A stopped server cuts idle connections: without a listener that error would end the test process.
+    pool.on('error', () => {});
+    cleanup.push(() => pool.end());
+    return {
+      databaseUrl,
+      schema,
+      redisUrl,
+      redisPrefix,
+      postgres,
+      redis,
+      sql: async <T>(text: string, params: unknown[] = []) => (await pool.query(text, params)).rows as T[],
+      close,
+    };
+  } catch (err) {
+    await close();
+    throw err;
   }
 }
