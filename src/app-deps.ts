@@ -14,6 +14,10 @@ import { createWebhookRuntime } from './webhooks/runtime.ts';
 import { createLimiter } from './limits/index.ts';
 import { loadProjectLimits } from './domain/rate-limits/service.ts';
 import { flushBudgetAlerts } from './domain/budgets/service.ts';
+import { loadCachedProject, ProjectCache } from './domain/projects/cache.ts';
+import { MemorySpendCounters, RedisSpendCounters, type CounterOptions } from './domain/budgets/counters.ts';
+import { spentMany } from './domain/budgets/store.ts';
+import { createOutcomeWriter } from './domain/usage/outcome-writer.ts';
 
 export const LOG_REDACT_PATHS = [
   'req.headers.authorization',
@@ -76,10 +80,52 @@ export async function createDeps(config: Readonly<Config>, overrides: DepsOverri
     loadLimits: (projectId) => loadProjectLimits(database.prisma, projectId),
     operatorRequestsPerMinute: config.operatorRequestsPerMinute,
   });
-  return { config, database, db: database.prisma, clock, log, redis, masterKeyHash, bus, keyCache, providers, responseCache, webhooks, limiter };
+  const projectCache = new ProjectCache(bus, (projectId) => loadCachedProject(database.prisma, projectId));
+  // The hot path's writes (see README "Performance and the hot path"): month-spend counters and the outcome writer.
+  let deps: Deps | undefined;
+  const counterOptions: CounterOptions = {
+    seed: (scopes, period) => spentMany(database.prisma, scopes, period),
+    beforeSeed: async () => {
+      await deps?.outcomes.flush({ timeoutMs: 1_000 });
+    },
+  };
+  const spendCounters = redis
+    ? new RedisSpendCounters(redis, config.redisPrefix, counterOptions, log)
+    : new MemorySpendCounters(counterOptions);
+  const outcomes = createOutcomeWriter({
+    db: database.prisma,
+    clock,
+    log,
+    deps: () => deps!,
+    flushMs: config.outcomeFlushMs,
+    redis,
+    redisPrefix: config.redisPrefix,
+    leaseMs: config.outcomeLeaseMs,
+  });
+  deps = {
+    config,
+    database,
+    db: database.prisma,
+    clock,
+    log,
+    redis,
+    masterKeyHash,
+    bus,
+    keyCache,
+    providers,
+    responseCache,
+    webhooks,
+    limiter,
+    projectCache,
+    spendCounters,
+    outcomes,
+  };
+  return deps;
 }
 
 export async function closeDeps(deps: Deps): Promise<void> {
+  // CONTRACT §1 shutdown: the usage records still queued are written before anything closes.
+  await deps.outcomes.close();
   await flushBudgetAlerts(deps);
   await deps.webhooks.worker.stop();
   await deps.bus.close();

@@ -39,6 +39,10 @@ export interface Config {
   circuitFailureThreshold: number;
   /** How long an open circuit skips its provider before a probe. */
   circuitCooldownMs: number;
+  /** Without Redis: how often the in-process batch of usage records is written (the crash-loss window). */
+  outcomeFlushMs: number;
+  /** With Redis: how long a read usage-stream entry may stay unwritten before another replica takes it over. */
+  outcomeLeaseMs: number;
 }
 
 export class ConfigError extends Error {
@@ -135,6 +139,8 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     providers: providersFrom(env),
     circuitFailureThreshold: int(env, 'SVC_CIRCUIT_FAILURES', 5, 1, 1000),
     circuitCooldownMs: int(env, 'SVC_CIRCUIT_COOLDOWN_MS', 30_000, 1, 3_600_000),
+    outcomeFlushMs: int(env, 'SVC_OUTCOME_FLUSH_MS', 20, 1, 10_000),
+    outcomeLeaseMs: int(env, 'SVC_OUTCOME_LEASE_MS', 5_000, 500, 3_600_000),
   };
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(config.logLevel)) {
     throw new ConfigError('LOG_LEVEL', 'must be one of fatal, error, warn, info, debug, trace, silent');

@@ -9,6 +9,9 @@ import type { Scope } from './keys/scopes.ts';
 import type { ProviderRegistry } from '../providers/router.ts';
 import type { ResponseCache } from './inference/cache.ts';
 import type { Limiter, RateLimitState } from '../limits/limiter.ts';
+import type { ProjectCache } from './projects/cache.ts';
+import type { SpendCounters } from './budgets/counters.ts';
+import type { OutcomeWriter } from './usage/outcome-writer.ts';
 
 /** Milliseconds since the epoch; tests inject a fake one (retry schedules are hours long). */
 export interface Clock {
@@ -24,6 +27,8 @@ export interface Caller {
   /** The key's project; null for the operator. */
   projectId: string | null;
   scopes: readonly Scope[];
+  /** The key's monthly budget in micro-dollars (null: none; the operator has none). */
+  budgetMicros?: bigint | null;
 }
 
 /** Process-wide dependencies, built once at start (src/app-deps.ts) and shared by every request. */
@@ -47,6 +52,12 @@ export interface Deps {
   responseCache: ResponseCache;
   /** Request and token windows per key and project (src/limits): Redis, or in process. */
   limiter: Limiter;
+  /** Project rows and default routing policies, cached in process; evicted over the bus on every change. */
+  projectCache: ProjectCache;
+  /** Month-to-date spend per budget scope, read and added on the request path without SQL (Redis, or in process). */
+  spendCounters: SpendCounters;
+  /** Usage records and inference.completed events, written off the request path in batches (usage/outcome-writer.ts). */
+  outcomes: OutcomeWriter;
 }
 
 /** One per request: REST puts it on `req.ctx`, GraphQL on `{ ctx }`. */

@@ -4,8 +4,9 @@
  *   estimateTokens(messages, maxTokens?) prompt tokens (gpt-tokenizer) + max_tokens or DEFAULT_COMPLETION_TOKENS
  *   reserveTokens(ctx, estimate)         before the provider call; 429 rate_limit_exceeded when it does not fit
  *   settleTokens(ctx, reservation, n)    after it, with the real prompt + completion tokens (0 on a cache hit)
- *   assertWithinBudget(ctx)              before the call; 429 budget_exceeded
- *   recordSpend(ctx, costMicros)         after it; budget.threshold / budget.exceeded events and e-mails
+ *   assertWithinBudget(ctx, budget?)     before the call; 429 budget_exceeded (month counters: no SQL)
+ *   chargeSpend(ctx, projectId, cost)    after it, to the month counters; the outcome carries the charge to
+ *                                        budget_spend, where its batch fires budget.threshold / budget.exceeded
  */
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
@@ -18,7 +19,7 @@ import type { VersionedLimits } from './types.ts';
 
 export { takeRequest, reserveTokens, settleTokens, rateLimitHeaders, type TokenReservation } from './requests.ts';
 export { estimateTokens, DEFAULT_COMPLETION_TOKENS } from './tokens.ts';
-export { assertWithinBudget, recordSpend } from '../domain/budgets/service.ts';
+export { assertWithinBudget, chargeSpend } from '../domain/budgets/service.ts';
 export { Limiter, type RateLimitState } from './limiter.ts';
 
 export interface CreateLimiterOptions {

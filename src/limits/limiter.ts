@@ -74,7 +74,11 @@ export class Limiter {
 
   async limitsFor(projectId: string): Promise<VersionedLimits> {
     const hit = this.cache.get(projectId);
-    if (hit && this.mono() - hit.at < this.ttl) return hit.limits;
+    if (hit && this.mono() - hit.at < this.ttl) {
+      // Refreshed ahead of the TTL in the background: steady traffic never waits for the database here.
+      if (this.mono() - hit.at >= this.ttl * 0.8) this.refreshAhead(projectId, hit);
+      return hit.limits;
+    }
     let limits: VersionedLimits;
     try {
       limits = await this.opts.loadLimits(projectId);
@@ -85,6 +89,23 @@ export class Limiter {
     }
     this.cache.set(projectId, { limits, at: this.mono() });
     return limits;
+  }
+
+  private readonly refreshing = new Set<string>();
+
+  private refreshAhead(projectId: string, hit: { limits: VersionedLimits; at: number }): void {
+    if (this.refreshing.has(projectId)) return;
+    this.refreshing.add(projectId);
+    this.opts
+      .loadLimits(projectId)
+      .then(
+        (limits) => {
+          // Kept only if the entry is still the one refreshed: an eviction or an update meanwhile wins.
+          if (this.cache.get(projectId) === hit) this.cache.set(projectId, { limits, at: this.mono() });
+        },
+        () => {},
+      )
+      .finally(() => this.refreshing.delete(projectId));
   }
 
   /** Call after the update has committed. */

@@ -96,7 +96,9 @@ async function budgeted(keyBudgetUsd: number | null) {
 const spend = (api: Client, micros: number) =>
   api.post('/test/inference', { messages: [{ role: 'user', content: 'hi' }], max_tokens: 10, usage_tokens: 12, cost_micros: micros });
 
+/** The spend and its alerts are written with the outcome's batch, off the request path: flushed first. */
 async function budgetEvents(projectId: string): Promise<Record<string, unknown>[]> {
+  await t.deps.outcomes.flush();
   const rows = await t.deps.db.event.findMany({
     where: { projectId, type: { in: ['budget.threshold', 'budget.exceeded'] } },
     orderBy: { id: 'asc' },
@@ -156,6 +158,7 @@ describe('budget alerts', () => {
     expect(stopped.headers['retry-after']).toBeUndefined();
     expect(stopped.headers['x-svc-ratelimit-resource']).toBe('requests');
     expect(Number(stopped.headers['x-svc-ratelimit-remaining'])).toBeGreaterThan(0);
+    await t.deps.outcomes.flush();
     const row = await t.deps.db.budgetSpend.findUnique({ where: { scope_period: { scope: `key:${keyId}`, period: '2026-11' } } });
     expect(row).toMatchObject({ spentMicros: 10_000_000n, thresholdsSent: ['0.8', '0.95', '1'] });
     expect(await budgetEvents(projectId)).toHaveLength(3);
@@ -208,6 +211,7 @@ describe('budget alerts', () => {
     const { projectId, keyId, api } = await budgeted(10);
     const results = await Promise.all(Array.from({ length: 20 }, () => spend(api, 500_000)));
     expect(results.map((r) => r.status)).toEqual(Array(20).fill(200));
+    await t.deps.outcomes.flush();
     const row = await t.deps.db.budgetSpend.findUnique({ where: { scope_period: { scope: `key:${keyId}`, period: '2026-11' } } });
     expect(row!.spentMicros).toBe(10_000_000n);
     const project = await t.deps.db.budgetSpend.findUnique({ where: { scope_period: { scope: `project:${projectId}`, period: '2026-11' } } });
@@ -232,6 +236,7 @@ describe('budget alerts', () => {
         ['2027-01', 'budget.exceeded', 1],
         ['2027-02', 'budget.threshold', 0.8],
       ]);
+      await t.deps.outcomes.flush();
       const rows = await t.deps.db.budgetSpend.findMany({ where: { scope: `key:${keyId}` }, orderBy: { period: 'asc' } });
       expect(rows.map((r) => [r.period, r.spentMicros])).toEqual([
         ['2027-01', 5_000_000n],
@@ -245,6 +250,7 @@ describe('budget alerts', () => {
   it('charges nothing and alerts nothing for a zero cost (a cache hit)', async () => {
     const { projectId, keyId, api } = await budgeted(0.000001);
     expect((await spend(api, 0)).status).toBe(200);
+    await t.deps.outcomes.flush();
     expect(await t.deps.db.budgetSpend.count({ where: { scope: `key:${keyId}` } })).toBe(0);
     expect(await budgetEvents(projectId)).toEqual([]);
   });

@@ -102,6 +102,8 @@ export async function buildTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
     config,
     close: async () => {
       await app.close();
+      // Writes the usage records still queued and stops the outcome consumer (its own Redis connection).
+      await deps.outcomes.close();
       deps.redis?.disconnect();
       if (REDIS_URL && !opts.redisPrefix) await deleteRedisPrefix(REDIS_URL, redisPrefix);
       if (ownDb) await ownDb.drop();

@@ -61,9 +61,11 @@ export interface ExpectedOutcome {
 
 /**
  * The request left exactly one usage record and exactly one inference.completed event, whose data is the spec's
- * (2.4): request_id, route, cache_hit, cost_usd, region.
+ * (2.4): request_id, route, cache_hit, cost_usd, region. They are written off the request path in batches: flushed
+ * first (what a reader on this replica gets anyway: GET /v1/usage flushes too).
  */
 export async function expectOneOutcome(t: TestApp, requestId: string, want: ExpectedOutcome) {
+  await t.deps.outcomes.flush();
   const records = await t.deps.db.usageRecord.findMany({ where: { requestId } });
   expect(records).toHaveLength(1);
   const r = records[0]!;
@@ -91,6 +93,7 @@ export async function expectOneOutcome(t: TestApp, requestId: string, want: Expe
 }
 
 export async function expectNoOutcome(t: TestApp, requestId: string) {
+  await t.deps.outcomes.flush();
   expect(await t.deps.db.usageRecord.count({ where: { requestId } })).toBe(0);
   expect(
     await t.deps.db.event.count({ where: { type: 'inference.completed', data: { path: ['request_id'], equals: requestId } } }),

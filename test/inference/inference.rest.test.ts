@@ -289,6 +289,7 @@ describe('Idempotency-Key', () => {
     expect(ok.length + refused.length).toBe(2);
     expect(ok.length).toBeGreaterThanOrEqual(1);
     for (const r of refused) expectError(r, 409, 'idempotency_conflict');
+    await t.deps.outcomes.flush();
     const records = await t.deps.db.usageRecord.count({ where: { requestId: { in: [a, b].map((r) => r.headers['x-svc-request-id'] as string) } } });
     expect(records).toBe(1);
     // 'at once' is 7 characters: 7 × $1 + 7 × $2 per million = 21 µ$, charged once.
@@ -304,6 +305,7 @@ describe('Idempotency-Key', () => {
 });
 
 async function spent(): Promise<bigint> {
+  await t.deps.outcomes.flush();
   const rows = await t.deps.db.budgetSpend.findMany({ where: { scope: `project:${projectId}` } });
   return rows.reduce((n, r) => n + r.spentMicros, 0n);
 }

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
-import { assertWithinBudget, estimateTokens, recordSpend, reserveTokens, settleTokens } from '../../src/limits/index.ts';
+import { newId } from '../../src/db/ids.ts';
+import { assertWithinBudget, chargeSpend, estimateTokens, reserveTokens, settleTokens } from '../../src/limits/index.ts';
 import { ROUTE_ACCESS } from '../../src/rest/scopes.ts';
 
 export interface StandInBody {
@@ -12,8 +13,9 @@ export interface StandInBody {
 
 /**
  * The inference path's calls into limits and budgets, in its order, behind POST /test/inference (inference:write):
- * budget check, token reservation, (provider call), settlement, spend. Lets these tests see what a user sees before
- * the real inference route exists.
+ * budget check, token reservation, (provider call), settlement, spend (to the month counters, and with an outcome to
+ * the outcome writer, whose batch writes budget_spend and fires the alerts). Lets these tests see what a user sees
+ * before the real inference route exists.
  */
 export function standInInference(app: FastifyInstance): void {
   ROUTE_ACCESS['POST /test/inference'] = 'inference:write';
@@ -23,7 +25,32 @@ export function standInInference(app: FastifyInstance): void {
     const estimate = estimateTokens(req.body.messages, req.body.max_tokens);
     const reservation = await reserveTokens(ctx, estimate);
     if (req.body.usage_tokens !== undefined) await settleTokens(ctx, reservation, req.body.usage_tokens);
-    if (req.body.cost_micros) await recordSpend(ctx, BigInt(req.body.cost_micros));
+    if (req.body.cost_micros) {
+      const projectId = ctx.caller.projectId ?? ctx.projectId!;
+      const cost = BigInt(req.body.cost_micros);
+      const project = await ctx.deps.projectCache.get(projectId);
+      const { charge, added } = chargeSpend(ctx, projectId, cost, project?.budgetMicros ?? null);
+      const now = ctx.now();
+      const recorded = ctx.deps.outcomes.record({
+        requestId: ctx.requestId,
+        projectId,
+        keyId: ctx.caller.keyId,
+        model: 'stand-in',
+        route: null,
+        region: null,
+        cacheHit: false,
+        status: 'succeeded',
+        errorCode: null,
+        promptTokens: 0,
+        completionTokens: 0,
+        costMicros: cost,
+        latencyMs: 0,
+        createdAt: now,
+        eventId: newId('evt', now.getTime()),
+        spend: charge,
+      });
+      await Promise.all([added, recorded]);
+    }
     return { estimate, reserved: reservation.tokens };
   });
 }

@@ -11,6 +11,8 @@ export interface CachedKey {
   previousSecretHash: string | null;
   previousExpiresAt: Date | null;
   lastUsedAt: Date | null;
+  /** Monthly budget in micro-dollars; a key's budget is fixed at creation, so the cached value never goes stale. */
+  budgetMicros: bigint | null;
 }
 
 const CHANNEL = 'keys:changed';
@@ -26,6 +28,8 @@ const MAX_ENTRIES = 100_000;
 export class KeyCache {
   private readonly byHash = new Map<string, { key: CachedKey; loadedAt: number }>();
   private readonly hashesById = new Map<string, Set<string>>();
+  /** Bumped by every eviction: a row read before an eviction must not be cached after it (see loadToken). */
+  private epoch = 0;
 
   constructor(private readonly bus: Bus) {
     bus.subscribe(CHANNEL, (keyId) => this.evictLocal(keyId));
@@ -42,7 +46,16 @@ export class KeyCache {
     return hit.key;
   }
 
-  set(hash: string, key: CachedKey, nowMs: number): void {
+  /**
+   * Take before reading a key row, pass to set(): a read that raced a revoke (it saw the row before the commit, the
+   * eviction ran before it returned) is then not cached, so the revoked key cannot come back from this cache.
+   */
+  loadToken(): number {
+    return this.epoch;
+  }
+
+  set(hash: string, key: CachedKey, nowMs: number, token?: number): void {
+    if (token !== undefined && token !== this.epoch) return;
     if (this.byHash.size >= MAX_ENTRIES) this.clear();
     this.byHash.set(hash, { key, loadedAt: nowMs });
     let set = this.hashesById.get(key.id);
@@ -57,11 +70,13 @@ export class KeyCache {
   }
 
   private evictLocal(keyId: string): void {
+    this.epoch++;
     for (const hash of this.hashesById.get(keyId) ?? []) this.byHash.delete(hash);
     this.hashesById.delete(keyId);
   }
 
   clear(): void {
+    this.epoch++;
     this.byHash.clear();
     this.hashesById.clear();
   }

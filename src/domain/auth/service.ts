@@ -30,6 +30,7 @@ export async function authenticate(deps: Deps, header: string | undefined): Prom
   const now = deps.clock.now();
   let key: CachedKey | null | undefined = deps.keyCache.get(hash, now);
   if (!key) {
+    const token = deps.keyCache.loadToken();
     key = await deps.db.apiKey.findFirst({
       where: { OR: [{ secretHash: hash }, { previousSecretHash: hash }] },
       select: {
@@ -42,10 +43,11 @@ export async function authenticate(deps: Deps, header: string | undefined): Prom
         previousSecretHash: true,
         previousExpiresAt: true,
         lastUsedAt: true,
+        budgetMicros: true,
       },
     });
     // Only valid keys are cached: unknown secrets must not be able to fill the cache.
-    if (key && key.status === 'active') deps.keyCache.set(hash, key, now);
+    if (key && key.status === 'active') deps.keyCache.set(hash, key, now, token);
   }
   if (!key || key.status !== 'active') throw invalidKey();
   if (key.expiresAt && key.expiresAt.getTime() <= now) throw invalidKey();
@@ -65,5 +67,5 @@ export async function authenticate(deps: Deps, header: string | undefined): Prom
       .update({ where: { id: key.id }, data: { lastUsedAt: new Date(now) } })
       .catch((err: unknown) => deps.log.warn({ err, keyId: key.id }, 'could not record last_used_at'));
   }
-  return { kind: 'key', keyId: key.id, projectId: key.projectId, scopes: key.scopes as Scope[] };
+  return { kind: 'key', keyId: key.id, projectId: key.projectId, scopes: key.scopes as Scope[], budgetMicros: key.budgetMicros };
 }

@@ -1,11 +1,14 @@
+import type { Tx } from '../../db/client.ts';
 import { SvcError, invalid } from '../../errors/svc-error.ts';
 import { recordAudit } from '../audit/service.ts';
 import type { Ctx, Deps } from '../context.ts';
-import { enqueueEvent } from '../events/outbox.ts';
+import { enqueueEvent, enqueueEvents, type NewEvent } from '../events/outbox.ts';
 import { MICROS_PER_USD, usdToMicros } from '../keys/service.ts';
 import { requireProjectId } from '../projects/service.ts';
 import { sendBudgetAlertEmail, type BudgetAlert } from './alert-mail.ts';
-import { addSpend, markThresholds, readBudgets, spentIn } from './store.ts';
+import { addSpendBatch, budgetsOf, markThresholds, spentIn, type SpendRow } from './store.ts';
+
+export type { BudgetAlert };
 
 /** Budgets run per calendar month in UTC (CONTRACT §7). */
 export function periodOf(d: Date): string {
@@ -36,6 +39,8 @@ export interface UpdateBudgetInput {
 export async function getBudget(ctx: Ctx, projectId: string): Promise<ProjectBudget> {
   const id = await requireProjectId(ctx, projectId);
   const period = periodOf(ctx.now());
+  // Read-your-writes: the spend of the inferences this replica answered is in budget_spend before it is read.
+  await ctx.deps.outcomes.flush({ timeoutMs: 2_000 });
   const project = await ctx.db.project.findUnique({ where: { id }, select: { budgetMicros: true, budgetUpdatedAt: true } });
   if (!project) throw new SvcError('not_found', { param: 'project_id', message: 'No such project.' });
   return {
@@ -67,15 +72,23 @@ export async function updateBudget(ctx: Ctx, projectId: string, input: UpdateBud
   const id = await requireProjectId(ctx, projectId);
   const now = ctx.now();
   const period = periodOf(now);
-  return ctx.db.$transaction(async (tx) => {
-    const found = await tx.project.findUnique({ where: { id }, select: { id: true } });
+  await ctx.deps.outcomes.flush({ timeoutMs: 2_000 });
+  let hadBudget = false;
+  const updated = await ctx.db.$transaction(async (tx) => {
+    const found = await tx.project.findUnique({ where: { id }, select: { budgetMicros: true } });
     if (!found) throw new SvcError('not_found', { param: 'project_id', message: 'No such project.' });
+    hadBudget = found.budgetMicros !== null;
     await tx.project.update({ where: { id }, data: { budgetMicros, budgetUpdatedAt: now } });
     const data = { policy: 'budget', budget_usd: budgetMicros === null ? null : microsToUsd(budgetMicros) };
     await recordAudit(tx, ctx, 'policy.updated', { projectId: id, targetId: id, data });
     await enqueueEvent(tx, now, id, 'policy.updated', data);
     return { projectId: id, budgetMicros, spentMicros: await spentIn(tx, `project:${id}`, period), period, updatedAt: now };
   });
+  // After commit: the next inference on any replica checks the new budget. The project's counter is not kept while it
+  // has no budget, so a first budget drops it: it is seeded again from budget_spend at the next check.
+  if (!hadBudget && budgetMicros !== null) await ctx.deps.spendCounters.forget(id, [`project:${id}`], period);
+  await ctx.deps.projectCache.invalidate(id);
+  return updated;
 }
 
 function spendOwner(ctx: Ctx): { keyId: string | null; projectId: string | null } {
@@ -91,72 +104,145 @@ const usdText = (m: bigint) => `$${microsToUsd(m).toFixed(2)}`;
  * Before a request that spends: 429 budget_exceeded when the month's spend of the key or of its project is already at
  * or over its budget (a monthly hard stop; no Retry-After, unlike rate_limit_exceeded). A request that starts under
  * budget runs to completion even if it ends over it. The operator has no key budget; the project's still applies.
+ * No SQL in the steady state: the budgets come from the key cache and the project cache, the spend from the month
+ * counters (one MGET, none at all when neither has a budget). Exact for a sequential client: a request's spend is
+ * added to the counters before its response is sent.
  */
-export async function assertWithinBudget(ctx: Ctx): Promise<void> {
+export async function assertWithinBudget(ctx: Ctx, projectBudgetMicros?: bigint | null): Promise<void> {
   const { keyId, projectId } = spendOwner(ctx);
   if (!projectId) return;
+  const keyBudget = keyId ? (ctx.caller.budgetMicros ?? null) : null;
+  const projectBudget =
+    projectBudgetMicros !== undefined ? projectBudgetMicros : ((await ctx.deps.projectCache.get(projectId))?.budgetMicros ?? null);
+  if (keyBudget === null && projectBudget === null) return;
   const period = periodOf(ctx.now());
-  const b = await readBudgets(ctx.db, keyId, projectId, period);
-  if (b.keyBudget !== null && b.keySpent >= b.keyBudget) {
-    throw new SvcError('budget_exceeded', {
-      message: `The key's monthly budget of ${usdText(b.keyBudget)} is exhausted for ${period} (spent ${usdText(b.keySpent)}).`,
-    });
+  const scopes = [...(keyBudget !== null ? [`key:${keyId}`] : []), ...(projectBudget !== null ? [`project:${projectId}`] : [])];
+  const spent = await ctx.deps.spendCounters.read(projectId, scopes, period);
+  let i = 0;
+  if (keyBudget !== null) {
+    const keySpent = spent[i++]!;
+    if (keySpent >= keyBudget) {
+      throw new SvcError('budget_exceeded', {
+        message: `The key's monthly budget of ${usdText(keyBudget)} is exhausted for ${period} (spent ${usdText(keySpent)}).`,
+      });
+    }
   }
-  if (b.projectBudget !== null && b.projectSpent >= b.projectBudget) {
-    throw new SvcError('budget_exceeded', {
-      message: `The project's monthly budget of ${usdText(b.projectBudget)} is exhausted for ${period} (spent ${usdText(b.projectSpent)}).`,
-    });
+  if (projectBudget !== null) {
+    const projectSpent = spent[i]!;
+    if (projectSpent >= projectBudget) {
+      throw new SvcError('budget_exceeded', {
+        message: `The project's monthly budget of ${usdText(projectBudget)} is exhausted for ${period} (spent ${usdText(projectSpent)}).`,
+      });
+    }
   }
+}
+
+/** What a finished request charged, carried on its outcome to budget_spend (InferenceOutcome.spend). */
+export interface SpendCharge {
+  keyId: string | null;
+  period: string;
+}
+
+/**
+ * After a request: adds its cost to the month counters of the key and of the project when they have a budget (request
+ * path, no SQL; the command leaves with the others of the same step; no command at all without budgets). The durable
+ * record (budget_spend, kept for every scope) and the alerts follow with the outcome's batch (applySpend). The charge
+ * is null when there is nothing to charge.
+ */
+export function chargeSpend(
+  ctx: Ctx,
+  projectId: string,
+  costMicros: bigint,
+  projectBudgetMicros: bigint | null,
+): { charge: SpendCharge | null; added: Promise<void> } {
+  if (costMicros <= 0n) return { charge: null, added: Promise.resolve() };
+  const keyId = ctx.caller.kind === 'key' ? ctx.caller.keyId : null;
+  const period = periodOf(ctx.now());
+  const scopes = [
+    ...(keyId && (ctx.caller.budgetMicros ?? null) !== null ? [`key:${keyId}`] : []),
+    ...(projectBudgetMicros !== null ? [`project:${projectId}`] : []),
+  ];
+  const added = scopes.length > 0 ? ctx.deps.spendCounters.add(projectId, scopes, period, costMicros) : Promise.resolve();
+  return { charge: { keyId, period }, added };
+}
+
+/** One outcome's spend, as applySpend takes it. */
+export interface SpendEntry {
+  projectId: string;
+  keyId: string | null;
+  period: string;
+  micros: bigint;
+}
+
+/**
+ * In the outcome writer's transaction: adds a batch's spend to budget_spend (aggregated per scope and month, one
+ * statement) and fires what it crosses. Crossing 80% and 95% of a budget emits budget.threshold, reaching 100%
+ * budget.exceeded: each once per scope and month (thresholds_sent, updated under the row lock that the add holds until
+ * commit), all that the batch crosses, in that order. Returns the alerts to e-mail after commit (sendBudgetAlerts).
+ */
+export async function applySpend(tx: Tx, entries: readonly SpendEntry[], now: Date): Promise<BudgetAlert[]> {
+  const rows = new Map<string, SpendRow & { keyId: string | null }>();
+  for (const e of entries) {
+    if (e.micros <= 0n) continue;
+    const scopes = [...(e.keyId ? [{ scope: `key:${e.keyId}`, keyId: e.keyId }] : []), { scope: `project:${e.projectId}`, keyId: null }];
+    for (const s of scopes) {
+      const id = `${s.scope}|${e.period}`;
+      const row = rows.get(id);
+      if (row) row.micros += e.micros;
+      else rows.set(id, { scope: s.scope, period: e.period, projectId: e.projectId, micros: e.micros, keyId: s.keyId });
+    }
+  }
+  if (rows.size === 0) return [];
+  const totals = await addSpendBatch(tx, [...rows.values()], now);
+  const all = [...rows.values()];
+  const budgets = await budgetsOf(
+    tx,
+    [...new Set(all.flatMap((r) => (r.keyId ? [r.keyId] : [])))],
+    [...new Set(all.filter((r) => !r.keyId).map((r) => r.projectId))],
+  );
+  const fired: BudgetAlert[] = [];
+  const events: NewEvent[] = [];
+  for (const t of totals) {
+    const budget = budgets.get(t.scope);
+    if (budget === undefined) continue;
+    const crossed = LEVELS.filter((l) => t.spent * 100n >= budget * l.percent && !t.thresholdsSent.includes(l.mark));
+    if (crossed.length === 0) continue;
+    const row = rows.get(`${t.scope}|${t.period}`)!;
+    await markThresholds(tx, t.scope, t.period, [...t.thresholdsSent, ...crossed.map((l) => l.mark)]);
+    for (const level of crossed) {
+      const alert: BudgetAlert = {
+        type: level.type,
+        keyId: row.keyId,
+        projectId: row.projectId,
+        budgetUsd: microsToUsd(budget),
+        spentUsd: microsToUsd(t.spent),
+        threshold: level.threshold,
+        period: t.period,
+      };
+      events.push({
+        projectId: row.projectId,
+        type: level.type,
+        createdAt: now,
+        data: {
+          key_id: alert.keyId,
+          project_id: alert.projectId,
+          budget_usd: alert.budgetUsd,
+          spent_usd: alert.spentUsd,
+          threshold: alert.threshold,
+          period: t.period,
+        },
+      });
+      fired.push(alert);
+    }
+  }
+  await enqueueEvents(tx, events);
+  return fired;
 }
 
 const pending = new WeakMap<Deps, Set<Promise<void>>>();
 
-/**
- * Adds a finished request's cost to the month spend of the key and of the project (one transaction). Crossing 80% and
- * 95% of a budget emits budget.threshold, reaching 100% budget.exceeded: each once per scope and month, all that a
- * single spend crosses, in that order. E-mails follow after commit (see alert-mail.ts).
- */
-export async function recordSpend(ctx: Ctx, costMicros: bigint): Promise<void> {
-  const { keyId, projectId } = spendOwner(ctx);
-  if (!projectId || costMicros <= 0n) return;
-  const now = ctx.now();
-  const period = periodOf(now);
-  const alerts = await ctx.db.$transaction(async (tx) => {
-    const fired: BudgetAlert[] = [];
-    const scopes = [...(keyId ? [{ scope: `key:${keyId}`, keyId }] : []), { scope: `project:${projectId}`, keyId: null }];
-    for (const s of scopes) {
-      const { spent, thresholdsSent } = await addSpend(tx, s.scope, period, projectId, costMicros, now);
-      const budget = s.keyId
-        ? (await tx.apiKey.findUnique({ where: { id: s.keyId }, select: { budgetMicros: true } }))?.budgetMicros
-        : (await tx.project.findUnique({ where: { id: projectId }, select: { budgetMicros: true } }))?.budgetMicros;
-      if (budget === null || budget === undefined) continue;
-      const crossed = LEVELS.filter((l) => spent * 100n >= budget * l.percent && !thresholdsSent.includes(l.mark));
-      if (crossed.length === 0) continue;
-      await markThresholds(tx, s.scope, period, [...thresholdsSent, ...crossed.map((l) => l.mark)]);
-      for (const level of crossed) {
-        const alert: BudgetAlert = {
-          type: level.type,
-          keyId: s.keyId,
-          projectId,
-          budgetUsd: microsToUsd(budget),
-          spentUsd: microsToUsd(spent),
-          threshold: level.threshold,
-          period,
-        };
-        await enqueueEvent(tx, now, projectId, level.type, {
-          key_id: alert.keyId,
-          project_id: projectId,
-          budget_usd: alert.budgetUsd,
-          spent_usd: alert.spentUsd,
-          threshold: alert.threshold,
-          period,
-        });
-        fired.push(alert);
-      }
-    }
-    return fired;
-  });
-  const deps = ctx.deps;
+/** After the batch that fired them has committed: best effort (see alert-mail.ts), tracked for flushBudgetAlerts. */
+export function sendBudgetAlerts(deps: Deps, alerts: readonly BudgetAlert[]): void {
   for (const alert of alerts) {
     let set = pending.get(deps);
     if (!set) pending.set(deps, (set = new Set()));
@@ -165,7 +251,8 @@ export async function recordSpend(ctx: Ctx, costMicros: bigint): Promise<void> {
   }
 }
 
-/** Waits for the alert e-mails still being sent (shutdown, tests). */
+/** Persists the outcomes accepted so far (their alerts fire in that batch), then waits for the e-mails (shutdown, tests). */
 export async function flushBudgetAlerts(deps: Deps): Promise<void> {
+  await deps.outcomes?.flush();
   await Promise.all([...(pending.get(deps) ?? [])]);
 }

@@ -1,53 +1,5 @@
 import type { Tx } from '../../db/client.ts';
 
-export interface BudgetRow {
-  keyBudget: bigint | null;
-  projectBudget: bigint | null;
-  keySpent: bigint;
-  projectSpent: bigint;
-}
-
-const big = (v: unknown): bigint | null => (v === null || v === undefined ? null : BigInt(String(v)));
-
-/** The key's and the project's budgets and month-to-date spend, in one round trip. */
-export async function readBudgets(db: Tx, keyId: string | null, projectId: string, period: string): Promise<BudgetRow> {
-  const rows = await db.$queryRaw<Record<string, unknown>[]>`
-    SELECT
-      (SELECT budget_micros FROM api_keys WHERE id = ${keyId ?? ''}) AS key_budget,
-      (SELECT budget_micros FROM projects WHERE id = ${projectId}) AS project_budget,
-      (SELECT spent_micros FROM budget_spend WHERE scope = ${`key:${keyId ?? ''}`} AND period = ${period}) AS key_spent,
-      (SELECT spent_micros FROM budget_spend WHERE scope = ${`project:${projectId}`} AND period = ${period}) AS project_spent`;
-  const row = rows[0] ?? {};
-  return {
-    keyBudget: keyId ? big(row.key_budget) : null,
-    projectBudget: big(row.project_budget),
-    keySpent: big(row.key_spent) ?? 0n,
-    projectSpent: big(row.project_spent) ?? 0n,
-  };
-}
-
-/**
- * Adds to a scope's month spend atomically (INSERT … ON CONFLICT DO UPDATE holds the row lock until the transaction
- * ends, so concurrent spenders of one scope queue here and each sees the thresholds the previous one marked).
- */
-export async function addSpend(
-  tx: Tx,
-  scope: string,
-  period: string,
-  projectId: string,
-  micros: bigint,
-  now: Date,
-): Promise<{ spent: bigint; thresholdsSent: string[] }> {
-  const rows = await tx.$queryRaw<{ spent_micros: unknown; thresholds_sent: string[] }[]>`
-    INSERT INTO budget_spend (scope, period, project_id, spent_micros, thresholds_sent, updated_at)
-    VALUES (${scope}, ${period}, ${projectId}, ${micros}, ARRAY[]::text[], ${now})
-    ON CONFLICT (scope, period)
-    DO UPDATE SET spent_micros = budget_spend.spent_micros + EXCLUDED.spent_micros, updated_at = EXCLUDED.updated_at
-    RETURNING spent_micros, thresholds_sent`;
-  const row = rows[0]!;
-  return { spent: BigInt(String(row.spent_micros)), thresholdsSent: row.thresholds_sent ?? [] };
-}
-
 export async function markThresholds(tx: Tx, scope: string, period: string, thresholds: string[]): Promise<void> {
   await tx.budgetSpend.update({ where: { scope_period: { scope, period } }, data: { thresholdsSent: thresholds } });
 }
@@ -55,4 +7,56 @@ export async function markThresholds(tx: Tx, scope: string, period: string, thre
 export async function spentIn(db: Tx, scope: string, period: string): Promise<bigint> {
   const row = await db.budgetSpend.findUnique({ where: { scope_period: { scope, period } }, select: { spentMicros: true } });
   return row?.spentMicros ?? 0n;
+}
+
+/** Month spend of several scopes in one statement, in the order asked (0 for a scope with no row). */
+export async function spentMany(db: Tx, scopes: readonly string[], period: string): Promise<bigint[]> {
+  if (scopes.length === 0) return [];
+  const rows = await db.budgetSpend.findMany({
+    where: { scope: { in: [...scopes] }, period },
+    select: { scope: true, spentMicros: true },
+  });
+  const by = new Map(rows.map((r) => [r.scope, r.spentMicros]));
+  return scopes.map((s) => by.get(s) ?? 0n);
+}
+
+export interface SpendRow {
+  scope: string;
+  period: string;
+  projectId: string;
+  micros: bigint;
+}
+
+/**
+ * Adds to the month spend of many scopes in one statement (INSERT … ON CONFLICT DO UPDATE holds each row lock until
+ * the transaction ends). Rows are locked in (scope, period) order, so two batches touching the
+ * same scopes queue instead of deadlocking; each sees the thresholds the previous one marked.
+ */
+export async function addSpendBatch(
+  tx: Tx,
+  rows: readonly SpendRow[],
+  now: Date,
+): Promise<{ scope: string; period: string; spent: bigint; thresholdsSent: string[] }[]> {
+  if (rows.length === 0) return [];
+  const sorted = [...rows].sort((a, b) => (a.scope === b.scope ? (a.period < b.period ? -1 : 1) : a.scope < b.scope ? -1 : 1));
+  const out = await tx.$queryRaw<{ scope: string; period: string; spent_micros: unknown; thresholds_sent: string[] | null }[]>`
+    INSERT INTO budget_spend (scope, period, project_id, spent_micros, thresholds_sent, updated_at)
+    SELECT s.scope, s.period, s.project_id, s.micros::bigint, ARRAY[]::text[], ${now}
+      FROM unnest(${sorted.map((r) => r.scope)}::text[], ${sorted.map((r) => r.period)}::text[],
+                  ${sorted.map((r) => r.projectId)}::text[], ${sorted.map((r) => r.micros.toString())}::text[])
+           WITH ORDINALITY AS s(scope, period, project_id, micros, n)
+     ORDER BY s.n
+    ON CONFLICT (scope, period)
+    DO UPDATE SET spent_micros = budget_spend.spent_micros + EXCLUDED.spent_micros, updated_at = EXCLUDED.updated_at
+    RETURNING scope, period, spent_micros, thresholds_sent`;
+  return out.map((r) => ({ scope: r.scope, period: r.period, spent: BigInt(String(r.spent_micros)), thresholdsSent: r.thresholds_sent ?? [] }));
+}
+
+/** Current budgets of keys and projects (only those that have one), by scope `key:<id>` / `project:<id>`: one statement. */
+export async function budgetsOf(tx: Tx, keyIds: readonly string[], projectIds: readonly string[]): Promise<Map<string, bigint>> {
+  const rows = await tx.$queryRaw<{ scope: string; budget_micros: unknown }[]>`
+    SELECT 'key:' || id AS scope, budget_micros FROM api_keys WHERE id = ANY(${[...keyIds]}::text[]) AND budget_micros IS NOT NULL
+    UNION ALL
+    SELECT 'project:' || id AS scope, budget_micros FROM projects WHERE id = ANY(${[...projectIds]}::text[]) AND budget_micros IS NOT NULL`;
+  return new Map(rows.map((r) => [r.scope, BigInt(String(r.budget_micros))]));
 }

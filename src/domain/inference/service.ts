@@ -1,20 +1,13 @@
 import { newId } from '../../db/ids.ts';
 import { SvcError, invalid } from '../../errors/svc-error.ts';
-import {
-  assertWithinBudget,
-  estimateTokens,
-  recordSpend,
-  reserveTokens,
-  settleTokens,
-  type TokenReservation,
-} from '../../limits/index.ts';
+import { assertWithinBudget, chargeSpend, estimateTokens, reserveTokens, settleTokens, type TokenReservation } from '../../limits/index.ts';
 import { costMicros } from '../../providers/pricing.ts';
-import { isAbortError, RoutingError, type Route, type RoutingStrategy, type RoutingTarget } from '../../providers/router.ts';
+import { isAbortError, RoutingError, type Route } from '../../providers/router.ts';
 import { countPromptTokens, countTextTokens } from '../../providers/tokens.ts';
 import type { ChatMessage, ChatRole, Completion, ProviderUsage, Sampling, StreamPart } from '../../providers/types.ts';
 import type { Ctx } from '../context.ts';
 import { requireProjectId } from '../projects/service.ts';
-import { recordInferenceOutcome } from '../usage/record.ts';
+import type { SpendCharge } from '../budgets/service.ts';
 import { cacheKey, DEFAULT_CACHE_TTL_S, MAX_CACHE_TTL_S, type CachedAnswer } from './cache.ts';
 
 /** CONTRACT §8's request, plus the OpenAI sampling parameters /v1/chat/completions passes through. */
@@ -179,7 +172,11 @@ class Tracker {
     this.region = route.provider.region;
   }
 
-  /** Exactly once per inference, however it ends (CONTRACT §8). A failed write is logged, never the caller's error. */
+  /**
+   * Exactly once per inference (CONTRACT §8): hands the outcome to the outcome writer, which has it durably when this
+   * resolves (a Redis stream entry or the in-process batch; written to PostgreSQL in a batch off the request path).
+   * A failed write is logged by the writer, never the caller's error.
+   */
   async record(o: {
     status: 'succeeded' | 'failed';
     errorCode: string | null;
@@ -187,29 +184,28 @@ class Tracker {
     promptTokens?: number;
     completionTokens?: number;
     costMicros?: bigint;
+    spend?: SpendCharge | null;
   }): Promise<void> {
     if (this.recorded) return;
     this.recorded = true;
-    try {
-      await recordInferenceOutcome(this.ctx.db, {
-        requestId: this.ctx.requestId,
-        projectId: this.projectId,
-        keyId: this.ctx.caller.keyId,
-        model: this.model,
-        route: this.route,
-        region: this.region,
-        cacheHit: o.cacheHit ?? false,
-        status: o.status,
-        errorCode: o.errorCode,
-        promptTokens: o.promptTokens ?? 0,
-        completionTokens: o.completionTokens ?? 0,
-        costMicros: o.costMicros ?? 0n,
-        latencyMs: Math.round(performance.now() - this.startedAt),
-        createdAt: this.createdAt,
-      });
-    } catch (err) {
-      this.ctx.deps.log.error({ err, requestId: this.ctx.requestId }, 'could not write the usage record');
-    }
+    await this.ctx.deps.outcomes.record({
+      requestId: this.ctx.requestId,
+      projectId: this.projectId,
+      keyId: this.ctx.caller.keyId,
+      model: this.model,
+      route: this.route,
+      region: this.region,
+      cacheHit: o.cacheHit ?? false,
+      status: o.status,
+      errorCode: o.errorCode,
+      promptTokens: o.promptTokens ?? 0,
+      completionTokens: o.completionTokens ?? 0,
+      costMicros: o.costMicros ?? 0n,
+      latencyMs: Math.round(performance.now() - this.startedAt),
+      createdAt: this.createdAt,
+      eventId: newId('evt', this.createdAt.getTime()),
+      spend: o.spend ?? null,
+    });
   }
 
   async fail(err: unknown): Promise<void> {
@@ -230,15 +226,18 @@ interface Plan {
   /** Region constraint: the project's pin, else the request's region, else none. */
   region: string | null;
   cache: { key: string; ttlS: number } | null;
+  /** The project's monthly budget, from the project cache (the budget check needs no other read for it). */
+  projectBudgetMicros: bigint | null;
 }
 
 /**
- * Project state and residency, the routes (named model: its providers, cheapest first; "auto": the project's default
- * routing policy, else every route cheapest first), then the budget. A pinned project is only routed to providers of
- * its region; a request naming another region is a residency_violation.
+ * Project state and residency, then the routes (named model: its providers, cheapest first; "auto": the project's
+ * default routing policy, else every route cheapest first). A pinned project is only routed to providers of its
+ * region; a request naming another region is a residency_violation. The project and its policy come from the project
+ * cache (no SQL in the steady state); the budget is checked next, in admit().
  */
 async function plan(ctx: Ctx, t: Tracker, v: Validated): Promise<Plan> {
-  const project = await ctx.db.project.findUnique({ where: { id: t.projectId }, select: { status: true, region: true } });
+  const project = await ctx.deps.projectCache.get(t.projectId);
   if (!project) throw new SvcError('not_found', { param: 'project_id', message: 'No such project.' });
   t.region = project.region ?? v.region;
   if (project.status === 'archived') throw new SvcError('project_archived', { param: 'project_id' });
@@ -253,13 +252,8 @@ async function plan(ctx: Ctx, t: Tracker, v: Validated): Promise<Plan> {
   let routes: Route[];
   let policyTtlS: number | null = null;
   if (v.model === 'auto') {
-    const policy = await ctx.db.routingPolicy.findFirst({
-      where: { projectId: t.projectId, isDefault: true },
-      orderBy: { id: 'desc' },
-    });
-    routes = policy
-      ? registry.planRoutes(policy.strategy as RoutingStrategy, policy.targets as unknown as RoutingTarget[])
-      : registry.cheapestRoutes();
+    const policy = project.defaultPolicy;
+    routes = policy ? registry.planRoutes(policy.strategy, policy.targets) : registry.cheapestRoutes();
     policyTtlS = policy?.cacheTtlS ?? null;
   } else {
     routes = registry.routesForModel(v.model);
@@ -269,15 +263,13 @@ async function plan(ctx: Ctx, t: Tracker, v: Validated): Promise<Plan> {
     const what = v.model === 'auto' ? 'the routing policy\'s targets' : v.model;
     throw new RoutingError('model_unavailable', null, `No configured provider serves ${what}${region ? ` in region ${region}` : ''}.`);
   }
-  await assertWithinBudget(ctx);
-
   let ttlS: number | null = v.cacheTtlS === -1 ? (policyTtlS ?? DEFAULT_CACHE_TTL_S) : v.cacheTtlS === null ? policyTtlS : v.cacheTtlS;
   if (ttlS === 0) ttlS = null;
   const cache =
     ttlS === null
       ? null
       : { key: cacheKey({ model: v.model, region, messages: v.messages, maxTokens: v.maxTokens, sampling: v.sampling }), ttlS };
-  return { routes, region, cache };
+  return { routes, region, cache, projectBudgetMicros: project.budgetMicros };
 }
 
 type Lookup = { status: CacheStatus; answer?: CachedAnswer };
@@ -286,6 +278,33 @@ async function lookup(ctx: Ctx, projectId: string, p: Plan): Promise<Lookup> {
   if (!p.cache) return { status: 'off' };
   const found = await ctx.deps.responseCache.get(projectId, p.cache.key);
   return found.status === 'hit' ? { status: 'hit', answer: found.answer } : { status: found.status };
+}
+
+/**
+ * The budget check, then (unless the response cache answers) the token reservation. Their Redis commands leave
+ * together, sharing one round trip: with no response cache, the budget counters' MGET and the limiter's script; with
+ * one, the MGET and the cache lookup (a hit takes no tokens, so the reservation waits for the lookup). A request over
+ * budget gets 429 budget_exceeded (never rate_limit_exceeded) and any tokens taken meanwhile are given back.
+ */
+async function admit(ctx: Ctx, t: Tracker, v: Validated, p: Plan): Promise<{ cached: Lookup; reservation: TokenReservation | null }> {
+  if (p.cache) {
+    const [budget, cached] = await Promise.allSettled([assertWithinBudget(ctx, p.projectBudgetMicros), lookup(ctx, t.projectId, p)]);
+    if (budget.status === 'rejected') throw budget.reason;
+    if (cached.status === 'rejected') throw cached.reason;
+    if (cached.value.answer) return { cached: cached.value, reservation: null };
+    return { cached: cached.value, reservation: await reserveTokens(ctx, estimateTokens(v.messages, v.maxTokens)) };
+  }
+  const before = ctx.rateLimit;
+  const estimate = estimateTokens(v.messages, v.maxTokens);
+  const [budget, reserved] = await Promise.allSettled([assertWithinBudget(ctx, p.projectBudgetMicros), reserveTokens(ctx, estimate)]);
+  if (budget.status === 'rejected') {
+    if (reserved.status === 'fulfilled') await settleTokens(ctx, reserved.value, 0);
+    // As if the budget had been checked alone: the response describes the request window.
+    ctx.rateLimit = before;
+    throw budget.reason;
+  }
+  if (reserved.status === 'rejected') throw reserved.reason;
+  return { cached: { status: 'off' }, reservation: reserved.value };
 }
 
 async function tokensOf(v: Validated, content: string, usage: ProviderUsage | null): Promise<ProviderUsage> {
@@ -326,7 +345,11 @@ async function serveHit(t: Tracker, answer: CachedAnswer): Promise<InferenceResu
   return hitResult(t.ctx, t, answer);
 }
 
-/** Settle the token reservation to what was used, charge the cost, remember the answer, write the usage record. */
+/**
+ * Settle the token reservation to what was used, charge the cost to the month counters, remember the answer, hand
+ * the outcome (usage record and inference.completed) to the writer. Their Redis commands (the limiter's settle, the
+ * counters' add, the stream's XADD, the cache's SET) leave together: one round trip, and no SQL.
+ */
 async function account(
   t: Tracker,
   v: Validated,
@@ -339,26 +362,28 @@ async function account(
 ): Promise<InferenceResult> {
   const ctx = t.ctx;
   const { promptTokens, completionTokens } = answer.usage;
-  await settleTokens(ctx, reservation, promptTokens + completionTokens);
   const cost = costMicros(promptTokens, completionTokens, route.model);
-  await recordSpend(ctx, cost);
-  let status = cacheStatus;
-  if (outcome.status === 'succeeded' && p.cache && cacheStatus === 'miss') {
-    const stored = await ctx.deps.responseCache.set(
-      t.projectId,
-      p.cache.key,
-      { model: route.model.id, route: route.id, region: route.provider.region, content: answer.content, finishReason: answer.finishReason },
-      p.cache.ttlS,
-    );
-    if (!stored) status = 'unavailable';
-  }
-  await t.record({
+  const spend = chargeSpend(ctx, t.projectId, cost, p.projectBudgetMicros);
+  const settled = settleTokens(ctx, reservation, promptTokens + completionTokens);
+  const stored =
+    outcome.status === 'succeeded' && p.cache && cacheStatus === 'miss'
+      ? ctx.deps.responseCache.set(
+          t.projectId,
+          p.cache.key,
+          { model: route.model.id, route: route.id, region: route.provider.region, content: answer.content, finishReason: answer.finishReason },
+          p.cache.ttlS,
+        )
+      : null;
+  const recorded = t.record({
     status: outcome.status,
     errorCode: outcome.status === 'failed' ? outcome.errorCode : null,
     promptTokens,
     completionTokens,
     costMicros: cost,
+    spend: spend.charge,
   });
+  const [, , , wasStored] = await Promise.all([settled, spend.added, recorded, stored]);
+  const status = wasStored === false ? 'unavailable' : cacheStatus;
   return {
     id: t.id,
     requestId: ctx.requestId,
@@ -378,16 +403,16 @@ async function account(
 
 /**
  * POST /v1/inference. Order: validation → project state and residency → budget → cache → token reservation →
- * provider (with fallback) → settle tokens → spend → usage record and inference.completed. Every inference that gets
- * past validation writes one usage record and emits one inference.completed, success or error.
+ * provider (with fallback) → settle tokens, spend, usage record and inference.completed. Every inference that gets
+ * past validation writes one usage record and emits one inference.completed, success or error. In the steady state
+ * no SQL runs on the way: see admit() and account() for the Redis round trips (two besides the auth hook's).
  */
 export async function createInference(ctx: Ctx, input: InferenceInput): Promise<InferenceResult> {
   const { v, t } = await begin(ctx, input);
   try {
     const p = await plan(ctx, t, v);
-    const cached = await lookup(ctx, t.projectId, p);
-    if (cached.answer) return await serveHit(t, cached.answer);
-    const reservation = await reserveTokens(ctx, estimateTokens(v.messages, v.maxTokens));
+    const { cached, reservation } = await admit(ctx, t, v, p);
+    if (cached.answer || !reservation) return await serveHit(t, cached.answer!);
     let routed;
     try {
       routed = await ctx.deps.providers.complete(p.routes, { messages: v.messages, maxTokens: v.maxTokens, sampling: v.sampling });
@@ -418,9 +443,10 @@ export async function streamInference(ctx: Ctx, input: InferenceInput, signal: A
   let routed;
   try {
     p = await plan(ctx, t, v);
-    cached = await lookup(ctx, t.projectId, p);
-    if (cached.answer) {
-      const result = await serveHit(t, cached.answer);
+    const admitted = await admit(ctx, t, v, p);
+    cached = admitted.cached;
+    if (cached.answer || !admitted.reservation) {
+      const result = await serveHit(t, cached.answer!);
       const { content: _c, finishReason: _f, promptTokens: _p, completionTokens: _ct, costMicros: _m, ...head } = result;
       return {
         head,
@@ -430,7 +456,7 @@ export async function streamInference(ctx: Ctx, input: InferenceInput, signal: A
         })(),
       };
     }
-    reservation = await reserveTokens(ctx, estimateTokens(v.messages, v.maxTokens));
+    reservation = admitted.reservation;
     try {
       routed = await ctx.deps.providers.openStream(p.routes, { messages: v.messages, maxTokens: v.maxTokens, sampling: v.sampling }, signal);
     } catch (err) {

@@ -106,19 +106,25 @@ export async function getProject(ctx: Ctx, projectId: string): Promise<Project> 
   return project;
 }
 
-/** Operator only. Archiving twice returns the same project; audits project.archive on the first call only. */
+/**
+ * Operator only. Archiving twice returns the same project; audits project.archive on the first call only. Inference
+ * on the project is refused (project_archived) from the moment this returns, on every replica.
+ */
 export async function archiveProject(ctx: Ctx, projectId: string): Promise<Project> {
   requireOperator(ctx);
-  return ctx.db.$transaction(async (tx) => {
+  const archived = await ctx.db.$transaction(async (tx) => {
     const project = await tx.project.findUnique({ where: { id: projectId } });
     if (!project) throw notFound('id');
     ctx.projectId = project.id;
     if (project.status === 'archived') return project;
-    const archived = await tx.project.update({
+    const updated = await tx.project.update({
       where: { id: projectId },
       data: { status: 'archived', archivedAt: ctx.now() },
     });
     await recordAudit(tx, ctx, 'project.archive', { projectId, targetId: projectId });
-    return archived;
+    return updated;
   });
+  // After commit, before answering: a replica that reloads the project must already read the archived row.
+  await ctx.deps.projectCache.invalidate(archived.id);
+  return archived;
 }

@@ -124,7 +124,7 @@ export async function createRoutingPolicy(ctx: Ctx, input: RoutingPolicyInput): 
   const cacheTtlS = validateTtl(input.cache_ttl_s);
   const projectId = await requireProjectId(ctx, input.project_id);
   const now = ctx.now();
-  return ctx.db.$transaction(async (tx) => {
+  const created = await ctx.db.$transaction(async (tx) => {
     const isDefault = input.is_default ?? (await tx.routingPolicy.count({ where: { projectId, isDefault: true } })) === 0;
     const policy = await tx.routingPolicy.create({
       data: {
@@ -144,6 +144,13 @@ export async function createRoutingPolicy(ctx: Ctx, input: RoutingPolicyInput): 
     await enqueueEvent(tx, now, projectId, 'policy.updated', eventData('created', policy));
     return policy;
   });
+  await policiesChanged(ctx, projectId);
+  return created;
+}
+
+/** After commit, before answering: `model: "auto"` on every replica routes by the new policies (project cache). */
+async function policiesChanged(ctx: Ctx, projectId: string): Promise<void> {
+  await ctx.deps.projectCache.invalidate(projectId);
 }
 
 export async function listRoutingPolicies(ctx: Ctx, query: RoutingPolicyQuery): Promise<Page<RoutingPolicy>> {
@@ -180,7 +187,7 @@ export async function updateRoutingPolicy(ctx: Ctx, policyId: string, input: Rou
   if (input.cache_ttl_s !== undefined) data.cacheTtlS = validateTtl(input.cache_ttl_s);
   if (input.is_default !== undefined && input.is_default !== null) data.isDefault = input.is_default;
   const now = ctx.now();
-  return ctx.db.$transaction(async (tx) => {
+  const updated = await ctx.db.$transaction(async (tx) => {
     const found = await findVisible(ctx, tx, policyId);
     if (input.project_id !== undefined && input.project_id !== null && input.project_id !== found.projectId) throw notFound();
     const policy = await tx.routingPolicy.update({ where: { id: found.id }, data: { ...data, updatedAt: now } });
@@ -189,16 +196,20 @@ export async function updateRoutingPolicy(ctx: Ctx, policyId: string, input: Rou
     await enqueueEvent(tx, now, policy.projectId, 'policy.updated', eventData('updated', policy));
     return policy;
   });
+  await policiesChanged(ctx, updated.projectId);
+  return updated;
 }
 
 /** Deleting the default policy sends `model: "auto"` back to the built-in cheapest-first routing. */
 export async function deleteRoutingPolicy(ctx: Ctx, policyId: string): Promise<RoutingPolicy> {
   const now = ctx.now();
-  return ctx.db.$transaction(async (tx) => {
+  const deleted = await ctx.db.$transaction(async (tx) => {
     const policy = await findVisible(ctx, tx, policyId);
     await tx.routingPolicy.delete({ where: { id: policy.id } });
     await recordAudit(tx, ctx, 'routing_policy.delete', { projectId: policy.projectId, targetId: policy.id });
     await enqueueEvent(tx, now, policy.projectId, 'policy.updated', eventData('deleted', policy));
     return policy;
   });
+  await policiesChanged(ctx, deleted.projectId);
+  return deleted;
 }

@@ -17,6 +17,8 @@ export async function emitDailyUsageSummaries(deps: Deps, nowMs: number = deps.c
   const day = utcDate(new Date(nowMs - SUMMARY_GRACE_MS - DAY_MS));
   const marker = `usage_daily_summary:${day}`;
   if (await deps.db.setting.findUnique({ where: { key: marker } })) return 0;
+  // Usage records are written in batches off the request path: this replica's are in before the day is summed.
+  await deps.outcomes.flush({ timeoutMs: 5_000 });
   const from = new Date(`${day}T00:00:00Z`);
   const to = new Date(from.getTime() + DAY_MS);
   const now = new Date(nowMs);

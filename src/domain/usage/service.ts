@@ -53,6 +53,8 @@ export async function listUsage(ctx: Ctx, query: UsageQuery): Promise<UsageList>
   if (granularity !== 'request' && granularity !== 'day') throw invalid('granularity', 'granularity must be request or day.');
   const projectId = await visibleProjectId(ctx, query.project_id);
   const { from, to } = dateRange(query);
+  // Read-your-writes: the usage records of inferences this replica answered are written before they are listed.
+  await ctx.deps.outcomes.flush({ timeoutMs: 2_000 });
 
   if (granularity === 'request') {
     const where: Prisma.UsageRecordWhereInput = {

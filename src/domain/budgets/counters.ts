@@ -1,0 +1,215 @@
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+
+/**
+ * Month-to-date spend per budget scope (`key:<id>`, `project:<id>`), for the request path: read before a call (the
+ * budget check) and added to after it, without SQL. PostgreSQL's budget_spend stays the durable record (the outcome
+ * writer's batches add to it); a counter is seeded from it the first time a scope is read in a month.
+ */
+export interface SpendCounters {
+  /** The spend of each scope (all of one project) in `period`; a missing counter is seeded from budget_spend. */
+  read(projectId: string, scopes: readonly string[], period: string): Promise<bigint[]>;
+  /**
+   * Adds `micros` to each scope's counter if it exists. A missing one is not created: it will be seeded from
+   * PostgreSQL, which gets this spend through the outcome. Never throws (the durable record is the outcome).
+   */
+  add(projectId: string, scopes: readonly string[], period: string, micros: bigint): Promise<void>;
+  /** Drops counters (a budget was set: scopes without a budget are not counted, so theirs may be behind). */
+  forget(projectId: string, scopes: readonly string[], period: string): Promise<void>;
+}
+
+/** What budget_spend holds for some scopes of a period (0 for none). */
+export type SeedSpend = (scopes: readonly string[], period: string) => Promise<bigint[]>;
+
+export interface CounterOptions {
+  seed: SeedSpend;
+  /** Runs before a seed read: persists the outcomes this process accepted, so the seed includes them. */
+  beforeSeed?: () => Promise<void>;
+}
+
+/** Unix seconds a week after `period` ("YYYY-MM") ends: a counter outlives its month a little, then goes. */
+export function counterExpiry(period: string): number {
+  const [y, m] = period.split('-').map(Number) as [number, number];
+  return Math.floor(Date.UTC(y, m, 1) / 1000) + 7 * 86_400;
+}
+
+/** Seeds the counter with ARGV[1] unless another replica did first; returns the counter's value either way. */
+const SEED_LUA = `
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EXAT', ARGV[2]) then return ARGV[1] end
+return redis.call('GET', KEYS[1])
+`;
+
+/** INCRBY on the counters that exist (ARGV[1] micro-dollars each); missing ones stay missing. */
+const ADD_LUA = `
+for i = 1, #KEYS do
+  if redis.call('EXISTS', KEYS[i]) == 1 then redis.call('INCRBY', KEYS[i], ARGV[1]) end
+end
+return 0
+`;
+
+type CounterCommands = {
+  svcSpendSeed(key: string, value: string, expiresAt: number): Promise<string>;
+  svcSpendAdd(numKeys: number, ...args: (string | number)[]): Promise<number>;
+};
+
+/** Short: the request waits for these, and the fallback (budget_spend, or keeping the add for later) is right there. */
+const COMMAND_TIMEOUT_MS = 500;
+const MAX_OWED = 10_000;
+
+/**
+ * Counters in Redis, shared by every replica: `<prefix>spend:{<project>}:<scope>:<period>` (the project's hash tag keeps
+ * a request's counters in one Cluster slot). Steady state: one MGET before the call, one EVALSHA after it, each
+ * issued alongside the limiter's command so they share its round trip. While Redis does not answer, reads come from
+ * budget_spend (one SQL statement) and adds are kept and applied once it answers again.
+ */
+export class RedisSpendCounters implements SpendCounters {
+  private readonly commands: CounterCommands;
+  /** Adds that Redis refused, by counter key: applied (to counters that still exist) on the next add that succeeds. */
+  private readonly owed = new Map<string, bigint>();
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly prefix: string,
+    private readonly opts: CounterOptions,
+    private readonly log: Logger,
+  ) {
+    const r = redis as unknown as Partial<CounterCommands>;
+    if (typeof r.svcSpendSeed !== 'function') redis.defineCommand('svcSpendSeed', { lua: SEED_LUA, numberOfKeys: 1 });
+    if (typeof r.svcSpendAdd !== 'function') redis.defineCommand('svcSpendAdd', { lua: ADD_LUA });
+    this.commands = redis as unknown as CounterCommands;
+  }
+
+  key(projectId: string, scope: string, period: string): string {
+    return `${this.prefix}spend:{${projectId}}:${scope}:${period}`;
+  }
+
+  async read(projectId: string, scopes: readonly string[], period: string): Promise<bigint[]> {
+    if (this.redis.status !== 'ready') return this.opts.seed(scopes, period);
+    const keys = scopes.map((s) => this.key(projectId, s, period));
+    let values: (string | null)[];
+    try {
+      values = await withTimeout(this.redis.mget(...keys));
+    } catch (err) {
+      this.log.debug({ err: (err as Error).message }, 'spend counters: Redis did not answer; reading budget_spend');
+      return this.opts.seed(scopes, period);
+    }
+    if (values.every((v) => v !== null)) return values.map((v) => BigInt(v!));
+    // First use this month (or after Redis lost the key): seed from PostgreSQL; SET NX lets one replica win.
+    await this.opts.beforeSeed?.().catch(() => {});
+    const missing = scopes.filter((_, i) => values[i] === null);
+    const seeded = await this.opts.seed(missing, period);
+    const expiresAt = counterExpiry(period);
+    const out: bigint[] = [];
+    let m = 0;
+    for (let i = 0; i < scopes.length; i++) {
+      if (values[i] !== null) out.push(BigInt(values[i]!));
+      else out.push(BigInt(await this.commands.svcSpendSeed(keys[i]!, String(seeded[m++]!), expiresAt)));
+    }
+    return out;
+  }
+
+  async add(projectId: string, scopes: readonly string[], period: string, micros: bigint): Promise<void> {
+    if (micros <= 0n && this.owed.size === 0) return;
+    const keys = micros > 0n ? scopes.map((s) => this.key(projectId, s, period)) : [];
+    if (this.redis.status !== 'ready') return this.owe(keys, micros);
+    const owed = this.owed.size > 0 ? [...this.owed] : [];
+    this.owed.clear();
+    try {
+      // Issued together: they leave in one write, and the owed ones are rare (after an outage).
+      await withTimeout(
+        Promise.all([
+          keys.length > 0 ? this.commands.svcSpendAdd(keys.length, ...keys, micros.toString()) : 0,
+          ...owed.map(([k, v]) => this.commands.svcSpendAdd(1, k, v.toString())),
+        ]),
+      );
+    } catch (err) {
+      this.log.debug({ err: (err as Error).message }, 'spend counters: Redis did not answer; the add is kept for later');
+      for (const [k, v] of owed) this.owe([k], v);
+      this.owe(keys, micros);
+    }
+  }
+
+  async forget(projectId: string, scopes: readonly string[], period: string): Promise<void> {
+    if (scopes.length === 0) return;
+    await withTimeout(this.redis.del(...scopes.map((s) => this.key(projectId, s, period)))).catch(() => {});
+  }
+
+  private owe(keys: string[], micros: bigint): void {
+    for (const k of keys) {
+      if (!this.owed.has(k) && this.owed.size >= MAX_OWED) continue;
+      this.owed.set(k, (this.owed.get(k) ?? 0n) + micros);
+    }
+  }
+}
+
+type MemoryEntry = { value: bigint; loading: null } | { value: bigint; loading: Promise<void> };
+
+/**
+ * Counters in process (no REDIS_URL: one replica). A counter is seeded once per month from budget_spend after the
+ * outcomes accepted so far are persisted; adds that arrive while it loads are kept and added to the seed.
+ */
+export class MemorySpendCounters implements SpendCounters {
+  private readonly entries = new Map<string, MemoryEntry>();
+  private latestPeriod = '';
+
+  constructor(private readonly opts: CounterOptions) {}
+
+  async read(_projectId: string, scopes: readonly string[], period: string): Promise<bigint[]> {
+    this.forgetOlderThan(period);
+    const loads: Promise<void>[] = [];
+    const missing: string[] = [];
+    for (const s of scopes) {
+      const e = this.entries.get(`${s}|${period}`);
+      if (!e) missing.push(s);
+      else if (e.loading) loads.push(e.loading);
+    }
+    if (missing.length > 0) loads.push(this.load(missing, period));
+    if (loads.length > 0) await Promise.all(loads);
+    return scopes.map((s) => this.entries.get(`${s}|${period}`)?.value ?? 0n);
+  }
+
+  async add(_projectId: string, scopes: readonly string[], period: string, micros: bigint): Promise<void> {
+    if (micros <= 0n) return;
+    for (const s of scopes) {
+      const e = this.entries.get(`${s}|${period}`);
+      if (e) e.value += micros;
+    }
+  }
+
+  async forget(_projectId: string, scopes: readonly string[], period: string): Promise<void> {
+    for (const s of scopes) this.entries.delete(`${s}|${period}`);
+  }
+
+  private load(scopes: string[], period: string): Promise<void> {
+    const loading = (async () => {
+      await this.opts.beforeSeed?.().catch(() => {});
+      const seeded = await this.opts.seed(scopes, period);
+      scopes.forEach((s, i) => {
+        const e = this.entries.get(`${s}|${period}`);
+        // `value` holds what was added while loading.
+        if (e?.loading === loading) this.entries.set(`${s}|${period}`, { value: e.value + seeded[i]!, loading: null });
+      });
+    })();
+    for (const s of scopes) this.entries.set(`${s}|${period}`, { value: 0n, loading });
+    return loading.catch((err: unknown) => {
+      for (const s of scopes) if (this.entries.get(`${s}|${period}`)?.loading === loading) this.entries.delete(`${s}|${period}`);
+      throw err;
+    });
+  }
+
+  /** A new month: the last one's counters are not read again. */
+  private forgetOlderThan(period: string): void {
+    if (period <= this.latestPeriod) return;
+    this.latestPeriod = period;
+    for (const [k, e] of this.entries) if (!e.loading && k.slice(k.lastIndexOf('|') + 1) < period) this.entries.delete(k);
+  }
+}
+
+function withTimeout<T>(promise: Promise<T>, ms = COMMAND_TIMEOUT_MS): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`Redis did not answer within ${ms} ms`)), ms);
+    timer.unref();
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}

@@ -1,0 +1,254 @@
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { newId } from '../../src/db/ids.ts';
+import { periodOf } from '../../src/domain/budgets/service.ts';
+import { MemoryOutcomeWriter, RedisOutcomeWriter } from '../../src/domain/usage/outcome-writer.ts';
+import { encodeOutcome, persistOutcomes, type InferenceOutcome } from '../../src/domain/usage/record.ts';
+import { buildTestApp, client, seedProject, type Client, type TestApp } from '../helpers/app.ts';
+import { expectError } from '../helpers/expect.ts';
+import { REDIS_URL, uniqueName } from '../helpers/services.ts';
+import { user, writeProvidersFile } from '../inference/fixtures.ts';
+
+let t: TestApp;
+let operator: Client;
+
+beforeAll(async () => {
+  const file = writeProvidersFile({
+    providers: [{ name: 'priced', kind: 'mock', region: 'local', models: [{ id: 'mock-priced', input_per_mtok: 1, output_per_mtok: 2 }] }],
+  });
+  // A short lease, so that taking over a dead replica's entries fits in a test.
+  t = await buildTestApp({ env: { SVC_PROVIDERS_FILE: file, SVC_OUTCOME_LEASE_MS: '500' } });
+  operator = client(t.app);
+});
+afterAll(() => t.close());
+
+/** A project with a webhook on inference.completed and a key with a budget. */
+async function setUp(budgetUsd = 10) {
+  const { projectId } = await seedProject(operator);
+  const key = await operator.post('/v1/keys', { project_id: projectId, name: uniqueName('k'), scopes: ['inference:write'], budget_usd: budgetUsd });
+  const webhookId = newId('wh');
+  await t.deps.db.webhook.create({
+    data: {
+      id: webhookId,
+      projectId,
+      url: 'https://hooks.example.com/x',
+      events: ['inference.completed', 'budget.threshold', 'budget.exceeded'],
+      status: 'active',
+      secretEncrypted: 'not-used-here',
+      createdAt: new Date(t.clock.now()),
+    },
+  });
+  return { projectId, webhookId, keyId: key.body.id as string, api: client(t.app, key.body.secret as string) };
+}
+
+function outcome(projectId: string, keyId: string, costMicros: bigint): InferenceOutcome {
+  const createdAt = new Date(t.clock.now());
+  return {
+    requestId: newId('req'),
+    projectId,
+    keyId,
+    model: 'mock-priced',
+    route: 'priced/mock-priced',
+    region: 'local',
+    cacheHit: false,
+    status: 'succeeded',
+    errorCode: null,
+    promptTokens: 3,
+    completionTokens: 2,
+    costMicros,
+    latencyMs: 1,
+    createdAt,
+    eventId: newId('evt', createdAt.getTime()),
+    spend: { keyId, period: periodOf(createdAt) },
+  };
+}
+
+async function written(projectId: string, webhookId: string, keyId: string) {
+  const period = periodOf(new Date(t.clock.now()));
+  const spend = await t.deps.db.budgetSpend.findMany({ where: { projectId, period } });
+  return {
+    records: await t.deps.db.usageRecord.count({ where: { projectId } }),
+    events: await t.deps.db.event.count({ where: { projectId, type: 'inference.completed' } }),
+    deliveries: await t.deps.db.webhookDelivery.count({ where: { webhookId, eventType: 'inference.completed' } }),
+    keySpent: spend.find((s) => s.scope === `key:${keyId}`)?.spentMicros ?? 0n,
+    projectSpent: spend.find((s) => s.scope === `project:${projectId}`)?.spentMicros ?? 0n,
+    thresholds: (await t.deps.db.event.findMany({ where: { projectId, type: { in: ['budget.threshold', 'budget.exceeded'] } } })).map(
+      (e) => (e.data as { threshold: number }).threshold,
+    ),
+  };
+}
+
+describe('a batch of outcomes', () => {
+  it('is written once even when written again (an entry re-read after a crash): no second record, event, delivery or charge', async () => {
+    const { projectId, webhookId, keyId } = await setUp();
+    const batch = [outcome(projectId, keyId, 1_000_000n), outcome(projectId, keyId, 2_000_000n)];
+    const now = new Date(t.clock.now());
+    await persistOutcomes(t.deps.db, batch, now);
+    await persistOutcomes(t.deps.db, [...batch, outcome(projectId, keyId, 5_000_000n)], now);
+    await persistOutcomes(t.deps.db, batch, now);
+    expect(await written(projectId, webhookId, keyId)).toEqual({
+      records: 3,
+      events: 3,
+      deliveries: 3,
+      keySpent: 8_000_000n,
+      projectSpent: 8_000_000n,
+      thresholds: [0.8],
+    });
+  });
+
+  it('fires each budget threshold once when batches from two replicas cross it together', async () => {
+    const { projectId, webhookId, keyId } = await setUp(10);
+    const now = new Date(t.clock.now());
+    const batches = Array.from({ length: 4 }, () => Array.from({ length: 5 }, () => outcome(projectId, keyId, 600_000n)));
+    await Promise.all(batches.map((b) => persistOutcomes(t.deps.db, b, now)));
+    const w = await written(projectId, webhookId, keyId);
+    expect(w.keySpent).toBe(12_000_000n);
+    expect(w.thresholds.sort()).toEqual([0.8, 0.95, 1]);
+    expect(await t.deps.db.webhookDelivery.count({ where: { webhookId, eventType: { in: ['budget.threshold', 'budget.exceeded'] } } })).toBe(3);
+  });
+});
+
+describe('the outcome writer', () => {
+  it('writes every accepted outcome when closed (SIGTERM), without being flushed first', async () => {
+    const own = await buildTestApp();
+    const seeded = await seedProject(client(own.app));
+    const api = client(own.app, seeded.secret);
+    own.deps.outcomes.pause();
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const res = await api.post('/v1/inference', { model: 'mock-1', project_id: seeded.projectId, messages: user(`close ${i}`) });
+      expect(res.status).toBe(200);
+      ids.push(res.body.request_id);
+    }
+    expect(await own.deps.db.usageRecord.count({ where: { requestId: { in: ids } } })).toBe(0);
+    try {
+      await own.deps.outcomes.close();
+      expect(await own.deps.db.usageRecord.count({ where: { requestId: { in: ids } } })).toBe(5);
+    } finally {
+      await own.close();
+    }
+  });
+
+  it('sets aside an outcome PostgreSQL keeps refusing, without holding the others back', async () => {
+    const { projectId, keyId } = await setUp();
+    const good = [outcome(projectId, keyId, 0n), outcome(projectId, keyId, 0n)];
+    // No such project: its usage record breaks the foreign key, whatever the batch.
+    const poison = outcome('prj_00000000000000000000000000', keyId, 0n);
+    await t.deps.outcomes.record(good[0]!);
+    await t.deps.outcomes.record(poison);
+    await t.deps.outcomes.record(good[1]!);
+    expect(await t.deps.outcomes.flush({ timeoutMs: 10_000 })).toBe(true);
+    expect(await t.deps.db.usageRecord.count({ where: { requestId: { in: good.map((o) => o.requestId) } } })).toBe(2);
+    expect(await t.deps.db.usageRecord.count({ where: { requestId: poison.requestId } })).toBe(0);
+    expect(t.deps.outcomes.stats().lost).toBeGreaterThanOrEqual(1);
+    if (t.deps.outcomes instanceof RedisOutcomeWriter) {
+      const raw = new Redis(REDIS_URL!);
+      try {
+        const dead = (await raw.xrange(`${t.deps.outcomes.stream}:dead`, '-', '+')) as [string, string[]][];
+        expect(dead.map(([, f]) => JSON.parse(f[f.indexOf('o') + 1]!).requestId)).toContain(poison.requestId);
+      } finally {
+        raw.disconnect();
+      }
+    } else {
+      expect(t.logs.text).toContain(poison.requestId);
+    }
+  });
+
+  it('seeds the month counter from budget_spend the first time a scope is read', async () => {
+    const { projectId, keyId, api } = await setUp(1);
+    await t.deps.db.budgetSpend.create({
+      data: { scope: `key:${keyId}`, period: periodOf(new Date(t.clock.now())), projectId, spentMicros: 1_000_000n, thresholdsSent: [], updatedAt: new Date() },
+    });
+    const res = await api.post('/v1/inference', { model: 'mock-priced', project_id: projectId, messages: user('x') });
+    expectError(res, 429, 'budget_exceeded');
+    expect(res.body.error.message).toMatch(/spent \$1\.00/);
+  });
+
+  it('writes what it accepts within milliseconds, without being flushed (accept → commit lag, measured)', async () => {
+    const { projectId, api } = await setUp(1_000);
+    const limits = { requests_per_minute: 10_000, tokens_per_minute: 10_000_000, burst: 0 };
+    expect((await operator.put(`/v1/projects/${projectId}/rate-limits`, limits)).status).toBe(200);
+    const ids: string[] = [];
+    for (let i = 0; i < 100; i++) {
+      const res = await api.post('/v1/inference', { model: 'mock-priced', project_id: projectId, messages: user(`lag ${i}`) });
+      expect(res.status).toBe(200);
+      ids.push(res.body.request_id);
+    }
+    await vi.waitFor(async () => expect(await t.deps.db.usageRecord.count({ where: { requestId: { in: ids } } })).toBe(100), {
+      timeout: 5_000,
+      interval: 10,
+    });
+    const { lagMs, batchMs, batches } = t.deps.outcomes.stats();
+    console.info(
+      `outcome writer (${t.deps.outcomes.kind}): accept → commit lag p50 ${lagMs.p50} ms, p99 ${lagMs.p99} ms, max ${lagMs.max} ms; ` +
+        `batch transaction p50 ${batchMs.p50} ms, p99 ${batchMs.p99} ms (${batches} batches)`,
+    );
+    expect(lagMs.p99).toBeLessThan(1_000);
+  });
+
+  it.skipIf(REDIS_URL)('writes the in-process batch on its own within the flush interval (no Redis)', async () => {
+    const { projectId, api } = await setUp();
+    const res = await api.post('/v1/inference', { model: 'mock-priced', project_id: projectId, messages: user('no flush') });
+    const accepted = performance.now();
+    await vi.waitFor(async () => expect(await t.deps.db.usageRecord.count({ where: { requestId: res.body.request_id } })).toBe(1), {
+      timeout: 2_000,
+      interval: 5,
+    });
+    const ms = performance.now() - accepted;
+    expect(t.deps.outcomes.kind).toBe('memory');
+    expect(t.deps.outcomes).toBeInstanceOf(MemoryOutcomeWriter);
+    console.info(`in-process batch: the usage record was in PostgreSQL ${Math.round(ms)} ms after the response (flush every ${t.config.outcomeFlushMs} ms)`);
+  });
+
+  it.runIf(REDIS_URL)('takes over the entries a dead replica read and never wrote, once their lease is over', async () => {
+    const { projectId, webhookId, keyId } = await setUp();
+    const writer = t.deps.outcomes as RedisOutcomeWriter;
+    const raw = new Redis(REDIS_URL!);
+    try {
+      // The live consumer is held so that the "dead" one gets the entry; it reads it and dies.
+      writer.pause();
+      await new Promise((r) => setTimeout(r, 50));
+      const o = outcome(projectId, keyId, 1_000n);
+      await raw.xadd(writer.stream, '*', 'o', encodeOutcome(o));
+      const read = (await raw.xreadgroup('GROUP', 'writers', 'dead-replica', 'COUNT', 10, 'STREAMS', writer.stream, '>')) as [string, unknown[]][];
+      expect(read[0]![1]).toHaveLength(1);
+      writer.resume();
+      const started = performance.now();
+      await vi.waitFor(async () => expect(await t.deps.db.usageRecord.count({ where: { requestId: o.requestId } })).toBe(1), {
+        timeout: 5_000,
+        interval: 20,
+      });
+      console.info(`reclaimed a dead consumer's entry ${Math.round(performance.now() - started)} ms after (lease 500 ms)`);
+      expect(await written(projectId, webhookId, keyId)).toMatchObject({ records: 1, events: 1, deliveries: 1, keySpent: 1_000n });
+      await vi.waitFor(async () => expect(await raw.xlen(writer.stream)).toBe(0), { timeout: 2_000 });
+    } finally {
+      writer.resume();
+      raw.disconnect();
+    }
+  });
+
+  it.runIf(REDIS_URL)('writes directly to PostgreSQL when the stream refuses the entry', async () => {
+    const { projectId, keyId } = await setUp();
+    const prefix = `${uniqueName('refusing')}:`;
+    const raw = new Redis(REDIS_URL!);
+    // A key of the wrong type where the stream should be: every XADD fails.
+    await raw.set(`${prefix}usage:outcomes`, 'not a stream');
+    const writer = new RedisOutcomeWriter(
+      { db: t.deps.db, clock: t.deps.clock, log: t.deps.log, deps: () => t.deps, flushMs: 20 },
+      t.deps.redis!,
+      prefix,
+      5_000,
+    );
+    try {
+      const o = outcome(projectId, keyId, 0n);
+      await writer.record(o);
+      expect(await t.deps.db.usageRecord.count({ where: { requestId: o.requestId } })).toBe(1);
+      expect(writer.stats()).toMatchObject({ accepted: 1, direct: 1, lost: 0 });
+      expect(t.logs.text).toMatch(/writing usage records directly to PostgreSQL/);
+    } finally {
+      await writer.close();
+      await raw.del(`${prefix}usage:outcomes`);
+      raw.disconnect();
+    }
+  });
+});
