@@ -264,6 +264,8 @@ async function main(): Promise<void> {
   writeFileSync(path.join(root, 'bench', 'results.md'), renderMarkdown(report));
   process.stdout.write(renderMarkdown(report));
 
+  // Stop the processes before dropping their schema (else the DROP deadlocks with the gateway's own sessions).
+  await stopChildren();
   const client = new pg.Client({ connectionString: DATABASE_URL.replace(/\?.*$/, '') });
   await client.connect();
   await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
@@ -296,6 +298,17 @@ main()
     process.stderr.write(`bench failed: ${err.stack ?? err}\n`);
     process.exitCode = 1;
   })
-  .finally(() => {
-    for (const c of children) c.kill('SIGTERM');
-  });
+  .finally(() => void stopChildren());
+
+async function stopChildren(): Promise<void> {
+  await Promise.all(
+    children.splice(0).map(
+      (c) =>
+        new Promise<void>((resolve) => {
+          if (c.exitCode !== null || c.signalCode !== null) return resolve();
+          c.once('exit', () => resolve());
+          c.kill('SIGTERM');
+        }),
+    ),
+  );
+}
