@@ -14,6 +14,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import pg from 'pg';
+import { startCompiledGateway } from './gateway.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const tmp = path.join(root, 'bench', 'tmp');
@@ -156,23 +157,14 @@ async function main(): Promise<void> {
   });
 
   const gatewayPort = await freePort();
-  // The gateway runs as `npm start` runs it: compiled JavaScript with the heap cap of package.json's start script.
-  execFileSync('npm', ['run', '--silent', 'build:server'], { cwd: root, stdio: 'inherit' });
-  const gateway = spawn(process.execPath, ['--enable-source-maps', '--max-old-space-size=192', 'dist/server/main.js'], {
-    cwd: root,
-    env: {
-      ...process.env,
-      NODE_ENV: 'production',
-      PORT: String(gatewayPort),
-      DATABASE_URL: dbUrl.toString(),
-      REDIS_URL,
-      SVC_REDIS_PREFIX: `${schema}:`,
-      SVC_MASTER_KEY: MASTER,
-      SVC_PROVIDERS_FILE: providersFile,
-      SVC_EGRESS_ALLOWLIST: '127.0.0.1',
-      LOG_LEVEL: 'warn',
-    },
-    stdio: ['ignore', 'inherit', 'inherit'],
+  const gateway = startCompiledGateway(root, {
+    PORT: String(gatewayPort),
+    DATABASE_URL: dbUrl.toString(),
+    REDIS_URL,
+    SVC_REDIS_PREFIX: `${schema}:`,
+    SVC_MASTER_KEY: MASTER,
+    SVC_PROVIDERS_FILE: providersFile,
+    SVC_EGRESS_ALLOWLIST: '127.0.0.1',
   });
   children.push(gateway);
   const base = `http://127.0.0.1:${gatewayPort}`;

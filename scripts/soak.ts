@@ -22,6 +22,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
+import { startCompiledGateway } from '../bench/gateway.ts';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { testPki } from '../test/helpers/https-receiver.ts';
@@ -152,25 +153,16 @@ async function main(): Promise<void> {
   const receiverPort = (receiver.address() as net.AddressInfo).port;
 
   const gatewayPort = await freePort();
-  // As `npm start` runs it: compiled JavaScript with the start script's heap cap.
-  execFileSync('npm', ['run', '--silent', 'build:server'], { cwd: root, stdio: 'inherit' });
-  const gateway = spawn(process.execPath, ['--enable-source-maps', '--max-old-space-size=192', 'dist/server/main.js'], {
-    cwd: root,
-    env: {
-      ...process.env,
-      NODE_ENV: 'production',
-      PORT: String(gatewayPort),
-      DATABASE_URL: dbUrl.toString(),
-      REDIS_URL,
-      SVC_REDIS_PREFIX: `${schema}:`,
-      SVC_MASTER_KEY: MASTER,
-      SVC_PROVIDERS_FILE: providersFile,
-      SVC_EGRESS_ALLOWLIST: '127.0.0.1',
-      NODE_EXTRA_CA_CERTS: pki.caFile,
-      LOG_LEVEL: 'warn',
-      ...(GATEWAY_NODE_OPTIONS ? { NODE_OPTIONS: GATEWAY_NODE_OPTIONS } : {}),
-    },
-    stdio: ['ignore', 'inherit', 'inherit'],
+  const gateway = startCompiledGateway(root, {
+    PORT: String(gatewayPort),
+    DATABASE_URL: dbUrl.toString(),
+    REDIS_URL,
+    SVC_REDIS_PREFIX: `${schema}:`,
+    SVC_MASTER_KEY: MASTER,
+    SVC_PROVIDERS_FILE: providersFile,
+    SVC_EGRESS_ALLOWLIST: '127.0.0.1',
+    NODE_EXTRA_CA_CERTS: pki.caFile,
+    ...(GATEWAY_NODE_OPTIONS ? { NODE_OPTIONS: GATEWAY_NODE_OPTIONS } : {}),
   });
   children.push(gateway);
   let gatewayExit: string | null = null;

@@ -1,0 +1,19 @@
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+
+/**
+ * Starts the gateway exactly as `npm start` runs it (compiled JavaScript, the start script's Node flags), so the bench
+ * and the soak measure what is deployed. The flags are read from package.json rather than repeated here.
+ */
+export function startCompiledGateway(root: string, env: Record<string, string>): ChildProcess {
+  execFileSync('npm', ['run', '--silent', 'build:server'], { cwd: root, stdio: 'inherit' });
+  const start = (JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
+  const [node, ...args] = start.trim().split(/\s+/);
+  if (node !== 'node') throw new Error(`package.json start script does not begin with node: ${start}`);
+  return spawn(process.execPath, args, {
+    cwd: root,
+    env: { ...process.env, NODE_ENV: 'production', LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+}
