@@ -113,6 +113,8 @@ describe('the admin console', () => {
     const page = await signIn(project.secret);
     await page.getByRole('link', { name: 'Rate limits' }).click();
     const form = page.getByRole('form', { name: 'Edit rate limits' });
+    // The current limits load first (the plan default of a starter project).
+    await page.waitForFunction(() => (document.getElementById('limit-requestsPerMinute') as HTMLInputElement | null)?.value === '60');
     await form.getByLabel('Requests per minute', { exact: true }).fill('0');
     await hasText(form, 'At least 1.');
     expect(await form.getByRole('button', { name: 'Save limits' }).isDisabled()).toBe(true);

@@ -34,9 +34,11 @@ export function LimitsScreen({ projectId }: { projectId: string }) {
   const [form, setForm] = useState<Record<FieldName, string>>({ requestsPerMinute: '', tokensPerMinute: '', burst: '' });
   const [error, setError] = useState<unknown>(null);
   const [saved, setSaved] = useState(false);
+  const [dirty, setDirty] = useState(false);
   useEffect(() => {
+    // Loaded values fill the form only until the person starts typing: a late answer must not overwrite their edit.
     const l = q.data?.rateLimits;
-    if (l) setForm({ requestsPerMinute: String(l.requestsPerMinute), tokensPerMinute: String(l.tokensPerMinute), burst: String(l.burst) });
+    if (l && !dirty) setForm({ requestsPerMinute: String(l.requestsPerMinute), tokensPerMinute: String(l.tokensPerMinute), burst: String(l.burst) });
   }, [q.data]);
   const problems = Object.fromEntries(FIELDS.map((f) => [f.name, problem(form[f.name], f.min)])) as Record<FieldName, string | null>;
   const serverParam = error instanceof ApiError ? error.param : null;
@@ -50,6 +52,7 @@ export function LimitsScreen({ projectId }: { projectId: string }) {
       });
       setError(null);
       setSaved(true);
+      setDirty(false);
       q.reload();
     } catch (err) {
       setError(err);
@@ -65,7 +68,7 @@ export function LimitsScreen({ projectId }: { projectId: string }) {
         const msg = problems[f.name] ?? (serverParam === f.param ? (error as ApiError).message : null);
         return html`<div class="field"><label for=${`limit-${f.name}`}>${f.label}</label>
           <input id=${`limit-${f.name}`} name=${f.name} inputmode="numeric" value=${form[f.name]} aria-invalid=${msg ? 'true' : 'false'} aria-describedby=${`${f.name}-error`}
-            onInput=${(e: Event) => { setSaved(false); setForm({ ...form, [f.name]: (e.target as HTMLInputElement).value }); }} />
+            onInput=${(e: Event) => { setSaved(false); setDirty(true); setForm({ ...form, [f.name]: (e.target as HTMLInputElement).value }); }} />
           <span class="field-error" id=${`${f.name}-error`} aria-live="polite">${msg ?? ''}</span></div>`;
       })}
       <button class="primary" type="submit" disabled=${Object.values(problems).some(Boolean)}>Save limits</button>
