@@ -22,7 +22,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
-import { startCompiledGateway } from '../bench/gateway.ts';
+import { freePort, rssMb, startCompiledGateway, waitHttp } from '../bench/gateway.ts';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { testPki } from '../test/helpers/https-receiver.ts';
@@ -50,17 +50,6 @@ const GATEWAY_NODE_OPTIONS = process.env.SOAK_GATEWAY_NODE_OPTIONS ?? '';
 const MASTER = `svc_sk_soak_${randomBytes(16).toString('hex')}`;
 const children: ChildProcess[] = [];
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-    s.on('error', reject);
-  });
-}
-
 function startMock(port: number): Promise<void> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'bench/mock-provider.ts'], {
     cwd: root,
@@ -74,21 +63,6 @@ function startMock(port: number): Promise<void> {
       if (d.toString().includes('LISTENING')) resolve();
     });
   });
-}
-
-async function waitHttp(url: string, timeoutMs = 60_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (Date.now() < until) {
-    try {
-      if ((await fetch(url)).ok) return;
-    } catch {}
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`${url} did not come up`);
-}
-
-function rssMb(pid: number): number {
-  return Math.round(Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024);
 }
 
 async function api(base: string, method: string, url: string, key: string, body?: unknown) {
