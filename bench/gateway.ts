@@ -12,7 +12,9 @@ export function startCompiledGateway(root: string, env: Record<string, string>):
   const start = (JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
   const [node, ...args] = start.trim().split(/\s+/);
   if (node !== 'node') throw new Error(`package.json start script does not begin with node: ${start}`);
-  return spawn(process.execPath, args, {
+  // BENCH_NODE_FLAGS (e.g. "--cpu-prof --cpu-prof-dir=bench/tmp/prof") adds flags for profiling a run.
+  const extra = (process.env.BENCH_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean);
+  return spawn(process.execPath, [...extra, ...args], {
     cwd: root,
     env: { ...process.env, NODE_ENV: 'production', LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'inherit', 'inherit'],

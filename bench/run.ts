@@ -14,6 +14,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import pg from 'pg';
+import { Agent, request as undiciRequest } from 'undici';
+import { testPki } from '../test/helpers/https-receiver.ts';
 import { freePort, rssMb, startCompiledGateway, waitHttp } from './gateway.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -122,6 +124,17 @@ async function main(): Promise<void> {
     }),
   );
 
+  // A live HTTPS webhook receiver (the steady state of a deployment: deliveries succeed on kept-alive connections).
+  const pki = testPki();
+  writeFileSync(path.join(tmp, 'receiver.key'), pki.key);
+  writeFileSync(path.join(tmp, 'receiver.crt'), pki.cert);
+  const receiverPort = await freePort();
+  await start('webhook receiver', 'bench/webhook-receiver.ts', {
+    PORT: String(receiverPort),
+    TLS_KEY_FILE: path.join(tmp, 'receiver.key'),
+    TLS_CERT_FILE: path.join(tmp, 'receiver.crt'),
+  });
+
   const baselinePort = await freePort();
   const baseline = await start('baseline proxy', 'bench/baseline-proxy.ts', {
     PORT: String(baselinePort),
@@ -137,6 +150,7 @@ async function main(): Promise<void> {
     SVC_MASTER_KEY: MASTER,
     SVC_PROVIDERS_FILE: providersFile,
     SVC_EGRESS_ALLOWLIST: '127.0.0.1',
+    NODE_EXTRA_CA_CERTS: pki.caFile,
   });
   children.push(gateway);
   const base = `http://127.0.0.1:${gatewayPort}`;
@@ -160,7 +174,7 @@ async function main(): Promise<void> {
   if (limits.status !== 200) notes.push(`rate limits not set (PUT rate-limits answered ${limits.status})`);
   const hook = await api(base, 'POST', '/v1/webhooks', secret, {
     project_id: projectId,
-    url: `https://127.0.0.1:9/bench-receiver`,
+    url: `https://127.0.0.1:${receiverPort}/bench-receiver`,
     events: ['inference.completed'],
   });
   if (hook.status !== 200) notes.push(`no webhook subscribed (POST /v1/webhooks answered ${hook.status})`);
@@ -207,6 +221,10 @@ async function main(): Promise<void> {
     };
   }
 
+  // Every inference emitted inference.completed to the subscribed webhook: how long the deliveries took to catch up
+  // after the load stopped, and whether each reached the receiver.
+  const webhooks = await drainDeliveries(schema, `https://127.0.0.1:${receiverPort}/count`);
+
   const machine = {
     cpus: os.cpus().length,
     cpu_model: os.cpus()[0]?.model ?? 'unknown',
@@ -222,6 +240,7 @@ async function main(): Promise<void> {
     settings: { connections: CONNECTIONS, duration_s: DURATION, warmup_s: WARMUP },
     results,
     added_latency_at_half_peak: added,
+    webhooks,
     notes,
   };
   writeFileSync(path.join(root, 'bench', 'results.json'), `${JSON.stringify(report, null, 2)}\n`);
@@ -234,6 +253,40 @@ async function main(): Promise<void> {
   await client.connect();
   await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
   await client.end();
+}
+
+/** Waits (up to 120 s) until no delivery is pending or retrying; counts them by status and the receiver's receipts. */
+async function drainDeliveries(schema: string, countUrl: string) {
+  const client = new pg.Client({ connectionString: DATABASE_URL.replace(/\?.*$/, '') });
+  await client.connect();
+  const started = Date.now();
+  let byStatus: Record<string, number> = {};
+  let usageRecords = -1;
+  try {
+    for (;;) {
+      const { rows } = await client.query(`SELECT status, count(*)::int AS n FROM "${schema}".webhook_deliveries GROUP BY status`);
+      byStatus = Object.fromEntries(rows.map((r: { status: string; n: number }) => [r.status, r.n]));
+      const { rows: usage } = await client.query(`SELECT count(*)::int AS n FROM "${schema}".usage_records`);
+      // Settled: nothing left to send, and the outcome writer has written every usage record (none came since last look).
+      const settled = !byStatus.pending && !byStatus.retrying && usage[0].n === usageRecords;
+      usageRecords = usage[0].n;
+      if (settled) break;
+      if (Date.now() - started > 120_000) break;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  } finally {
+    await client.end();
+  }
+  // The receiver's certificate is the bench's own CA's; this one read need not verify it.
+  const res = await undiciRequest(countUrl, { dispatcher: new Agent({ connect: { rejectUnauthorized: false } }) });
+  const receiver = (await res.body.json()) as { received: number; distinct: number };
+  return {
+    usage_records: usageRecords,
+    deliveries_by_status: byStatus,
+    drain_after_load_s: Math.round((Date.now() - started) / 100) / 10,
+    receiver_requests: receiver.received,
+    receiver_distinct_deliveries: receiver.distinct,
+  };
 }
 
 function renderMarkdown(r: any): string {
@@ -254,7 +307,7 @@ autocannon: ${r.settings.connections} connections, ${r.settings.duration_s} s pe
 ${rows}
 
 ${a ? `Added latency at half of the gateway's peak (${a.rate_per_s} req/s, both driven at that rate): p50 ${a.baseline_p50_ms} → ${a.gateway_p50_ms} ms (+${a.added_p50_ms}), p99 ${a.baseline_p99_ms} → ${a.gateway_p99_ms} ms (+${a.added_p99_ms}).` : 'Added latency: not measured (the uncached scenario had errors or did not run).'}
-${r.notes.length ? `\nNotes: ${r.notes.join('; ')}.\n` : ''}`;
+${r.webhooks ? `\nWebhook (inference.completed to a live local HTTPS receiver): ${r.webhooks.usage_records} usage records (one per inference), deliveries by status ${JSON.stringify(r.webhooks.deliveries_by_status)}; the receiver got ${r.webhooks.receiver_distinct_deliveries} distinct deliveries (${r.webhooks.receiver_requests} requests); backlog drained ${r.webhooks.drain_after_load_s} s after the load stopped.\n` : ''}${r.notes.length ? `\nNotes: ${r.notes.join('; ')}.\n` : ''}`;
 }
 
 main()

@@ -11,6 +11,8 @@ export interface Config {
   redisUrl: string | null;
   /** Prefix for every Redis key, so that test runs and deployments can share one Redis. */
   redisPrefix: string;
+  /** A Redis command not answered by then fails (a frozen Redis must not hold requests; see README). */
+  redisCommandTimeoutMs: number;
   masterKey: string | null;
   providersFile: string | null;
   webhookRetryScheduleS: number[];
@@ -119,6 +121,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     dataDir: path.resolve(str(env, 'SVC_DATA_DIR') ?? './.svc-data'),
     redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
     redisPrefix: str(env, 'SVC_REDIS_PREFIX') ?? 'svc:',
+    redisCommandTimeoutMs: int(env, 'SVC_REDIS_COMMAND_TIMEOUT_MS', 500, 10, 60_000),
     masterKey,
     providersFile: str(env, 'SVC_PROVIDERS_FILE'),
     webhookRetryScheduleS,

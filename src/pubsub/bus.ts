@@ -47,7 +47,7 @@ export class RedisBus implements Bus {
     private readonly prefix: string,
     log: Logger,
   ) {
-    this.subscriber = redis.duplicate({ lazyConnect: false, maxRetriesPerRequest: null });
+    this.subscriber = redis.duplicate({ lazyConnect: false, maxRetriesPerRequest: null, enableAutoPipelining: false, commandTimeout: undefined });
     this.subscriber.on('message', (channel: string, message: string) => {
       for (const h of this.handlers.get(channel) ?? []) h(message);
     });

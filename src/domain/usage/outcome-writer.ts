@@ -138,7 +138,12 @@ abstract class BaseWriter {
   /** One batch in one transaction; e-mails for the alerts it fired once committed. */
   protected async persist(batch: InferenceOutcome[]): Promise<void> {
     const started = performance.now();
-    const alerts = await persistOutcomes(this.opts.db, batch, new Date(this.opts.clock.now()));
+    const now = new Date(this.opts.clock.now());
+    // The inference.completed deliveries go straight to this process's delivery worker, leased, when it runs.
+    const worker = this.opts.deps().webhooks.worker;
+    const leaseUntil = worker.handoffLeaseUntil(now, batch.length) ?? undefined;
+    const { alerts, leased } = await persistOutcomes(this.opts.db, batch, now, { leaseUntil });
+    if (leased.length > 0) worker.deliverLeased(leased);
     this.batchTime.add(Math.round((performance.now() - started) * 10) / 10);
     this.counts.batches++;
     this.counts.persisted += batch.length;
@@ -198,7 +203,7 @@ abstract class BaseWriter {
   /** The fallback: this outcome alone, now, on the request path. */
   protected async direct(o: InferenceOutcome): Promise<void> {
     try {
-      const alerts = await persistOutcomes(this.opts.db, [o], new Date(this.opts.clock.now()));
+      const { alerts } = await persistOutcomes(this.opts.db, [o], new Date(this.opts.clock.now()));
       this.counts.direct++;
       if (alerts.length > 0) sendBudgetAlerts(this.opts.deps(), alerts);
     } catch (err) {
@@ -371,7 +376,7 @@ export class RedisOutcomeWriter extends BaseWriter implements OutcomeWriter {
     super(opts);
     this.stream = `${prefix}usage:outcomes`;
     // Its own connection: XREADGROUP BLOCK would hold up every other command on a shared one.
-    this.conn = redis.duplicate({ maxRetriesPerRequest: null, lazyConnect: false });
+    this.conn = redis.duplicate({ maxRetriesPerRequest: null, lazyConnect: false, enableAutoPipelining: false, commandTimeout: undefined });
     this.conn.on('error', (err: Error) => opts.log.debug({ err: err.message }, 'outcome consumer connection error'));
     this.conn.on('ready', () => {
       this.conn.client('ID').then(

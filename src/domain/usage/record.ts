@@ -1,7 +1,7 @@
 import type { Db } from '../../db/client.ts';
 import { microsToUsd } from '../../providers/pricing.ts';
 import { applySpend, type BudgetAlert } from '../budgets/service.ts';
-import { enqueueEvents } from '../events/outbox.ts';
+import { enqueueEvents, type LeasedDelivery } from '../events/outbox.ts';
 
 /** How one inference ended: the usage record (CONTRACT §8) and the inference.completed event are made from it. */
 export interface InferenceOutcome {
@@ -44,12 +44,18 @@ const eventData = (o: InferenceOutcome) => ({
  * deliveries of subscribed webhooks and one wake-up), and their spend added to budget_spend with the threshold
  * alerts it crosses. Idempotent: an outcome whose usage record exists already (its batch was written before, e.g.
  * re-read after a crash) is skipped whole, so nothing is inserted, charged or delivered twice. About ten statements
- * whatever the batch size. Returns the budget alerts to e-mail once committed.
+ * whatever the batch size. Returns the budget alerts to e-mail once committed and, with `leaseUntil`, the webhook
+ * deliveries written already leased to the caller (see enqueueEvents), to hand to this process's delivery worker.
  */
-export async function persistOutcomes(db: Db, batch: readonly InferenceOutcome[], now: Date): Promise<BudgetAlert[]> {
+export async function persistOutcomes(
+  db: Db,
+  batch: readonly InferenceOutcome[],
+  now: Date,
+  opts: { leaseUntil?: Date } = {},
+): Promise<{ alerts: BudgetAlert[]; leased: LeasedDelivery[] }> {
   const byId = new Map<string, InferenceOutcome>();
   for (const o of batch) byId.set(o.requestId, o);
-  if (byId.size === 0) return [];
+  if (byId.size === 0) return { alerts: [], leased: [] };
   // A fixed order: two batches that overlap (a reclaimed entry) wait for each other instead of deadlocking.
   const outcomes = [...byId.values()].sort((a, b) => (a.requestId < b.requestId ? -1 : 1));
   return db.$transaction(
@@ -85,16 +91,18 @@ export async function persistOutcomes(db: Db, batch: readonly InferenceOutcome[]
         SELECT string_agg(request_id, ',') AS written FROM u`;
       const fresh = new Set(inserted?.written ? inserted.written.split(',') : []);
       const written = outcomes.filter((o) => fresh.has(o.requestId));
-      if (written.length === 0) return [];
-      await enqueueEvents(
+      if (written.length === 0) return { alerts: [], leased: [] };
+      const { leased } = await enqueueEvents(
         tx,
         written.map((o) => ({ id: o.eventId, projectId: o.projectId, type: 'inference.completed', data: eventData(o), createdAt: o.createdAt })),
+        opts,
       );
-      return applySpend(
+      const alerts = await applySpend(
         tx,
         written.filter((o) => o.spend && o.costMicros > 0n).map((o) => ({ projectId: o.projectId, keyId: o.spend!.keyId, period: o.spend!.period, micros: o.costMicros })),
         now,
       );
+      return { alerts, leased };
     },
     { timeout: 30_000, maxWait: 10_000 },
   );
@@ -102,7 +110,7 @@ export async function persistOutcomes(db: Db, batch: readonly InferenceOutcome[]
 
 /** One outcome written at once (no Redis stream, or Redis refused the entry): the same transaction as a batch. */
 export async function recordInferenceOutcome(db: Db, o: InferenceOutcome, now: Date = new Date()): Promise<BudgetAlert[]> {
-  return persistOutcomes(db, [o], now);
+  return (await persistOutcomes(db, [o], now)).alerts;
 }
 
 /** The write-ahead form of an outcome (a Redis stream field): JSON, money as a decimal string, times in ms. */
