@@ -73,6 +73,8 @@ export interface Ctx {
   projectId: string | null;
   /** The binding rate-limit window after the last limiter call; written as X-Svc-RateLimit-* headers on send. */
   rateLimit?: RateLimitState;
+  /** The request windows' take is deferred to the token reservation (inference; see limits/requests.ts). */
+  requestPending?: boolean;
   now(): Date;
 }
 

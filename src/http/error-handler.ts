@@ -2,6 +2,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { ERRORS, type ErrorCode } from '../errors/codes.ts';
 import { SvcError } from '../errors/svc-error.ts';
 import { errorBody } from './error-body.ts';
+import { takePendingRequest } from '../limits/requests.ts';
 
 interface AjvError {
   instancePath?: string;
@@ -32,7 +33,17 @@ function send(reply: FastifyReply, status: number, code: ErrorCode, message: str
 
 /** The only place a REST error body is shaped: SvcError, fastify's validation and body errors, and everything else. */
 export function registerErrorHandling(app: FastifyInstance): void {
-  app.setErrorHandler((err: FastifyError | SvcError, req: FastifyRequest, reply: FastifyReply) => {
+  app.setErrorHandler(async (error: FastifyError | SvcError, req: FastifyRequest, reply: FastifyReply) => {
+    let err = error;
+    // A deferred request (inference) that failed before its token reservation: taken now, and an exhausted request
+    // window answers 429 as if it had been taken first (it would have been, without the deferral).
+    if (req.ctx?.requestPending) {
+      try {
+        await takePendingRequest(req.ctx);
+      } catch (refused) {
+        err = refused as SvcError;
+      }
+    }
     if (err instanceof SvcError) {
       return send(reply, err.http, err.code, err.message, err.param, err.headers);
     }

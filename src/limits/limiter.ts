@@ -125,6 +125,11 @@ export class Limiter {
     return this.run(owner, nowMs, 'take', 0, tokens);
   }
 
+  /** One request and `tokens` from every window of a key, all or nothing (inference: one round trip). */
+  takeRequestAndTokens(owner: WindowOwner & { kind: 'key' }, nowMs: number, tokens: number): Promise<Decision> {
+    return this.run(owner, nowMs, 'take', 1, tokens);
+  }
+
   /** Gives back (negative) or adds tokens, never refused: a window may go into debt when usage beat the estimate. */
   adjustTokens(owner: WindowOwner & { kind: 'key' }, nowMs: number, delta: number): Promise<Decision> {
     return this.run(owner, nowMs, 'force', 0, delta);

@@ -142,6 +142,69 @@ describe('the request path of an uncached inference', () => {
   });
 });
 
+/**
+ * "One Redis round trip for all limits and budget" (issue 7): the request window, the token windows and the month
+ * budget are asked in one wave of commands before the provider call; the settle, the spend and the write-ahead entry in
+ * one after it. A wave is a set of commands sent before any of them was answered; waiting for an answer and then sending
+ * again is a second round trip.
+ */
+describe.skipIf(!REDIS_URL)('Redis round trips of an uncached inference', () => {
+  it('waits on Redis once before the provider call and once after it', async () => {
+    const p = await busyProject();
+    const body = { model: 'mock-priced', project_id: p.projectId, messages: user('count my round trips') };
+    for (let i = 0; i < 3; i++) expect((await p.budgeted.post('/v1/inference', body)).status).toBe(200);
+
+    type Mark = { kind: 'sent' | 'answered'; name: string } | { kind: 'provider' };
+    const marks: Mark[] = [];
+    const redis = t.deps.redis! as unknown as { sendCommand(c: { name: string; promise: Promise<unknown> }): unknown };
+    const send = redis.sendCommand.bind(redis);
+    // The outcome writer's own housekeeping on this connection runs on timers, not for a request.
+    const housekeeping = new Set(['xautoclaim', 'xpending', 'xinfo', 'xgroup', 'xclaim', 'ping', 'publish']);
+    redis.sendCommand = (c) => {
+      if (!housekeeping.has(c.name)) {
+        marks.push({ kind: 'sent', name: c.name });
+        c.promise.then(
+          () => marks.push({ kind: 'answered', name: c.name }),
+          () => marks.push({ kind: 'answered', name: c.name }),
+        );
+      }
+      return send(c);
+    };
+    const providers = t.deps.providers as unknown as { complete: (...a: unknown[]) => Promise<unknown> };
+    const complete = providers.complete.bind(providers);
+    providers.complete = (...a) => {
+      marks.push({ kind: 'provider' });
+      return complete(...a);
+    };
+    try {
+      const res = await p.budgeted.post('/v1/inference', body);
+      expect(res.status).toBe(200);
+      expect(res.headers['x-svc-ratelimit-resource']).toBeDefined();
+    } finally {
+      redis.sendCommand = send;
+      providers.complete = complete;
+    }
+    const waves = (segment: Mark[]) => {
+      let count = 0;
+      let answeredSinceLastSend = true;
+      for (const m of segment) {
+        if (m.kind === 'sent') {
+          if (answeredSinceLastSend) count++;
+          answeredSinceLastSend = false;
+        } else if (m.kind === 'answered') answeredSinceLastSend = true;
+      }
+      return count;
+    };
+    const at = marks.findIndex((m) => m.kind === 'provider');
+    expect(at).toBeGreaterThan(0);
+    const before = marks.slice(0, at);
+    const after = marks.slice(at + 1);
+    // The limiter's script (request and token windows together) and the budget counters' read.
+    expect(before.filter((m) => m.kind === 'sent').map((m) => (m as { name: string }).name).sort()).toEqual(['evalsha', 'mget']);
+    expect({ before: waves(before), after: waves(after) }).toEqual({ before: 1, after: 1 });
+  });
+});
+
 describe('the project cache', () => {
   it('sees an archive, a budget change and a routing policy change on the next request of the same replica', async () => {
     const p = await busyProject();

@@ -1,9 +1,19 @@
 import { newId } from '../../db/ids.ts';
 import { SvcError, invalid } from '../../errors/svc-error.ts';
-import { assertWithinBudget, chargeSpend, estimateTokens, reserveTokens, settleTokens, type TokenReservation } from '../../limits/index.ts';
+import {
+  assertWithinBudget,
+  chargeSpend,
+  countPromptTokens,
+  countTextTokens,
+  estimateTokens,
+  isRequestWindowRefusal,
+  reserveTokens,
+  settleTokens,
+  takePendingRequest,
+  type TokenReservation,
+} from '../../limits/index.ts';
 import { costMicros } from '../../providers/pricing.ts';
 import { isAbortError, RoutingError, type Route } from '../../providers/router.ts';
-import { countPromptTokens, countTextTokens } from '../../providers/tokens.ts';
 import type { ChatMessage, ChatRole, Completion, ProviderUsage, Sampling, StreamPart } from '../../providers/types.ts';
 import type { Ctx } from '../context.ts';
 import { requireProjectId } from '../projects/service.ts';
@@ -281,26 +291,33 @@ async function lookup(ctx: Ctx, projectId: string, p: Plan): Promise<Lookup> {
 }
 
 /**
- * The budget check, then (unless the response cache answers) the token reservation. Their Redis commands leave
- * together, sharing one round trip: with no response cache, the budget counters' MGET and the limiter's script; with
- * one, the MGET and the cache lookup (a hit takes no tokens, so the reservation waits for the lookup). A request over
- * budget gets 429 budget_exceeded (never rate_limit_exceeded) and any tokens taken meanwhile are given back.
+ * The budget check, then (unless the response cache answers) the token reservation, which also takes the request
+ * deferred by the rate-limit hook. Their Redis commands leave together, sharing one round trip: with no response
+ * cache, the budget counters' MGET and the limiter's script; with one, the MGET and the cache lookup (a hit takes no
+ * tokens, so the reservation waits for the lookup). A request over budget gets 429 budget_exceeded (never
+ * rate_limit_exceeded, unless its request window was exhausted: that check came first before the deferral) and any
+ * tokens taken meanwhile are given back.
  */
 async function admit(ctx: Ctx, t: Tracker, v: Validated, p: Plan): Promise<{ cached: Lookup; reservation: TokenReservation | null }> {
   if (p.cache) {
     const [budget, cached] = await Promise.allSettled([assertWithinBudget(ctx, p.projectBudgetMicros), lookup(ctx, t.projectId, p)]);
     if (budget.status === 'rejected') throw budget.reason;
     if (cached.status === 'rejected') throw cached.reason;
-    if (cached.value.answer) return { cached: cached.value, reservation: null };
+    if (cached.value.answer) {
+      await takePendingRequest(ctx);
+      return { cached: cached.value, reservation: null };
+    }
     return { cached: cached.value, reservation: await reserveTokens(ctx, estimateTokens(v.messages, v.maxTokens)) };
   }
   const before = ctx.rateLimit;
   const estimate = estimateTokens(v.messages, v.maxTokens);
   const [budget, reserved] = await Promise.allSettled([assertWithinBudget(ctx, p.projectBudgetMicros), reserveTokens(ctx, estimate)]);
   if (budget.status === 'rejected') {
+    if (reserved.status === 'rejected' && isRequestWindowRefusal(reserved.reason)) throw reserved.reason;
+    // As if the budget had been checked alone: the response describes the windows with no tokens taken (the settle's
+    // state, or the request window's when the hook took the request).
     if (reserved.status === 'fulfilled') await settleTokens(ctx, reserved.value, 0);
-    // As if the budget had been checked alone: the response describes the request window.
-    ctx.rateLimit = before;
+    if (before !== undefined) ctx.rateLimit = before;
     throw budget.reason;
   }
   if (reserved.status === 'rejected') throw reserved.reason;
@@ -402,6 +419,16 @@ async function account(
 }
 
 /**
+ * An inference that failed: its usage record, unless its request window refused it, which is the check that comes
+ * before the inference (the deferred request is taken here if it is still pending, and throws that 429 instead).
+ */
+async function refuseOrRecord(t: Tracker, err: unknown): Promise<void> {
+  await takePendingRequest(t.ctx);
+  if (isRequestWindowRefusal(err)) return;
+  await t.fail(err);
+}
+
+/**
  * POST /v1/inference. Order: validation → project state and residency → budget → cache → token reservation →
  * provider (with fallback) → settle tokens, spend, usage record and inference.completed. Every inference that gets
  * past validation writes one usage record and emits one inference.completed, success or error. In the steady state
@@ -425,7 +452,7 @@ export async function createInference(ctx: Ctx, input: InferenceInput): Promise<
     const usage = await tokensOf(v, c.content, c.usage);
     return await account(t, v, p, reservation, routed.route, { ...c, usage }, cached.status, { status: 'succeeded' });
   } catch (err) {
-    await t.fail(err);
+    await refuseOrRecord(t, err);
     throw err;
   }
 }
@@ -464,7 +491,7 @@ export async function streamInference(ctx: Ctx, input: InferenceInput, signal: A
       throw err;
     }
   } catch (err) {
-    await t.fail(err);
+    await refuseOrRecord(t, err);
     throw err;
   }
   t.tried(routed.route);
