@@ -12,6 +12,7 @@ import { MemoryResponseCache, RedisResponseCache } from './domain/inference/cach
 import type { DeliveryWorkerOptions } from './webhooks/delivery-worker.ts';
 import { createWebhookRuntime } from './webhooks/runtime.ts';
 import { createLimiter } from './limits/index.ts';
+import { redisHealthOf } from './limits/redis-health.ts';
 import { loadProjectLimits } from './domain/rate-limits/service.ts';
 import { flushBudgetAlerts } from './domain/budgets/service.ts';
 import { loadCachedProject, ProjectCache } from './domain/projects/cache.ts';
@@ -59,6 +60,8 @@ export async function createDeps(config: Readonly<Config>, overrides: DepsOverri
   }
   const redis = config.redisUrl ? await connectRedis(config.redisUrl, config.redisCommandTimeoutMs) : null;
   if (!redis) log.warn('REDIS_URL is not set: limits, caches and idempotency use an in-process store (one replica only)');
+  // One "does Redis answer" state for every user of the shared client (limiter, idempotency, cache, counters, outcomes).
+  else redisHealthOf(redis, { log });
   const masterKeyHash = await resolveMasterKeyHash(config, database, overrides.announceMasterKey ?? announceOnStdout);
   const bus: Bus = redis ? new RedisBus(redis, config.redisPrefix, log) : new LocalBus(config.redisPrefix);
   const keyCache = new KeyCache(bus);
@@ -146,6 +149,8 @@ async function connectRedis(url: string, commandTimeoutMs: number): Promise<Redi
     maxRetriesPerRequest: 2,
     connectTimeout: 5_000,
     enableAutoPipelining: true,
+    // PING is the health probe (limits/redis-health.ts, /readyz): sent at once, never queued behind a stuck pipeline.
+    autoPipeliningIgnoredCommands: ['ping'],
     commandTimeout: commandTimeoutMs,
   });
   try {

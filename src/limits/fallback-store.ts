@@ -2,30 +2,31 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { MemoryLimitStore } from './memory-store.ts';
 import type { RedisLimitStore } from './redis-store.ts';
+import { redisHealthOf, type RedisHealth } from './redis-health.ts';
 import type { ApplyRequest, ApplyResult, LimitStore, LimiterHealth, VersionedLimits } from './types.ts';
 
-/** A command that has not answered by then counts as Redis being unreachable. */
+/** A command that has not answered by then counts as Redis being unreachable (the client's commandTimeout is shorter). */
 const COMMAND_TIMEOUT_MS = 2_000;
-/** After a command failed on a connection that looked healthy, Redis is left alone for this long. */
-const RETRY_AFTER_FAILURE_MS = 5_000;
 
 /**
  * Redis first; while Redis is unreachable, this replica's own in-process windows, so the gateway keeps serving (each
- * replica then enforces the limits on its own). The switch is logged once each way and shown on /readyz; the way
- * back is automatic: ioredis reconnects in the background and the next call after that uses Redis again.
+ * replica then enforces the limits on its own). "Unreachable" is the shared Redis health state (redis-health.ts): a
+ * connection that is not ready, or a command that failed without an answer, takes every request off Redis at once
+ * (none waits for a frozen Redis), until a PING answers again. The switch is logged once each way and shown on /readyz.
  * An error of the script itself (a bug, not an outage) is not hidden behind the fallback.
  */
 export class FallbackLimitStore implements LimitStore {
   private degraded = false;
-  private quietUntil = 0;
   readonly local = new MemoryLimitStore();
+  private readonly redisHealth: RedisHealth;
 
   constructor(
     private readonly primary: RedisLimitStore,
-    private readonly redis: Redis,
+    redis: Redis,
     private readonly log: Logger,
-    private readonly monotonicNow: () => number = () => performance.now(),
+    monotonicNow: () => number = () => performance.now(),
   ) {
+    this.redisHealth = redisHealthOf(redis, { log, monotonicNow });
     // ioredis prints connection errors of a client without listeners on every reconnect; the switch above is logged once.
     redis.on('error', (err: Error) => log.debug({ err: err.message }, 'redis connection error'));
   }
@@ -35,13 +36,14 @@ export class FallbackLimitStore implements LimitStore {
   }
 
   async apply(req: ApplyRequest): Promise<ApplyResult> {
-    if (this.redisUsable()) {
+    if (this.redisHealth.usable) {
       try {
-        const result = await withTimeout(this.primary.apply(req), COMMAND_TIMEOUT_MS);
+        const result = await withTimeout(this.redisHealth.watch(this.primary.apply(req)), COMMAND_TIMEOUT_MS);
         this.recovered();
         return result;
       } catch (err) {
         if (isScriptError(err)) throw err;
+        this.redisHealth.report(err);
         this.failed(err);
       }
     } else {
@@ -53,40 +55,30 @@ export class FallbackLimitStore implements LimitStore {
   /** Both stores learn the limits, so that they hold in the fallback too; Redis only when it answers. */
   async publish(scope: string, limits: VersionedLimits): Promise<void> {
     await this.local.publish(scope, limits);
-    if (!this.redisUsable()) return;
+    if (!this.redisHealth.usable) return;
     try {
-      await withTimeout(this.primary.publish(scope, limits), COMMAND_TIMEOUT_MS);
+      await withTimeout(this.redisHealth.watch(this.primary.publish(scope, limits)), COMMAND_TIMEOUT_MS);
     } catch (err) {
       if (isScriptError(err)) throw err;
+      this.redisHealth.report(err);
       this.failed(err);
     }
   }
 
-  /** For /readyz: while degraded, tries Redis once, so that recovery shows even without traffic. */
+  /** For /readyz: while degraded (or Redis is down), asks Redis (a PING), so that recovery shows without traffic. */
   async health(): Promise<LimiterHealth> {
-    if (this.degraded && this.redis.status === 'ready') {
-      try {
-        await withTimeout(this.redis.ping(), COMMAND_TIMEOUT_MS);
-        this.quietUntil = 0;
-        this.recovered();
-      } catch {
-        // still unreachable
-      }
+    if (this.degraded || !this.redisHealth.usable) {
+      if (await this.redisHealth.check()) this.recovered();
+      else this.failed(null);
     }
     return this.degraded ? 'degraded' : 'ok';
   }
 
-  private redisUsable(): boolean {
-    // Not 'ready' means ioredis is reconnecting: queueing the call would make the request wait for it.
-    return this.redis.status === 'ready' && this.monotonicNow() >= this.quietUntil;
-  }
-
   private failed(err: unknown): void {
-    if (err) this.quietUntil = this.monotonicNow() + RETRY_AFTER_FAILURE_MS;
     if (this.degraded) return;
     this.degraded = true;
     this.log.error(
-      { err: err instanceof Error ? err.message : (err ?? `redis connection ${this.redis.status}`) },
+      { err: err instanceof Error ? err.message : (err ?? 'Redis does not answer') },
       'Redis is unreachable: rate limits fall back to per-replica in-process windows until it answers again',
     );
   }

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify';
+import { redisHealthOf } from '../limits/redis-health.ts';
 
 /** A readiness probe must answer even when a dependency hangs (a frozen Redis keeps its socket open). */
 export const READY_CHECK_TIMEOUT_MS = 1_000;
@@ -23,14 +24,22 @@ export const healthRoutes: FastifyPluginAsync = async (app) => {
     const deps = app.deps;
     const [database, redis, limits] = await Promise.all([
       check(() => deps.db.$queryRaw`SELECT 1`),
-      deps.redis ? check(() => deps.redis!.ping()) : Promise.resolve(null),
+      // A PING (shared with the probe in flight, if any): its answer also ends a Redis outage for every request.
+      deps.redis ? check(async () => {
+        if (!(await redisHealthOf(deps.redis!).check())) throw new Error('Redis does not answer');
+      }) : Promise.resolve(null),
       // degraded: Redis is configured but unreachable, and rate limits run per replica in process (src/limits).
       Promise.race([
         deps.limiter.health(),
         new Promise<'degraded'>((resolve) => setTimeout(() => resolve('degraded'), READY_CHECK_TIMEOUT_MS).unref()),
       ]),
     ]);
-    const checks: Record<string, 'ok' | 'unavailable' | 'degraded'> = { database, ...(redis ? { redis } : {}), limits };
+    // Redis not answering means the limits cannot be shared, even if the limiter has not had a command fail yet.
+    const checks: Record<string, 'ok' | 'unavailable' | 'degraded'> = {
+      database,
+      ...(redis ? { redis } : {}),
+      limits: redis === 'unavailable' ? 'degraded' : limits,
+    };
     const ready = Object.values(checks).every((v) => v === 'ok');
     return reply.code(ready ? 200 : 503).send({ status: ready ? 'ok' : 'unavailable', checks });
   });

@@ -8,7 +8,9 @@ import { infer, outcomeLabel, specErrorProblem, tally, type Seeded } from '../re
  */
 export const ROUTING_TIMEOUT_MS = 2_000;
 export const HANG_AFTER_MS = ROUTING_TIMEOUT_MS + 1_500;
-export const FAULT_ENV = { SVC_ROUTING_TIMEOUT_MS: String(ROUTING_TIMEOUT_MS) };
+/** How long a command on the shared Redis client may go unanswered (SVC_REDIS_COMMAND_TIMEOUT_MS, its default). */
+export const REDIS_COMMAND_TIMEOUT_MS = 500;
+export const FAULT_ENV = { SVC_ROUTING_TIMEOUT_MS: String(ROUTING_TIMEOUT_MS), SVC_REDIS_COMMAND_TIMEOUT_MS: String(REDIS_COMMAND_TIMEOUT_MS) };
 
 export interface TimedAnswer extends Answer {
   /** performance.now() when the request was sent. */

@@ -1,8 +1,9 @@
 import { EventEmitter } from 'node:events';
-import type { Redis } from 'ioredis';
+import { ReplyError, type Redis } from 'ioredis';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { FallbackLimitStore } from '../../src/limits/fallback-store.ts';
+import { PROBE_INTERVAL_MS } from '../../src/limits/redis-health.ts';
 import type { RedisLimitStore } from '../../src/limits/redis-store.ts';
 import type { ApplyRequest, ApplyResult } from '../../src/limits/types.ts';
 import { LogCapture } from '../helpers/app.ts';
@@ -47,7 +48,7 @@ describe('FallbackLimitStore', () => {
     expect(await r.store.health()).toBe('ok');
   });
 
-  it('falls back on a connection error, logs once, leaves Redis alone for a while, then returns to it', async () => {
+  it('falls back on a connection error, logs once, leaves Redis alone until a PING answers, then returns to it', async () => {
     const r = rig();
     r.answer(async () => {
       throw new Error('Connection is closed.');
@@ -64,13 +65,21 @@ describe('FallbackLimitStore', () => {
     expect(await r.store.health()).toBe('degraded');
 
     r.answer(async () => ({ allowed: true, limits: REQ.limits, buckets: [{ used: 7, applied: 1 }] }));
-    r.redis.ping = async () => 'PONG';
-    r.advance(4_999);
+    let pings = 0;
+    r.redis.ping = async () => {
+      pings++;
+      return 'PONG';
+    };
+    // No probe is due yet: still the in-process windows, and nothing sent to Redis.
+    r.advance(PROBE_INTERVAL_MS - 1);
     await r.store.apply(REQ);
-    expect(r.calls()).toBe(1);
+    expect([r.calls(), pings]).toEqual([1, 0]);
+    // Due: this request starts a PING without waiting for it (still in process); /readyz shares that PING.
     r.advance(1);
-    expect((await r.store.apply(REQ)).buckets[0]!.used).toBe(7);
+    expect((await r.store.apply(REQ)).buckets[0]!.used).not.toBe(7);
     expect(await r.store.health()).toBe('ok');
+    expect(pings).toBe(1);
+    expect((await r.store.apply(REQ)).buckets[0]!.used).toBe(7);
     expect(r.logs.lines.filter((l) => l.includes('fall back'))).toHaveLength(1);
     expect(r.logs.lines.filter((l) => l.includes('rate limits are shared across replicas again'))).toHaveLength(1);
   });
@@ -89,7 +98,7 @@ describe('FallbackLimitStore', () => {
   it('lets an error of the script itself through instead of hiding it behind the fallback', async () => {
     const r = rig();
     r.answer(async () => {
-      throw new Error('ERR user_script:12: attempt to compare nil with number script: abc, on @user_script:12.');
+      throw new ReplyError('ERR user_script:12: attempt to compare nil with number script: abc, on @user_script:12.');
     });
     await expect(r.store.apply(REQ)).rejects.toThrow(/user_script/);
     expect(await r.store.health()).toBe('ok');

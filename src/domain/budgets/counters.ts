@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import { redisHealthOf, type RedisHealth } from '../../limits/redis-health.ts';
 
 /**
  * Month-to-date spend per budget scope (`key:<id>`, `project:<id>`), for the request path: read before a call (the
@@ -59,13 +60,15 @@ const MAX_OWED = 10_000;
 /**
  * Counters in Redis, shared by every replica: `<prefix>spend:{<project>}:<scope>:<period>` (the project's hash tag keeps
  * a request's counters in one Cluster slot). Steady state: one MGET before the call, one EVALSHA after it, each
- * issued alongside the limiter's command so they share its round trip. While Redis does not answer, reads come from
- * budget_spend (one SQL statement) and adds are kept and applied once it answers again.
+ * issued alongside the limiter's command so they share its round trip. While Redis does not answer (the shared health
+ * state of limits/redis-health.ts: nothing is sent then), reads come from budget_spend (one SQL statement) and adds are
+ * kept and applied once it answers again.
  */
 export class RedisSpendCounters implements SpendCounters {
   private readonly commands: CounterCommands;
   /** Adds that Redis refused, by counter key: applied (to counters that still exist) on the next add that succeeds. */
   private readonly owed = new Map<string, bigint>();
+  private readonly redisHealth: RedisHealth;
 
   constructor(
     private readonly redis: Redis,
@@ -73,6 +76,7 @@ export class RedisSpendCounters implements SpendCounters {
     private readonly opts: CounterOptions,
     private readonly log: Logger,
   ) {
+    this.redisHealth = redisHealthOf(redis, { log });
     const r = redis as unknown as Partial<CounterCommands>;
     if (typeof r.svcSpendSeed !== 'function') redis.defineCommand('svcSpendSeed', { lua: SEED_LUA, numberOfKeys: 1 });
     if (typeof r.svcSpendAdd !== 'function') redis.defineCommand('svcSpendAdd', { lua: ADD_LUA });
@@ -84,11 +88,11 @@ export class RedisSpendCounters implements SpendCounters {
   }
 
   async read(projectId: string, scopes: readonly string[], period: string): Promise<bigint[]> {
-    if (this.redis.status !== 'ready') return this.opts.seed(scopes, period);
+    if (!this.redisHealth.usable) return this.opts.seed(scopes, period);
     const keys = scopes.map((s) => this.key(projectId, s, period));
     let values: (string | null)[];
     try {
-      values = await withTimeout(this.redis.mget(...keys));
+      values = await withTimeout(this.redisHealth.watch(this.redis.mget(...keys)));
     } catch (err) {
       this.log.debug({ err: (err as Error).message }, 'spend counters: Redis did not answer; reading budget_spend');
       return this.opts.seed(scopes, period);
@@ -99,28 +103,35 @@ export class RedisSpendCounters implements SpendCounters {
     const missing = scopes.filter((_, i) => values[i] === null);
     const seeded = await this.opts.seed(missing, period);
     const expiresAt = counterExpiry(period);
-    const out: bigint[] = [];
     let m = 0;
-    for (let i = 0; i < scopes.length; i++) {
-      if (values[i] !== null) out.push(BigInt(values[i]!));
-      else out.push(BigInt(await this.commands.svcSpendSeed(keys[i]!, String(seeded[m++]!), expiresAt)));
+    const pending = scopes.map((_, i) =>
+      values[i] !== null ? values[i]! : this.commands.svcSpendSeed(keys[i]!, String(seeded[m++]!), expiresAt),
+    );
+    try {
+      return (await withTimeout(this.redisHealth.watch(Promise.all(pending)))).map((v) => BigInt(v));
+    } catch (err) {
+      // The seed is what budget_spend says: right for this request, and another one will store it.
+      this.log.debug({ err: (err as Error).message }, 'spend counters: Redis did not take the seed; using budget_spend');
+      m = 0;
+      return scopes.map((_, i) => (values[i] !== null ? BigInt(values[i]!) : seeded[m++]!));
     }
-    return out;
   }
 
   async add(projectId: string, scopes: readonly string[], period: string, micros: bigint): Promise<void> {
     if (micros <= 0n && this.owed.size === 0) return;
     const keys = micros > 0n ? scopes.map((s) => this.key(projectId, s, period)) : [];
-    if (this.redis.status !== 'ready') return this.owe(keys, micros);
+    if (!this.redisHealth.usable) return this.owe(keys, micros);
     const owed = this.owed.size > 0 ? [...this.owed] : [];
     this.owed.clear();
     try {
       // Issued together: they leave in one write, and the owed ones are rare (after an outage).
       await withTimeout(
-        Promise.all([
-          keys.length > 0 ? this.commands.svcSpendAdd(keys.length, ...keys, micros.toString()) : 0,
-          ...owed.map(([k, v]) => this.commands.svcSpendAdd(1, k, v.toString())),
-        ]),
+        this.redisHealth.watch(
+          Promise.all([
+            keys.length > 0 ? this.commands.svcSpendAdd(keys.length, ...keys, micros.toString()) : 0,
+            ...owed.map(([k, v]) => this.commands.svcSpendAdd(1, k, v.toString())),
+          ]),
+        ),
       );
     } catch (err) {
       this.log.debug({ err: (err as Error).message }, 'spend counters: Redis did not answer; the add is kept for later');
@@ -130,8 +141,8 @@ export class RedisSpendCounters implements SpendCounters {
   }
 
   async forget(projectId: string, scopes: readonly string[], period: string): Promise<void> {
-    if (scopes.length === 0) return;
-    await withTimeout(this.redis.del(...scopes.map((s) => this.key(projectId, s, period)))).catch(() => {});
+    if (scopes.length === 0 || !this.redisHealth.usable) return;
+    await withTimeout(this.redisHealth.watch(this.redis.del(...scopes.map((s) => this.key(projectId, s, period))))).catch(() => {});
   }
 
   private owe(keys: string[], micros: bigint): void {

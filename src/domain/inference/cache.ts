@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
+import { redisHealthOf, type RedisHealth } from '../../limits/redis-health.ts';
 import type { ChatMessage, Sampling } from '../../providers/types.ts';
 import type { Clock } from '../context.ts';
 
@@ -76,27 +77,33 @@ export class MemoryResponseCache implements ResponseCache {
 }
 
 /**
- * In Redis, shared by every replica. A Redis that is down or slow must not hold the request up: a command that is not
- * answered within `timeoutMs` (or a connection that is not ready) reads as `unavailable` and the request goes on uncached.
- * Entries expire on Redis's own clock.
+ * In Redis, shared by every replica. A Redis that is down or slow must not hold the request up: while the shared Redis
+ * health state says it does not answer (limits/redis-health.ts) nothing is sent, and a command that is not answered
+ * within `timeoutMs` reads as `unavailable`; either way the request goes on uncached. Entries expire on Redis's own clock.
  */
 export class RedisResponseCache implements ResponseCache {
+  private readonly redisHealth: RedisHealth;
+
   constructor(
     private readonly redis: Redis,
     private readonly prefix: string,
     private readonly timeoutMs = 250,
-  ) {}
+  ) {
+    this.redisHealth = redisHealthOf(redis);
+  }
 
   private k(projectId: string, key: string): string {
     return `${this.prefix}cache:{${projectId}}:${key}`;
   }
 
   private async bounded<T>(op: () => Promise<T>): Promise<T | typeof UNAVAILABLE> {
-    if (this.redis.status !== 'ready') return UNAVAILABLE;
+    if (!this.redisHealth.usable) return UNAVAILABLE;
     let timer: NodeJS.Timeout | undefined;
     try {
+      // Only the command's own failure (the client's commandTimeout, a closed connection) marks Redis down, not this
+      // shorter wait: a slow answer is a miss for this request, not an outage.
       return await Promise.race([
-        op(),
+        this.redisHealth.watch(op()),
         new Promise<typeof UNAVAILABLE>((resolve) => {
           timer = setTimeout(() => resolve(UNAVAILABLE), this.timeoutMs);
         }),

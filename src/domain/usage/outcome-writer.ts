@@ -3,6 +3,7 @@ import { hostname } from 'node:os';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Db } from '../../db/client.ts';
+import { redisHealthOf } from '../../limits/redis-health.ts';
 import { sendBudgetAlerts } from '../budgets/service.ts';
 import type { Clock, Deps } from '../context.ts';
 import { decodeOutcome, encodeOutcome, persistOutcomes, type InferenceOutcome } from './record.ts';
@@ -396,10 +397,11 @@ export class RedisOutcomeWriter extends BaseWriter implements OutcomeWriter {
 
   async record(o: InferenceOutcome): Promise<void> {
     this.counts.accepted++;
-    // Not 'ready' means ioredis is reconnecting: queueing the entry would hold the request; write it directly.
-    if (this.closed || this.redis.status !== 'ready') return this.direct(o);
+    // Redis reconnecting or not answering (limits/redis-health.ts): queueing the entry would hold the request; write it directly.
+    const redisHealth = redisHealthOf(this.redis);
+    if (this.closed || !redisHealth.usable) return this.direct(o);
     try {
-      const id = await withTimeout(this.redis.xadd(this.stream, '*', 'o', encodeOutcome(o)), APPEND_TIMEOUT_MS);
+      const id = await withTimeout(redisHealth.watch(this.redis.xadd(this.stream, '*', 'o', encodeOutcome(o))), APPEND_TIMEOUT_MS);
       if (id) this.lastId = id;
       this.warnedFallback = false;
     } catch (err) {
@@ -419,6 +421,8 @@ export class RedisOutcomeWriter extends BaseWriter implements OutcomeWriter {
     if (this.stopped) return this.writtenUpTo(target);
     const deadline = opts.timeoutMs === undefined ? Infinity : performance.now() + opts.timeoutMs;
     for (;;) {
+      // Redis not answering: the stream cannot be asked, and waiting for it would hold the caller (a budget read).
+      if (!redisHealthOf(this.redis).usable) return false;
       if (await this.writtenUpTo(target)) {
         if (this.flushedUpTo === null || idCompare(this.flushedUpTo, target) < 0) this.flushedUpTo = target;
         return true;
@@ -491,6 +495,7 @@ export class RedisOutcomeWriter extends BaseWriter implements OutcomeWriter {
     let haveGroup = false;
     /** Own pending entries (left by a failed write) are read again from then on; new ones meanwhile. */
     let historyAt = 0;
+    let lastWriteAt = -Infinity;
     while (!this.stopped) {
       try {
         if (!haveGroup) {
@@ -499,6 +504,10 @@ export class RedisOutcomeWriter extends BaseWriter implements OutcomeWriter {
         }
         if (this.paused) await this.whenResumed();
         const history = historyAt > 0 && performance.now() >= historyAt;
+        // At most one batch per flush interval (SVC_OUTCOME_FLUSH_MS): under a moderate load each short read would
+        // otherwise be a transaction of its own, competing with the requests for the event loop and for PostgreSQL.
+        const since = performance.now() - lastWriteAt;
+        if (!history && since < this.opts.flushMs) await sleep(this.opts.flushMs - since);
         const res = (await (this.conn as unknown as ReadGroup).xreadgroup(
           'GROUP',
           GROUP,
@@ -516,6 +525,7 @@ export class RedisOutcomeWriter extends BaseWriter implements OutcomeWriter {
           continue;
         }
         if (this.paused) await this.whenResumed();
+        lastWriteAt = performance.now();
         if (await this.write(this.conn, entries)) {
           if (!history) backoff = 0;
         } else {

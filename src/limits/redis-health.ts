@@ -1,0 +1,185 @@
+import { ReplyError, type Redis } from 'ioredis';
+import type { Logger } from 'pino';
+
+/**
+ * Whether the shared Redis client answers: ONE state per client, consulted by everything that uses it on the request
+ * path (the limiter's fallback, the idempotency store, the response cache, the spend counters, the outcome writer's
+ * XADD, /readyz). A frozen Redis (socket open, nothing answers) fails each command only after the client's
+ * commandTimeout (SVC_REDIS_COMMAND_TIMEOUT_MS); without this state every request would pay that once per round trip.
+ *
+ * - Down: a command failed without Redis answering (a timeout, a closed connection; a ReplyError is Redis answering,
+ *   so it is not an outage), or the connection is not `ready` (ioredis reconnecting). While down, `usable` is false at
+ *   once and callers take their degraded path without sending anything. Commands still waiting when Redis is found down
+ *   are let go at that moment (watch() rejects them) rather than each at its own timeout: with auto-pipelining a command
+ *   issued behind a stuck pipeline would otherwise wait for that pipeline's timeout and then for its own.
+ * - Up again: a PING answers (a probe), or ioredis reconnects (`ready`). Probes are started by `usable` itself, at most
+ *   one every `probeIntervalMs` and never waited for by the request that starts it, and by /readyz (check()). No timer
+ *   runs, so nothing is left behind when the client closes, and tests drive it with an injected monotonic clock.
+ */
+export class RedisHealth {
+  private down = false;
+  private lastProbeAt = -Infinity;
+  private probing: Promise<boolean> | null = null;
+  private readonly listeners: (() => void)[] = [];
+  /** The rejecters of the commands being watched, called when Redis is found down. */
+  private readonly waiting = new Set<(err: Error) => void>();
+  private readonly now: () => number;
+  private readonly probeIntervalMs: number;
+  private readonly probeTimeoutMs: number;
+  private readonly log: Logger | undefined;
+
+  constructor(
+    private readonly redis: Pick<Redis, 'status' | 'ping' | 'on'>,
+    opts: RedisHealthOptions = {},
+  ) {
+    this.now = opts.monotonicNow ?? (() => performance.now());
+    this.probeIntervalMs = opts.probeIntervalMs ?? PROBE_INTERVAL_MS;
+    this.probeTimeoutMs = opts.probeTimeoutMs ?? PROBE_TIMEOUT_MS;
+    this.log = opts.log;
+    // The connection dropped (ioredis reconnects in the background): what waits on it is let go now.
+    redis.on('reconnecting', () => this.report(new Error('the connection to Redis was lost; reconnecting')));
+    // A new connection answered ioredis's ready check: whatever was wrong with the old one is gone.
+    redis.on('ready', () => this.up());
+  }
+
+  /** True when commands may be sent. While down, starts a probe when one is due (without waiting for it). */
+  get usable(): boolean {
+    if (this.redis.status !== 'ready') return false;
+    if (!this.down) return true;
+    if (!this.probing && this.now() - this.lastProbeAt >= this.probeIntervalMs) void this.probe();
+    return false;
+  }
+
+  /** A command failed: an outage unless Redis itself answered with an error. */
+  report(err: unknown): void {
+    if (err instanceof ReplyError || this.down) return;
+    this.down = true;
+    // The command that just failed was the probe: the next one is due an interval from now.
+    this.lastProbeAt = this.now();
+    const message = err instanceof Error ? err.message : String(err);
+    this.log?.error(
+      { err: message },
+      'Redis does not answer: requests skip it (per-replica rate limits, no response cache, Idempotency-Key refused, ' +
+        'usage written directly) until a PING answers again',
+    );
+    const released = new RedisUnavailableError(`Redis does not answer (${message})`);
+    for (const reject of this.waiting) reject(released);
+    this.waiting.clear();
+  }
+
+  /**
+   * `command`'s outcome, reporting its failure; rejected with RedisUnavailableError as soon as Redis is found down
+   * (by this command or any other), so that no caller waits for a Redis already known not to answer.
+   */
+  watch<T>(command: Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      if (this.down) {
+        // Sent while down (a race with the check): its answer, if any, comes too late to matter.
+        command.catch(() => {});
+        reject(new RedisUnavailableError('Redis does not answer'));
+        return;
+      }
+      this.waiting.add(reject);
+      command.then(
+        (value) => {
+          this.waiting.delete(reject);
+          resolve(value);
+        },
+        (err: unknown) => {
+          this.waiting.delete(reject);
+          this.report(err);
+          reject(err);
+        },
+      );
+    });
+  }
+
+  /** For /readyz: whether Redis answers a PING now (shares the probe in flight, if any). */
+  async check(): Promise<boolean> {
+    if (this.redis.status !== 'ready') return false;
+    return this.probe();
+  }
+
+  /** Runs `fn` each time Redis is found answering again after being down (e.g. to apply writes it missed). */
+  onRecovered(fn: () => void): void {
+    this.listeners.push(fn);
+  }
+
+  private probe(): Promise<boolean> {
+    if (this.probing) return this.probing;
+    this.lastProbeAt = this.now();
+    const probing = withTimeout(this.redis.ping(), this.probeTimeoutMs)
+      .then(
+        () => {
+          this.up();
+          return true;
+        },
+        (err: unknown) => {
+          this.report(err);
+          return false;
+        },
+      )
+      .finally(() => {
+        this.probing = null;
+      });
+    this.probing = probing;
+    return probing;
+  }
+
+  private up(): void {
+    if (!this.down) return;
+    this.down = false;
+    this.log?.warn('Redis answers again: requests use it again');
+    for (const fn of this.listeners) {
+      try {
+        fn();
+      } catch (err) {
+        this.log?.error({ err }, 'a Redis recovery listener failed');
+      }
+    }
+  }
+}
+
+/** A command given up on because Redis is known not to answer. */
+export class RedisUnavailableError extends Error {
+  override readonly name = 'RedisUnavailableError';
+}
+
+export interface RedisHealthOptions {
+  log?: Logger;
+  monotonicNow?: () => number;
+  probeIntervalMs?: number;
+  probeTimeoutMs?: number;
+}
+
+/** While down, a PING at most this often (started by the requests that find Redis down, or by /readyz). */
+export const PROBE_INTERVAL_MS = 250;
+/**
+ * A PING not answered by then counts as "still down" (the client's commandTimeout usually says so first; the shared
+ * client sends PING outside its auto-pipeline, so a probe never waits behind a stuck pipeline: see app-deps.ts).
+ */
+const PROBE_TIMEOUT_MS = 1_000;
+
+const byClient = new WeakMap<object, RedisHealth>();
+
+/**
+ * The health state of `redis`, created on first use: every component holding the same client shares one state, so
+ * one failed command takes all of them off Redis at once. createDeps creates it first, with the process logger.
+ */
+export function redisHealthOf(redis: Pick<Redis, 'status' | 'ping' | 'on'>, opts?: RedisHealthOptions): RedisHealth {
+  let health = byClient.get(redis);
+  if (!health) {
+    health = new RedisHealth(redis, opts);
+    byClient.set(redis, health);
+  }
+  return health;
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`Redis did not answer a PING within ${ms} ms`)), ms);
+    timer.unref();
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
