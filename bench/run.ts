@@ -3,18 +3,20 @@
  * loopback, measured in one run with autocannon. Writes bench/results.json and bench/results.md.
  *
  * Env: DATABASE_URL (default local PostgreSQL), REDIS_URL (default local Redis), BENCH_DURATION_S (10),
- * BENCH_CONNECTIONS (50), BENCH_WARMUP_S (3), BENCH_ONLY (comma-separated scenario names).
+ * BENCH_CONNECTIONS (50), BENCH_WARMUP_S (3), BENCH_ONLY (comma-separated scenario names), BENCH_PACED_RATE (the rate of
+ * the added-latency run; default half the gateway's uncached peak), BENCH_NODE_FLAGS (extra Node flags for the gateway,
+ * e.g. --cpu-prof).
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import pg from 'pg';
-import { Agent, request as undiciRequest } from 'undici';
+import { Agent, Pool, request as undiciRequest } from 'undici';
 import { testPki } from '../test/helpers/https-receiver.ts';
 import { freePort, rssMb, startCompiledGateway, waitHttp } from './gateway.ts';
 
@@ -57,12 +59,56 @@ interface Scenario {
 
 interface Result {
   name: string;
+  /** CPU milliseconds per request spent by each process group during the measured run (whole machine: 2 cores). */
+  cpu_ms_per_request?: Record<string, number>;
+  /** Share of the machine's CPU that was busy during the measured run (1 = every core). */
+  machine_busy?: number;
   requests_per_s: number;
   latency_ms: { p50: number; p99: number; p99_9: number; mean: number };
   non_2xx: number;
   errors: number;
   rss_mb: number;
   ratio_to_baseline?: { throughput: number };
+}
+
+/**
+ * Latency at a fixed rate, open loop: one request every 1/rate seconds whatever the answers, each latency measured from
+ * the moment it was due to be sent (so a slow server is not hidden by the generator waiting for it). autocannon's
+ * overallRate instead lets each connection send its quota for the second at once, so it measures bursts, and it reports
+ * whole milliseconds, too coarse for a sub-millisecond difference.
+ */
+async function paced(s: Scenario, rate: number, durationS: number): Promise<{ p50: number; p99: number; p99_9: number; non2xx: number; errors: number; sent: number }> {
+  const url = new URL(s.url);
+  const pool = new Pool(url.origin, { connections: 256, pipelining: 1, keepAliveTimeout: 60_000 });
+  const latencies: number[] = [];
+  let non2xx = 0;
+  let errors = 0;
+  const n = Math.round(rate * durationS);
+  const interval = 1000 / rate;
+  const pending: Promise<void>[] = [];
+  const started = performance.now();
+  for (let i = 0; i < n; i++) {
+    const due = started + i * interval;
+    const wait = due - performance.now();
+    if (wait >= 1) await new Promise((r) => setTimeout(r, wait));
+    pending.push(
+      pool
+        .request({ method: s.method, path: url.pathname, headers: s.headers, body: s.body })
+        .then(async (res) => {
+          await res.body.dump();
+          latencies.push(performance.now() - due);
+          if (res.statusCode < 200 || res.statusCode >= 300) non2xx++;
+        })
+        .catch(() => {
+          errors++;
+        }),
+    );
+  }
+  await Promise.all(pending);
+  await pool.close();
+  latencies.sort((a, b) => a - b);
+  const at = (q: number) => Math.round((latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? NaN) * 100) / 100;
+  return { p50: at(0.5), p99: at(0.99), p99_9: at(0.999), non2xx, errors, sent: n };
 }
 
 async function drive(s: Scenario, duration: number, rate?: number): Promise<autocannon.Result> {
@@ -77,10 +123,48 @@ async function drive(s: Scenario, duration: number, rate?: number): Promise<auto
   });
 }
 
+/** CPU ticks per process group, from /proc: where a request's cost lands on this machine. */
+const groupPids = new Map<number, string>();
+function cpuSnapshot(): { groups: Map<string, number>; busy: number; total: number } {
+  const groups = new Map<string, number>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+    } catch {
+      continue;
+    }
+    const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const ticks = Number(fields[11]) + Number(fields[12]);
+    const pid = Number(entry);
+    const group =
+      groupPids.get(pid) ??
+      (pid === process.pid ? 'load generator (autocannon)' : comm === 'postgres' ? 'PostgreSQL' : comm.startsWith('redis-server') ? 'Redis' : null);
+    if (group) groups.set(group, (groups.get(group) ?? 0) + ticks);
+  }
+  const cpu = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.split(/\s+/).slice(1).map(Number);
+  const idle = cpu[3]! + cpu[4]!;
+  const total = cpu.reduce((a, b) => a + b, 0);
+  return { groups, busy: total - idle, total };
+}
+
 async function measure(s: Scenario): Promise<Result> {
   await drive(s, WARMUP);
+  const before = cpuSnapshot();
   const r = await drive(s, DURATION);
+  const after = cpuSnapshot();
+  const requests = r.requests.total;
+  const msPerTick = 1000 / 100; // USER_HZ
+  const cpu: Record<string, number> = {};
+  for (const [group, ticks] of after.groups) {
+    const used = (ticks - (before.groups.get(group) ?? 0)) * msPerTick;
+    if (used > 0 && requests > 0) cpu[group] = Math.round((used / requests) * 1000) / 1000;
+  }
   return {
+    cpu_ms_per_request: cpu,
+    machine_busy: Math.round(((after.busy - before.busy) / (after.total - before.total)) * 100) / 100,
     name: s.name,
     requests_per_s: Math.round(r.requests.average),
     latency_ms: { p50: r.latency.p50, p99: r.latency.p99, p99_9: r.latency.p99_9, mean: Math.round(r.latency.mean * 100) / 100 },
@@ -107,6 +191,7 @@ async function main(): Promise<void> {
 
   const mockPort = await freePort();
   const mock = await start('mock provider', 'bench/mock-provider.ts', { PORT: String(mockPort) });
+  groupPids.set(mock.pid!, 'mock provider');
   const providersFile = path.join(tmp, 'providers.json');
   writeFileSync(
     providersFile,
@@ -129,17 +214,19 @@ async function main(): Promise<void> {
   writeFileSync(path.join(tmp, 'receiver.key'), pki.key);
   writeFileSync(path.join(tmp, 'receiver.crt'), pki.cert);
   const receiverPort = await freePort();
-  await start('webhook receiver', 'bench/webhook-receiver.ts', {
+  const receiver = await start('webhook receiver', 'bench/webhook-receiver.ts', {
     PORT: String(receiverPort),
     TLS_KEY_FILE: path.join(tmp, 'receiver.key'),
     TLS_CERT_FILE: path.join(tmp, 'receiver.crt'),
   });
+  groupPids.set(receiver.pid!, 'webhook receiver');
 
   const baselinePort = await freePort();
   const baseline = await start('baseline proxy', 'bench/baseline-proxy.ts', {
     PORT: String(baselinePort),
     UPSTREAM: `http://127.0.0.1:${mockPort}/v1`,
   });
+  groupPids.set(baseline.pid!, 'baseline proxy');
 
   const gatewayPort = await freePort();
   const gateway = startCompiledGateway(root, {
@@ -153,6 +240,7 @@ async function main(): Promise<void> {
     NODE_EXTRA_CA_CERTS: pki.caFile,
   });
   children.push(gateway);
+  groupPids.set(gateway.pid!, 'gateway');
   const base = `http://127.0.0.1:${gatewayPort}`;
   await waitHttp(`${base}/healthz`);
 
@@ -202,22 +290,28 @@ async function main(): Promise<void> {
   }
 
   // Added latency at half of the gateway's peak uncached throughput: both driven at the same fixed rate.
-  let added: Record<string, number> | null = null;
+  let added: Record<string, number | string> | null = null;
   const uncached = results.find((r) => r.name.includes('(uncached)'));
   const baseScenario = scenarios.find((s) => s.name.startsWith('baseline'));
   const gwScenario = scenarios.find((s) => s.name.includes('(uncached)'));
   if (uncached && baseScenario && gwScenario && uncached.non_2xx === 0) {
-    const rate = Math.max(100, Math.round(uncached.requests_per_s / 2));
-    const b = await drive(baseScenario, DURATION, rate);
-    const g = await drive(gwScenario, DURATION, rate);
+    const rate = Number(process.env.BENCH_PACED_RATE) || Math.max(100, Math.round(uncached.requests_per_s / 2));
+    const b = await paced(baseScenario, rate, DURATION);
+    const g = await paced(gwScenario, rate, DURATION);
+    const round = (x: number) => Math.round(x * 100) / 100;
     added = {
       rate_per_s: rate,
-      baseline_p50_ms: b.latency.p50,
-      gateway_p50_ms: g.latency.p50,
-      added_p50_ms: g.latency.p50 - b.latency.p50,
-      baseline_p99_ms: b.latency.p99,
-      gateway_p99_ms: g.latency.p99,
-      added_p99_ms: g.latency.p99 - b.latency.p99,
+      method: 'open loop, paced (bench/run.ts paced())',
+      baseline_p50_ms: b.p50,
+      gateway_p50_ms: g.p50,
+      added_p50_ms: round(g.p50 - b.p50),
+      baseline_p99_ms: b.p99,
+      gateway_p99_ms: g.p99,
+      added_p99_ms: round(g.p99 - b.p99),
+      baseline_p99_9_ms: b.p99_9,
+      gateway_p99_9_ms: g.p99_9,
+      non_2xx: b.non2xx + g.non2xx,
+      errors: b.errors + g.errors,
     };
   }
 
@@ -297,6 +391,14 @@ function renderMarkdown(r: any): string {
     )
     .join('\n');
   const a = r.added_latency_at_half_peak;
+  const groups = [...new Set(r.results.flatMap((x: Result) => Object.keys(x.cpu_ms_per_request ?? {})))] as string[];
+  const total = (x: Result) => Object.values(x.cpu_ms_per_request ?? {}).reduce((n, v) => n + v, 0);
+  const cpuRows = r.results
+    .map((x: Result) => `| ${x.name} | ${x.machine_busy ?? ''} | ${groups.map((g) => x.cpu_ms_per_request?.[g] ?? '').join(' | ')} | ${Math.round(total(x) * 1000) / 1000} |`)
+    .join('\n');
+  const cpuTable = groups.length
+    ? `\nCPU per request (ms of CPU time per request, by process, during each measured run; the machine has ${r.machine.cpus} cores, so it can give ${r.machine.cpus * 1000} ms of CPU per second):\n\n| scenario | machine busy | ${groups.join(' | ')} | total |\n|---|---|${groups.map(() => '---').join('|')}|---|\n${cpuRows}\n`
+    : '';
   return `# Benchmark (${r.date})
 
 Machine: ${r.machine.cpus} cores (${r.machine.cpu_model}), ${r.machine.memory_gb} GiB, Node ${r.machine.node}, ${r.machine.postgres}, ${r.machine.redis}.
@@ -306,7 +408,8 @@ autocannon: ${r.settings.connections} connections, ${r.settings.duration_s} s pe
 |---|---|---|---|---|---|---|---|
 ${rows}
 
-${a ? `Added latency at half of the gateway's peak (${a.rate_per_s} req/s, both driven at that rate): p50 ${a.baseline_p50_ms} → ${a.gateway_p50_ms} ms (+${a.added_p50_ms}), p99 ${a.baseline_p99_ms} → ${a.gateway_p99_ms} ms (+${a.added_p99_ms}).` : 'Added latency: not measured (the uncached scenario had errors or did not run).'}
+${cpuTable}
+${a ? `Added latency at half of the gateway's peak (${a.rate_per_s} req/s, both driven at that rate, open loop: a request every 1/${a.rate_per_s} s, latency from when it was due): p50 ${a.baseline_p50_ms} → ${a.gateway_p50_ms} ms (+${a.added_p50_ms}), p99 ${a.baseline_p99_ms} → ${a.gateway_p99_ms} ms (+${a.added_p99_ms}).` : 'Added latency: not measured (the uncached scenario had errors or did not run).'}
 ${r.webhooks ? `\nWebhook (inference.completed to a live local HTTPS receiver): ${r.webhooks.usage_records} usage records (one per inference), deliveries by status ${JSON.stringify(r.webhooks.deliveries_by_status)}; the receiver got ${r.webhooks.receiver_distinct_deliveries} distinct deliveries (${r.webhooks.receiver_requests} requests); backlog drained ${r.webhooks.drain_after_load_s} s after the load stopped.\n` : ''}${r.notes.length ? `\nNotes: ${r.notes.join('; ')}.\n` : ''}`;
 }
 

@@ -62,6 +62,10 @@ const MIN_RECHECK_MS = 25;
  * replica to claim, so that none waits here until its lease runs out (which would let another worker send it too).
  */
 const MAX_HANDED_OVER = 2_000;
+/** Handed-over deliveries started per turn of the event loop (see sendHandedOver()). */
+const ATTEMPTS_PER_TURN = 8;
+/** Webhooks whose vetted url and opened secret are kept (see target()). */
+const MAX_TARGETS = 1_000;
 /** Succeeded attempts recorded by one statement, at most. */
 const SUCCESS_BATCH = 500;
 
@@ -100,6 +104,8 @@ export class DeliveryWorker {
   private timerDue = Infinity;
   private unlisten: (() => Promise<void>) | null = null;
   private stopping: Promise<void> | null = null;
+  private readonly targets = new Map<string, { url: URL; secret: string }>();
+  private handoffScheduled = false;
   /** Deliveries the outcome writer wrote leased to this worker, waiting for a slot. */
   private handedOver: Claimed[] = [];
   /** Succeeded attempts waiting to be recorded, all in one statement (group commit). */
@@ -218,9 +224,25 @@ export class DeliveryWorker {
     this.sendHandedOver();
   }
 
+  /**
+   * A few attempts per turn of the event loop (each one's first step, signing and writing the request, runs at once):
+   * a batch's deliveries started all together would hold up the requests being served for milliseconds.
+   */
   private sendHandedOver(): void {
+    let started = 0;
     while (this.handedOver.length > 0 && this.inflight.size < this.concurrency && this.running) {
+      if (started === ATTEMPTS_PER_TURN) {
+        if (!this.handoffScheduled) {
+          this.handoffScheduled = true;
+          setImmediate(() => {
+            this.handoffScheduled = false;
+            this.sendHandedOver();
+          });
+        }
+        return;
+      }
       this.track(this.attempt(this.handedOver.shift()!));
+      started++;
     }
   }
 
@@ -284,6 +306,24 @@ export class DeliveryWorker {
         e.created_at AS "eventCreatedAt"`;
   }
 
+  /**
+   * The webhook's vetted url and opened signing secret, kept per webhook (keyed by its ciphertext and url too, so a
+   * changed webhook is never served from an old entry): every delivery would otherwise decrypt the secret and parse
+   * and vet the url again. The connect step vets hostnames on every connection; a literal address does no lookup, so it
+   * is checked here, against the process's allowlist (which may have changed since the webhook was created).
+   */
+  private target(row: Claimed): { url: URL; secret: string } {
+    const cacheKey = `${row.webhookId}\n${row.secretEncrypted}\n${row.url}`;
+    const hit = this.targets.get(cacheKey);
+    if (hit) return hit;
+    const url = new URL(row.url);
+    this.deps.egress.assertLiteralAllowed(url);
+    const target = { url, secret: this.deps.secretBox.open(row.secretEncrypted, row.webhookId) };
+    if (this.targets.size >= MAX_TARGETS) this.targets.clear();
+    this.targets.set(cacheKey, target);
+    return target;
+  }
+
   /** One HTTP attempt and its record; null only when the attempt could not be recorded (the lease then retries it). */
   private async attempt(row: Claimed): Promise<AttemptOutcome | null> {
     if (row.webhookStatus !== 'active') return this.abandon(row);
@@ -299,11 +339,7 @@ export class DeliveryWorker {
         projectId: row.projectId,
         data: JSON.parse(row.dataJson),
       });
-      const secret = this.deps.secretBox.open(row.secretEncrypted, row.webhookId);
-      const url = new URL(row.url);
-      // The connect step vets hostnames; a literal address does no lookup, so it is checked here (the allowlist may
-      // have changed since the webhook was created).
-      this.deps.egress.assertLiteralAllowed(url);
+      const { url, secret } = this.target(row);
       const res = await request(url, {
         method: 'POST',
         dispatcher: this.agent,
