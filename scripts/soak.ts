@@ -2,7 +2,7 @@
  * npm run soak (not in CI): the gateway under a steady, moderate load for SOAK_SECONDS, its resident memory sampled
  * every SOAK_SAMPLE_S. Passes when RSS stays under SOAK_RSS_LIMIT_MB and is flat: the average of the last window is at
  * most SOAK_FLAT_TOLERANCE (a fraction) above the first window's, a window being a minute (a third of a shorter run).
- * Writes bench/soak.json; exits 1 when it does not pass.
+ * Also records the RSS at rest 2 s after start, before any load. Writes bench/soak.json; exits 1 when it does not pass.
  *
  * Set up like bench/run.ts: on loopback, a zero-latency mock provider (bench/mock-provider.ts) in its own process, the
  * gateway (compiled, as `npm start` runs it, NODE_ENV=production) on PostgreSQL + Redis in a fresh schema and key
@@ -11,7 +11,8 @@
  *
  * Env: DATABASE_URL (default local PostgreSQL), REDIS_URL (default local Redis), SOAK_SECONDS (300), SOAK_RATE (200
  * requests/s overall), SOAK_CONNECTIONS (20), SOAK_WARMUP_S (15), SOAK_SAMPLE_S (10), SOAK_RSS_LIMIT_MB (250),
- * SOAK_FLAT_TOLERANCE (0.1), SOAK_GATEWAY_NODE_OPTIONS (NODE_OPTIONS for the gateway only).
+ * SOAK_FLAT_TOLERANCE (0.1), SOAK_GATEWAY_NODE_OPTIONS (NODE_OPTIONS for the gateway only), BENCH_NODE_FLAGS (flags
+ * put before the start script's, for V8 flags that NODE_OPTIONS refuses, e.g. `--single-threaded-gc`).
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -143,6 +144,9 @@ async function main(): Promise<void> {
   gateway.on('exit', (code, signal) => (gatewayExit = String(code ?? signal)));
   const base = `http://127.0.0.1:${gatewayPort}`;
   await waitHttp(`${base}/healthz`);
+  // Resident memory at rest, before any load: what the process costs by itself.
+  await new Promise((r) => setTimeout(r, 2000));
+  const idleMb = rssMb(gateway.pid!);
 
   const project = await api(base, 'POST', '/v1/projects', MASTER, { name: 'soak', plan: 'enterprise' });
   await api(base, 'PUT', `/v1/projects/${project.id}/rate-limits`, MASTER, {
@@ -243,7 +247,9 @@ async function main(): Promise<void> {
       webhook_deliveries_received: deliveries,
     },
     rss: {
+      idle_after_start_mb: idleMb,
       samples,
+      min_mb: Math.min(...samples.map((s) => s.rss_mb)),
       peak_mb: peak,
       window_s: windowS,
       first_window_avg_mb: firstAvg,
@@ -257,7 +263,7 @@ async function main(): Promise<void> {
   process.stdout.write(
     `soak: ${report.load.requests} requests (${report.load.requests_per_s}/s, p50 ${report.load.latency_ms.p50} ms, p99 ${report.load.latency_ms.p99} ms, ` +
       `non-2xx ${report.load.non_2xx}, errors ${report.load.errors})\n` +
-      `RSS: ${samples.map((s) => s.rss_mb).join(' ')} MB; peak ${peak} MB (limit ${RSS_LIMIT_MB}); ` +
+      `RSS: idle ${idleMb} MB after start; under load ${samples.map((s) => s.rss_mb).join(' ')} MB; min ${report.rss.min_mb} MB, peak ${peak} MB (limit ${RSS_LIMIT_MB}); ` +
       `first ${windowS} s avg ${firstAvg} MB, last ${windowS} s avg ${lastAvg} MB (${growth >= 0 ? '+' : ''}${growth}); ` +
       `slope ${report.rss.slope_mb_per_min} MB/min\n` +
       `verdict: ${report.verdict.pass ? 'PASS' : 'FAIL'} (under limit: ${underLimit}, flat: ${flat}) → bench/soak.json\n`,
