@@ -556,7 +556,10 @@ export class DeliveryWorker {
       // Handed over but never sent: released, so any replica claims them now rather than when their lease runs out.
       const unsent = this.handedOver.splice(0).map((r) => r.id);
       if (unsent.length > 0) {
-        await this.deps.db.$executeRaw`UPDATE webhook_deliveries SET lease_until = NULL WHERE id = ANY(${unsent}::text[]) AND attempts = 0`
+        // Due now: their next_attempt_at was the lease's end.
+        const now = new Date(this.deps.clock.now());
+        await this.deps.db.$executeRaw`UPDATE webhook_deliveries SET lease_until = NULL, next_attempt_at = ${now}
+          WHERE id = ANY(${unsent}::text[]) AND attempts = 0 AND status = 'pending'`
           .catch((err: Error) => this.deps.log.warn({ err }, 'could not release handed-over webhook deliveries; they are claimed when their lease ends'));
       }
       await this.unlisten?.().catch(() => {});

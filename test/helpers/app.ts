@@ -3,6 +3,7 @@ import { Writable } from 'node:stream';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import pino from 'pino';
 import { closeDeps, createDeps, LOG_REDACT_PATHS } from '../../src/app-deps.ts';
+import type { DeliveryWorkerOptions } from '../../src/webhooks/delivery-worker.ts';
 import { loadConfig, type Config } from '../../src/config/config.ts';
 import { openDatabase, type Database } from '../../src/db/client.ts';
 import { applyMigrations } from '../../src/db/migrations.ts';
@@ -70,6 +71,8 @@ export interface TestAppOptions {
   redisPrefix?: string;
   /** Adds routes (e.g. a stand-in for a path not built yet) before the app is ready. */
   beforeReady?: (app: FastifyInstance) => void | Promise<void>;
+  /** The app's own delivery worker's options (e.g. the test receiver's CA); it is not started. */
+  webhookWorker?: DeliveryWorkerOptions;
 }
 
 /** Builds the real app on a test database, with the operator key MASTER_KEY and an injected clock. */
@@ -90,7 +93,7 @@ export async function buildTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
   const logs = new LogCapture();
   const clock = opts.clock ?? new FakeClock();
   const log = pino({ level: 'info', redact: { paths: LOG_REDACT_PATHS, censor: '[redacted]' } }, logs);
-  const deps = await createDeps(config, { clock, log, database: testDb.database });
+  const deps = await createDeps(config, { clock, log, database: testDb.database, webhookWorker: opts.webhookWorker });
   const app = await buildApp(deps);
   await opts.beforeReady?.(app);
   await app.ready();
