@@ -98,7 +98,7 @@ describe("an inference's webhook delivery", () => {
     expect(leased.map((d) => d.webhookId)).toEqual([webhook.id]);
 
     const other = testWorker(t);
-    const mine = (outcomes: { webhookId: string }[]) => outcomes.filter((o) => o.webhookId === webhook.id);
+    const mine = <T extends { webhookId: string }>(outcomes: T[]) => outcomes.filter((o) => o.webhookId === webhook.id);
     expect(mine(await other.runDue())).toEqual([]);
     t.clock.ms += 15_000;
     const sent = mine(await other.runDue());
