@@ -502,12 +502,13 @@ export class RedisOutcomeWriter extends BaseWriter implements OutcomeWriter {
           await this.ensureGroup();
           haveGroup = true;
         }
-        if (this.paused) await this.whenResumed();
-        const history = historyAt > 0 && performance.now() >= historyAt;
         // At most one batch per flush interval (SVC_OUTCOME_FLUSH_MS): under a moderate load each short read would
         // otherwise be a transaction of its own, competing with the requests for the event loop and for PostgreSQL.
+        // Before the pause check: a pause that came during the wait must hold the read that follows.
         const since = performance.now() - lastWriteAt;
-        if (!history && since < this.opts.flushMs) await sleep(this.opts.flushMs - since);
+        if (since < this.opts.flushMs) await sleep(this.opts.flushMs - since);
+        if (this.paused) await this.whenResumed();
+        const history = historyAt > 0 && performance.now() >= historyAt;
         const res = (await (this.conn as unknown as ReadGroup).xreadgroup(
           'GROUP',
           GROUP,
