@@ -2,8 +2,9 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { newId } from '../../src/db/ids.ts';
 import { periodOf } from '../../src/domain/budgets/service.ts';
+import { testOutcome } from '../helpers/outcomes.ts';
 import { MemoryOutcomeWriter, RedisOutcomeWriter } from '../../src/domain/usage/outcome-writer.ts';
-import { encodeOutcome, persistOutcomes, type InferenceOutcome } from '../../src/domain/usage/record.ts';
+import { encodeOutcome, persistOutcomes } from '../../src/domain/usage/record.ts';
 import { buildTestApp, client, seedProject, type Client, type TestApp } from '../helpers/app.ts';
 import { expectError } from '../helpers/expect.ts';
 import { REDIS_URL, uniqueName } from '../helpers/services.ts';
@@ -41,27 +42,7 @@ async function setUp(budgetUsd = 10) {
   return { projectId, webhookId, keyId: key.body.id as string, api: client(t.app, key.body.secret as string) };
 }
 
-function outcome(projectId: string, keyId: string, costMicros: bigint): InferenceOutcome {
-  const createdAt = new Date(t.clock.now());
-  return {
-    requestId: newId('req'),
-    projectId,
-    keyId,
-    model: 'mock-priced',
-    route: 'priced/mock-priced',
-    region: 'local',
-    cacheHit: false,
-    status: 'succeeded',
-    errorCode: null,
-    promptTokens: 3,
-    completionTokens: 2,
-    costMicros,
-    latencyMs: 1,
-    createdAt,
-    eventId: newId('evt', createdAt.getTime()),
-    spend: { keyId, period: periodOf(createdAt) },
-  };
-}
+const outcome = (projectId: string, keyId: string, costMicros: bigint) => testOutcome(projectId, keyId, new Date(t.clock.now()), costMicros);
 
 async function written(projectId: string, webhookId: string, keyId: string) {
   const period = periodOf(new Date(t.clock.now()));

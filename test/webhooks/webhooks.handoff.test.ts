@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, client, createTestDatabase, seedProject, type Client, type TestApp, type TestDatabase } from '../helpers/app.ts';
 import { startReceiver, testPki, type Receiver } from '../helpers/https-receiver.ts';
-import { newId } from '../../src/db/ids.ts';
-import { persistOutcomes, type InferenceOutcome } from '../../src/domain/usage/record.ts';
+import { persistOutcomes } from '../../src/domain/usage/record.ts';
+import { testOutcome } from '../helpers/outcomes.ts';
 import { createWebhook, deliveriesOf, testWorker, webhookEnv } from './support.ts';
 
 /**
@@ -75,24 +75,7 @@ describe("an inference's webhook delivery", () => {
   it('is claimed by any worker once its lease runs out when the writer died before sending it', async () => {
     const { project, webhook } = await subscribedProject();
     const now = new Date(t.clock.now());
-    const outcome: InferenceOutcome = {
-      requestId: newId('req'),
-      projectId: project.projectId,
-      keyId: project.keyId,
-      model: 'mock-1',
-      route: 'mock/mock-1',
-      region: 'local',
-      cacheHit: false,
-      status: 'succeeded',
-      errorCode: null,
-      promptTokens: 3,
-      completionTokens: 2,
-      costMicros: 0n,
-      latencyMs: 1,
-      createdAt: now,
-      eventId: newId('evt'),
-      spend: null,
-    };
+    const outcome = testOutcome(project.projectId, project.keyId, now);
     // Written leased to a worker that then died: nobody was handed the delivery.
     const { leased } = await persistOutcomes(t.deps.db, [outcome], now, { leaseUntil: new Date(now.getTime() + 15_000) });
     expect(leased.map((d) => d.webhookId)).toEqual([webhook.id]);
