@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { MemoryLimitStore } from './memory-store.ts';
 import type { RedisLimitStore } from './redis-store.ts';
-import { redisHealthOf, type RedisHealth } from './redis-health.ts';
+import { redisHealthOf, withRedisTimeout, type RedisHealth } from './redis-health.ts';
 import type { ApplyRequest, ApplyResult, LimitStore, LimiterHealth, VersionedLimits } from './types.ts';
 
 /** A command that has not answered by then counts as Redis being unreachable (the client's commandTimeout is shorter). */
@@ -38,7 +38,7 @@ export class FallbackLimitStore implements LimitStore {
   async apply(req: ApplyRequest): Promise<ApplyResult> {
     if (this.redisHealth.usable) {
       try {
-        const result = await withTimeout(this.redisHealth.watch(this.primary.apply(req)), COMMAND_TIMEOUT_MS);
+        const result = await withRedisTimeout(this.redisHealth.watch(this.primary.apply(req)), COMMAND_TIMEOUT_MS);
         this.recovered();
         return result;
       } catch (err) {
@@ -57,7 +57,7 @@ export class FallbackLimitStore implements LimitStore {
     await this.local.publish(scope, limits);
     if (!this.redisHealth.usable) return;
     try {
-      await withTimeout(this.redisHealth.watch(this.primary.publish(scope, limits)), COMMAND_TIMEOUT_MS);
+      await withRedisTimeout(this.redisHealth.watch(this.primary.publish(scope, limits)), COMMAND_TIMEOUT_MS);
     } catch (err) {
       if (isScriptError(err)) throw err;
       this.redisHealth.report(err);
@@ -93,13 +93,4 @@ export class FallbackLimitStore implements LimitStore {
 function isScriptError(err: unknown): boolean {
   const message = err instanceof Error ? err.message : '';
   return /^ERR .*script/i.test(message) || /user_script/.test(message);
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`Redis did not answer within ${ms} ms`)), ms);
-    timer.unref();
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }

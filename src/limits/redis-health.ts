@@ -108,7 +108,7 @@ export class RedisHealth {
   private probe(): Promise<boolean> {
     if (this.probing) return this.probing;
     this.lastProbeAt = this.now();
-    const probing = withTimeout(this.redis.ping(), this.probeTimeoutMs)
+    const probing = withRedisTimeout(this.redis.ping(), this.probeTimeoutMs)
       .then(
         () => {
           this.up();
@@ -175,10 +175,11 @@ export function redisHealthOf(redis: Pick<Redis, 'status' | 'ping' | 'on'>, opts
   return health;
 }
 
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+/** `promise`, or a rejection once `ms` have passed without an answer from Redis (the timer never keeps the process up). */
+export function withRedisTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`Redis did not answer a PING within ${ms} ms`)), ms);
+    timer = setTimeout(() => reject(new Error(`Redis did not answer within ${ms} ms`)), ms);
     timer.unref();
   });
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { redisHealthOf, type RedisHealth } from '../../limits/redis-health.ts';
+import { redisHealthOf, withRedisTimeout, type RedisHealth } from '../../limits/redis-health.ts';
 
 /**
  * Month-to-date spend per budget scope (`key:<id>`, `project:<id>`), for the request path: read before a call (the
@@ -92,7 +92,7 @@ export class RedisSpendCounters implements SpendCounters {
     const keys = scopes.map((s) => this.key(projectId, s, period));
     let values: (string | null)[];
     try {
-      values = await withTimeout(this.redisHealth.watch(this.redis.mget(...keys)));
+      values = await withRedisTimeout(this.redisHealth.watch(this.redis.mget(...keys)), COMMAND_TIMEOUT_MS);
     } catch (err) {
       this.log.debug({ err: (err as Error).message }, 'spend counters: Redis did not answer; reading budget_spend');
       return this.opts.seed(scopes, period);
@@ -108,7 +108,7 @@ export class RedisSpendCounters implements SpendCounters {
       values[i] !== null ? values[i]! : this.commands.svcSpendSeed(keys[i]!, String(seeded[m++]!), expiresAt),
     );
     try {
-      return (await withTimeout(this.redisHealth.watch(Promise.all(pending)))).map((v) => BigInt(v));
+      return (await withRedisTimeout(this.redisHealth.watch(Promise.all(pending)), COMMAND_TIMEOUT_MS)).map((v) => BigInt(v));
     } catch (err) {
       // The seed is what budget_spend says: right for this request, and another one will store it.
       this.log.debug({ err: (err as Error).message }, 'spend counters: Redis did not take the seed; using budget_spend');
@@ -125,13 +125,14 @@ export class RedisSpendCounters implements SpendCounters {
     this.owed.clear();
     try {
       // Issued together: they leave in one write, and the owed ones are rare (after an outage).
-      await withTimeout(
+      await withRedisTimeout(
         this.redisHealth.watch(
           Promise.all([
             keys.length > 0 ? this.commands.svcSpendAdd(keys.length, ...keys, micros.toString()) : 0,
             ...owed.map(([k, v]) => this.commands.svcSpendAdd(1, k, v.toString())),
           ]),
         ),
+        COMMAND_TIMEOUT_MS,
       );
     } catch (err) {
       this.log.debug({ err: (err as Error).message }, 'spend counters: Redis did not answer; the add is kept for later');
@@ -142,7 +143,7 @@ export class RedisSpendCounters implements SpendCounters {
 
   async forget(projectId: string, scopes: readonly string[], period: string): Promise<void> {
     if (scopes.length === 0 || !this.redisHealth.usable) return;
-    await withTimeout(this.redisHealth.watch(this.redis.del(...scopes.map((s) => this.key(projectId, s, period))))).catch(() => {});
+    await withRedisTimeout(this.redisHealth.watch(this.redis.del(...scopes.map((s) => this.key(projectId, s, period)))), COMMAND_TIMEOUT_MS).catch(() => {});
   }
 
   private owe(keys: string[], micros: bigint): void {
@@ -214,13 +215,4 @@ export class MemorySpendCounters implements SpendCounters {
     this.latestPeriod = period;
     for (const [k, e] of this.entries) if (!e.loading && k.slice(k.lastIndexOf('|') + 1) < period) this.entries.delete(k);
   }
-}
-
-function withTimeout<T>(promise: Promise<T>, ms = COMMAND_TIMEOUT_MS): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`Redis did not answer within ${ms} ms`)), ms);
-    timer.unref();
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }

@@ -3,7 +3,7 @@ import { hostname } from 'node:os';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Db } from '../../db/client.ts';
-import { redisHealthOf } from '../../limits/redis-health.ts';
+import { redisHealthOf, withRedisTimeout } from '../../limits/redis-health.ts';
 import { sendBudgetAlerts } from '../budgets/service.ts';
 import type { Clock, Deps } from '../context.ts';
 import { decodeOutcome, encodeOutcome, persistOutcomes, type InferenceOutcome } from './record.ts';
@@ -401,7 +401,7 @@ export class RedisOutcomeWriter extends BaseWriter implements OutcomeWriter {
     const redisHealth = redisHealthOf(this.redis);
     if (this.closed || !redisHealth.usable) return this.direct(o);
     try {
-      const id = await withTimeout(redisHealth.watch(this.redis.xadd(this.stream, '*', 'o', encodeOutcome(o))), APPEND_TIMEOUT_MS);
+      const id = await withRedisTimeout(redisHealth.watch(this.redis.xadd(this.stream, '*', 'o', encodeOutcome(o))), APPEND_TIMEOUT_MS);
       if (id) this.lastId = id;
       this.warnedFallback = false;
     } catch (err) {
@@ -436,11 +436,12 @@ export class RedisOutcomeWriter extends BaseWriter implements OutcomeWriter {
   /** True when no entry up to `id` is left undelivered or delivered-but-unwritten in the group (any replica's). */
   private async writtenUpTo(id: string): Promise<boolean> {
     try {
-      const [groups, pending] = await withTimeout(
+      const [groups, pending] = await withRedisTimeout(
         Promise.all([
           this.redis.xinfo('GROUPS', this.stream) as Promise<unknown[][]>,
           this.redis.xpending(this.stream, GROUP) as Promise<[number, string | null, string | null, unknown]>,
         ]),
+        COMMAND_TIMEOUT_MS,
       );
       const group = groups.map(pairs).find((g) => g.name === GROUP);
       // The consumer has not created its group yet: nothing was read.
@@ -479,7 +480,7 @@ export class RedisOutcomeWriter extends BaseWriter implements OutcomeWriter {
 
   private async unblock(): Promise<void> {
     if (this.connId === null || this.redis.status !== 'ready') return;
-    await withTimeout(this.redis.client('UNBLOCK', this.connId)).catch(() => {});
+    await withRedisTimeout(this.redis.client('UNBLOCK', this.connId), COMMAND_TIMEOUT_MS).catch(() => {});
   }
 
   private async ensureGroup(): Promise<void> {
@@ -594,8 +595,9 @@ export class RedisOutcomeWriter extends BaseWriter implements OutcomeWriter {
     try {
       let cursor = '0-0';
       do {
-        const [next, entries] = (await withTimeout(
+        const [next, entries] = (await withRedisTimeout(
           this.redis.xautoclaim(this.stream, GROUP, this.consumer, this.leaseMs, cursor, 'COUNT', this.opts.batchSize ?? BATCH_SIZE),
+          COMMAND_TIMEOUT_MS,
         )) as [string, StreamEntry[], string[]?];
         cursor = next;
         if (entries.length > 0 && !(await this.write(this.redis, entries))) break;
@@ -610,7 +612,7 @@ export class RedisOutcomeWriter extends BaseWriter implements OutcomeWriter {
 
   /** Consumers of replicas long gone, with nothing pending: removed so the group does not grow forever. */
   private async forgetDeadConsumers(): Promise<void> {
-    const consumers = ((await withTimeout(this.redis.xinfo('CONSUMERS', this.stream, GROUP))) as unknown[][]).map(pairs);
+    const consumers = ((await withRedisTimeout(this.redis.xinfo('CONSUMERS', this.stream, GROUP), COMMAND_TIMEOUT_MS)) as unknown[][]).map(pairs);
     for (const c of consumers) {
       if (c.name !== this.consumer && Number(c.pending) === 0 && Number(c.idle) > 10 * this.leaseMs) {
         await this.redis.xgroup('DELCONSUMER', this.stream, GROUP, String(c.name));
@@ -627,15 +629,6 @@ function pairs(flat: unknown[]): Record<string, unknown> {
 
 function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms).unref());
-}
-
-function withTimeout<T>(promise: Promise<T>, ms = COMMAND_TIMEOUT_MS): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`Redis did not answer within ${ms} ms`)), ms);
-    timer.unref();
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
 export function createOutcomeWriter(opts: OutcomeWriterOptions & { redis: Redis | null; redisPrefix: string; leaseMs: number }): OutcomeWriter {
