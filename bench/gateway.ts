@@ -7,8 +7,8 @@ import path from 'node:path';
  * Starts the gateway exactly as `npm start` runs it (compiled JavaScript, the start script's Node flags), so the bench
  * and the soak measure what is deployed. The flags are read from package.json rather than repeated here.
  */
-export function startCompiledGateway(root: string, env: Record<string, string>): ChildProcess {
-  execFileSync('npm', ['run', '--silent', 'build:server'], { cwd: root, stdio: 'inherit' });
+export function startCompiledGateway(root: string, env: Record<string, string>, opts: { build?: boolean } = {}): ChildProcess {
+  if (opts.build !== false) execFileSync('npm', ['run', '--silent', 'build:server'], { cwd: root, stdio: 'inherit' });
   const start = (JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
   const [node, ...args] = start.trim().split(/\s+/);
   if (node !== 'node') throw new Error(`package.json start script does not begin with node: ${start}`);

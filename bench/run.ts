@@ -5,7 +5,7 @@
  * Env: DATABASE_URL (default local PostgreSQL), REDIS_URL (default local Redis), BENCH_DURATION_S (10),
  * BENCH_CONNECTIONS (50), BENCH_WARMUP_S (3), BENCH_ONLY (comma-separated scenario names), BENCH_PACED_RATE (the rate of
  * the added-latency run; default half the gateway's uncached peak), BENCH_NODE_FLAGS (extra Node flags for the gateway,
- * e.g. --cpu-prof).
+ * e.g. --cpu-prof), BENCH_SPLIT (0: skip the second deployment, an api process and a worker process; see README).
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -68,6 +68,8 @@ interface Result {
   non_2xx: number;
   errors: number;
   rss_mb: number;
+  /** The split deployment's worker process (SVC_ROLE=worker), beside the api process's rss_mb. */
+  rss_worker_mb?: number;
   ratio_to_baseline?: { throughput: number };
 }
 
@@ -228,9 +230,7 @@ async function main(): Promise<void> {
   });
   groupPids.set(baseline.pid!, 'baseline proxy');
 
-  const gatewayPort = await freePort();
-  const gateway = startCompiledGateway(root, {
-    PORT: String(gatewayPort),
+  const gatewayEnv = {
     DATABASE_URL: dbUrl.toString(),
     REDIS_URL,
     SVC_REDIS_PREFIX: `${schema}:`,
@@ -238,11 +238,19 @@ async function main(): Promise<void> {
     SVC_PROVIDERS_FILE: providersFile,
     SVC_EGRESS_ALLOWLIST: '127.0.0.1',
     NODE_EXTRA_CA_CERTS: pki.caFile,
-  });
-  children.push(gateway);
-  groupPids.set(gateway.pid!, 'gateway');
-  const base = `http://127.0.0.1:${gatewayPort}`;
-  await waitHttp(`${base}/healthz`);
+  };
+  let built = false;
+  const startGateway = async (role: 'all' | 'api' | 'worker', group: string) => {
+    const port = await freePort();
+    const child = startCompiledGateway(root, { ...gatewayEnv, PORT: String(port), SVC_ROLE: role }, { build: !built });
+    built = true;
+    children.push(child);
+    groupPids.set(child.pid!, group);
+    const url = `http://127.0.0.1:${port}`;
+    await waitHttp(`${url}/healthz`);
+    return { child, url };
+  };
+  const { child: gateway, url: base } = await startGateway('all', 'gateway');
 
   // A real project, a key, limits high enough not to bind, and (when the webhooks API exists) a subscribed webhook.
   const project = await api(base, 'POST', '/v1/projects', MASTER, { name: 'bench', plan: 'enterprise' });
@@ -290,16 +298,14 @@ async function main(): Promise<void> {
   }
 
   // Added latency at half of the gateway's peak uncached throughput: both driven at the same fixed rate.
-  let added: Record<string, number | string> | null = null;
-  const uncached = results.find((r) => r.name.includes('(uncached)'));
   const baseScenario = scenarios.find((s) => s.name.startsWith('baseline'));
-  const gwScenario = scenarios.find((s) => s.name.includes('(uncached)'));
-  if (uncached && baseScenario && gwScenario && uncached.non_2xx === 0) {
+  const addedLatency = async (uncached: Result | undefined, gwScenario: Scenario | undefined) => {
+    if (!uncached || !baseScenario || !gwScenario || uncached.non_2xx !== 0) return null;
     const rate = Number(process.env.BENCH_PACED_RATE) || Math.max(100, Math.round(uncached.requests_per_s / 2));
     const b = await paced(baseScenario, rate, DURATION);
     const g = await paced(gwScenario, rate, DURATION);
     const round = (x: number) => Math.round(x * 100) / 100;
-    added = {
+    return {
       rate_per_s: rate,
       method: 'open loop, paced (bench/run.ts paced())',
       baseline_p50_ms: b.p50,
@@ -313,6 +319,35 @@ async function main(): Promise<void> {
       non_2xx: b.non2xx + g.non2xx,
       errors: b.errors + g.errors,
     };
+  };
+  const added = await addedLatency(
+    results.find((r) => r.name.includes('(uncached)')),
+    scenarios.find((s) => s.name.includes('(uncached)')),
+  );
+
+  // The same inference scenarios on the split deployment (README "Running several replicas"): one process answers the
+  // API (SVC_ROLE=api) and a second one (SVC_ROLE=worker) writes the usage stream and sends the webhooks, so that the
+  // background work leaves the request event loop. Same database, Redis, key and webhook.
+  let addedSplit: Awaited<ReturnType<typeof addedLatency>> = null;
+  const splitOn = process.env.BENCH_SPLIT !== '0' && scenarios.some((s) => s.name.includes('POST /v1/inference ('));
+  if (splitOn) {
+    await stopChild(gateway);
+    const worker = await startGateway('worker', 'gateway worker');
+    const { child: apiChild, url: apiBase } = await startGateway('api', 'gateway');
+    const split: Scenario[] = scenarios
+      .filter((s) => s.name.startsWith('gateway POST /v1/inference ('))
+      .map((s) => ({ ...s, name: s.name.replace('gateway ', 'split api+worker '), url: s.url.replace(base, apiBase), pid: apiChild.pid! }));
+    for (const s of split) {
+      process.stderr.write(`bench: ${s.name} …\n`);
+      const r = await measure(s);
+      r.rss_worker_mb = rssMb(worker.child.pid!);
+      if (baselineResult) r.ratio_to_baseline = { throughput: Math.round((r.requests_per_s / baselineResult.requests_per_s) * 100) / 100 };
+      results.push(r);
+    }
+    addedSplit = await addedLatency(
+      results.find((r) => r.name.startsWith('split') && r.name.includes('(uncached)')),
+      split.find((s) => s.name.includes('(uncached)')),
+    );
   }
 
   // Every inference emitted inference.completed to the subscribed webhook: how long the deliveries took to catch up
@@ -334,6 +369,7 @@ async function main(): Promise<void> {
     settings: { connections: CONNECTIONS, duration_s: DURATION, warmup_s: WARMUP },
     results,
     added_latency_at_half_peak: added,
+    added_latency_at_half_peak_split: addedSplit,
     webhooks,
     notes,
   };
@@ -387,10 +423,11 @@ function renderMarkdown(r: any): string {
   const rows = r.results
     .map(
       (x: Result) =>
-        `| ${x.name} | ${x.requests_per_s} | ${x.latency_ms.p50} | ${x.latency_ms.p99} | ${x.latency_ms.p99_9} | ${x.rss_mb} | ${x.non_2xx} | ${x.ratio_to_baseline?.throughput ?? ''} |`,
+        `| ${x.name} | ${x.requests_per_s} | ${x.latency_ms.p50} | ${x.latency_ms.p99} | ${x.latency_ms.p99_9} | ${x.rss_worker_mb ? `${x.rss_mb} + ${x.rss_worker_mb}` : x.rss_mb} | ${x.non_2xx} | ${x.ratio_to_baseline?.throughput ?? ''} |`,
     )
     .join('\n');
   const a = r.added_latency_at_half_peak;
+  const sp = r.added_latency_at_half_peak_split;
   const groups = [...new Set(r.results.flatMap((x: Result) => Object.keys(x.cpu_ms_per_request ?? {})))] as string[];
   const total = (x: Result) => Object.values(x.cpu_ms_per_request ?? {}).reduce((n, v) => n + v, 0);
   const cpuRows = r.results
@@ -410,7 +447,7 @@ ${rows}
 
 ${cpuTable}
 ${a ? `Added latency at half of the gateway's peak (${a.rate_per_s} req/s, both driven at that rate, open loop: a request every 1/${a.rate_per_s} s, latency from when it was due): p50 ${a.baseline_p50_ms} → ${a.gateway_p50_ms} ms (+${a.added_p50_ms}), p99 ${a.baseline_p99_ms} → ${a.gateway_p99_ms} ms (+${a.added_p99_ms}).` : 'Added latency: not measured (the uncached scenario had errors or did not run).'}
-${r.webhooks ? `\nWebhook (inference.completed to a live local HTTPS receiver): ${r.webhooks.usage_records} usage records (one per inference), deliveries by status ${JSON.stringify(r.webhooks.deliveries_by_status)}; the receiver got ${r.webhooks.receiver_distinct_deliveries} distinct deliveries (${r.webhooks.receiver_requests} requests); backlog drained ${r.webhooks.drain_after_load_s} s after the load stopped.\n` : ''}${r.notes.length ? `\nNotes: ${r.notes.join('; ')}.\n` : ''}`;
+${sp ? `\nSplit deployment (SVC_ROLE=api + SVC_ROLE=worker; RSS is api + worker), added latency at half of its peak (${sp.rate_per_s} req/s, same method): p50 ${sp.baseline_p50_ms} → ${sp.gateway_p50_ms} ms (+${sp.added_p50_ms}), p99 ${sp.baseline_p99_ms} → ${sp.gateway_p99_ms} ms (+${sp.added_p99_ms}).\n` : ''}${r.webhooks ? `\nWebhook (inference.completed to a live local HTTPS receiver): ${r.webhooks.usage_records} usage records (one per inference), deliveries by status ${JSON.stringify(r.webhooks.deliveries_by_status)}; the receiver got ${r.webhooks.receiver_distinct_deliveries} distinct deliveries (${r.webhooks.receiver_requests} requests); backlog drained ${r.webhooks.drain_after_load_s} s after the load stopped.\n` : ''}${r.notes.length ? `\nNotes: ${r.notes.join('; ')}.\n` : ''}`;
 }
 
 main()
@@ -420,15 +457,14 @@ main()
   })
   .finally(() => void stopChildren());
 
+function stopChild(c: ChildProcess): Promise<void> {
+  return new Promise<void>((resolve) => {
+    if (c.exitCode !== null || c.signalCode !== null) return resolve();
+    c.once('exit', () => resolve());
+    c.kill('SIGTERM');
+  });
+}
+
 async function stopChildren(): Promise<void> {
-  await Promise.all(
-    children.splice(0).map(
-      (c) =>
-        new Promise<void>((resolve) => {
-          if (c.exitCode !== null || c.signalCode !== null) return resolve();
-          c.once('exit', () => resolve());
-          c.kill('SIGTERM');
-        }),
-    ),
-  );
+  await Promise.all(children.splice(0).map(stopChild));
 }

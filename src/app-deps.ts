@@ -104,6 +104,7 @@ export async function createDeps(config: Readonly<Config>, overrides: DepsOverri
     redis,
     redisPrefix: config.redisPrefix,
     leaseMs: config.outcomeLeaseMs,
+    consume: config.role !== 'api',
   });
   deps = {
     config,

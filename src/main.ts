@@ -1,6 +1,6 @@
 import { closeDeps, createDeps } from './app-deps.ts';
 import { ConfigError, loadConfig } from './config/config.ts';
-import { buildApp } from './http/app.ts';
+import { buildApp, buildHealthApp } from './http/app.ts';
 import { startDailyUsageSummaries } from './domain/usage/daily-summary.ts';
 
 async function main(): Promise<void> {
@@ -21,7 +21,9 @@ async function main(): Promise<void> {
     process.stderr.write(`startup failed: ${(err as Error).message}\n`);
     process.exit(1);
   }
-  const app = await buildApp(deps);
+  // SVC_ROLE (README "Running several replicas"): api serves HTTP only; worker does the background work only.
+  const background = config.role !== 'api';
+  const app = config.role === 'worker' ? await buildHealthApp(deps) : await buildApp(deps);
   let usageSummaries: { stop(): void } | null = null;
 
   let closing = false;
@@ -49,6 +51,8 @@ async function main(): Promise<void> {
     process.stderr.write(`cannot listen on ${config.host}:${config.port}: ${(err as Error).message}\n`);
     process.exit(1);
   }
+  deps.log.info({ role: config.role, port: config.port }, 'listening');
+  if (!background) return;
   await deps.webhooks.worker.start();
   usageSummaries = startDailyUsageSummaries(deps);
 }

@@ -45,6 +45,12 @@ export interface Config {
   outcomeFlushMs: number;
   /** With Redis: how long a read usage-stream entry may stay unwritten before another replica takes it over. */
   outcomeLeaseMs: number;
+  /**
+   * What this process runs (README "Running several replicas"): `all` (default) serves HTTP and does the background
+   * work (usage-stream consumer, webhook delivery worker, daily usage summaries); `api` serves HTTP only; `worker` does
+   * the background work and serves only /healthz and /readyz. `api` and `worker` need DATABASE_URL and REDIS_URL.
+   */
+  role: 'all' | 'api' | 'worker';
 }
 
 export class ConfigError extends Error {
@@ -144,7 +150,12 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     circuitCooldownMs: int(env, 'SVC_CIRCUIT_COOLDOWN_MS', 30_000, 1, 3_600_000),
     outcomeFlushMs: int(env, 'SVC_OUTCOME_FLUSH_MS', 20, 1, 10_000),
     outcomeLeaseMs: int(env, 'SVC_OUTCOME_LEASE_MS', 5_000, 500, 3_600_000),
+    role: role(env),
   };
+  if (config.role !== 'all' && (config.databaseUrl === null || config.redisUrl === null)) {
+    // Without them the usage records wait in this process's memory and the database is this process's own.
+    throw new ConfigError('SVC_ROLE', `${config.role} needs DATABASE_URL and REDIS_URL (shared by the api and worker processes)`);
+  }
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(config.logLevel)) {
     throw new ConfigError('LOG_LEVEL', 'must be one of fatal, error, warn, info, debug, trace, silent');
   }
@@ -157,6 +168,12 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     throw new ConfigError('SVC_ENCRYPTION_KEY', 'must be 32 bytes as 64 hex characters or base64');
   }
   return Object.freeze(config);
+}
+
+function role(env: Env): Config['role'] {
+  const raw = (str(env, 'SVC_ROLE') ?? 'all').toLowerCase();
+  if (raw !== 'all' && raw !== 'api' && raw !== 'worker') throw new ConfigError('SVC_ROLE', `must be all, api or worker, got "${raw}"`);
+  return raw;
 }
 
 /** Comma-separated e-mail addresses. */

@@ -36,6 +36,21 @@ declare module 'fastify' {
 const bodyAjv = new Ajv.default({ coerceTypes: false, removeAdditional: false, useDefaults: true, allErrors: false, strict: false });
 const queryAjv = new Ajv.default({ coerceTypes: 'array', removeAdditional: false, useDefaults: true, allErrors: false, strict: false });
 
+/**
+ * SVC_ROLE=worker: the background work's process answers /healthz and /readyz (for an orchestrator's probes) and
+ * nothing else; the API is served by the api processes.
+ */
+export async function buildHealthApp(deps: Deps): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: deps.log as FastifyBaseLogger,
+    logController: new LogController({ disableRequestLogging: true }),
+    return503OnClosing: true,
+  });
+  app.decorate('deps', deps);
+  await app.register(healthRoutes);
+  return app;
+}
+
 /** The fastify factory for main.ts and for tests (app.inject). */
 export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   const app = Fastify({

@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import { redisHealthOf } from '../limits/redis-health.ts';
 
 export type BusHandler = (message: string) => void;
 
@@ -45,7 +46,7 @@ export class RedisBus implements Bus {
   constructor(
     private readonly redis: Redis,
     private readonly prefix: string,
-    log: Logger,
+    private readonly log: Logger,
   ) {
     this.subscriber = redis.duplicate({ lazyConnect: false, maxRetriesPerRequest: null, enableAutoPipelining: false, commandTimeout: undefined });
     this.subscriber.on('message', (channel: string, message: string) => {
@@ -58,8 +59,20 @@ export class RedisBus implements Bus {
     this.subscriber.on('error', (err: Error) => log.debug({ err: err.message }, 'pub/sub connection error'));
   }
 
+  /**
+   * Never throws, and never waits for a Redis known not to answer (limits/redis-health.ts): the change it announces has
+   * committed, and this replica has already evicted it. While Redis is down the other replicas do not hear it; they
+   * drop their caches when their subscriber reconnects, and otherwise re-read a key row within a minute (the key
+   * cache's TTL) and a project within its TTL (README "When Redis fails").
+   */
   async publish(channel: string, message: string): Promise<void> {
-    await this.redis.publish(this.prefix + channel, message);
+    const health = redisHealthOf(this.redis);
+    try {
+      if (!health.usable) throw new Error('Redis does not answer');
+      await health.watch(this.redis.publish(this.prefix + channel, message));
+    } catch (err) {
+      this.log.warn({ err: (err as Error).message, channel }, 'could not tell the other replicas of a change (pub/sub); they pick it up by their cache TTLs');
+    }
   }
 
   subscribe(channel: string, handler: BusHandler): void {

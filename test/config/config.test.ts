@@ -13,6 +13,7 @@ describe('configuration', () => {
       webhookRetryScheduleS: [0, 30, 120, 600, 3600, 21600],
       webhookRetryHorizonS: 86400,
       egressAllowlist: [],
+      role: 'all',
     });
     expect(c.dataDir.endsWith('.svc-data')).toBe(true);
     expect(Object.isFrozen(c)).toBe(true);
@@ -30,6 +31,11 @@ describe('configuration', () => {
     [{ SVC_SMTP_URL: 'http://mail' }, 'SVC_SMTP_URL'],
     [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
     [{ SVC_ENCRYPTION_KEY: 'abc' }, 'SVC_ENCRYPTION_KEY'],
+    [{ SVC_ROLE: 'both' }, 'SVC_ROLE'],
+    // The api and worker processes share usage through Redis and PostgreSQL: neither may be missing.
+    [{ SVC_ROLE: 'api' }, 'SVC_ROLE'],
+    [{ SVC_ROLE: 'worker', REDIS_URL: 'redis://127.0.0.1:6379' }, 'SVC_ROLE'],
+    [{ SVC_ROLE: 'api', DATABASE_URL: 'postgresql://db/x' }, 'SVC_ROLE'],
   ];
   for (const [env, variable] of bad) {
     it(`names ${variable} when it is wrong (${JSON.stringify(env)})`, () => {

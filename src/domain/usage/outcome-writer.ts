@@ -377,7 +377,8 @@ export class RedisOutcomeWriter extends BaseWriter implements OutcomeWriter {
     super(opts);
     this.stream = `${prefix}usage:outcomes`;
     // Its own connection: XREADGROUP BLOCK would hold up every other command on a shared one.
-    this.conn = redis.duplicate({ maxRetriesPerRequest: null, lazyConnect: false, enableAutoPipelining: false, commandTimeout: undefined });
+    // Lazy: connects with the consumer's first command (start()); a process that only appends never opens it.
+    this.conn = redis.duplicate({ maxRetriesPerRequest: null, lazyConnect: true, enableAutoPipelining: false, commandTimeout: undefined });
     this.conn.on('error', (err: Error) => opts.log.debug({ err: err.message }, 'outcome consumer connection error'));
     this.conn.on('ready', () => {
       this.conn.client('ID').then(
@@ -459,6 +460,12 @@ export class RedisOutcomeWriter extends BaseWriter implements OutcomeWriter {
     if (this.stopped) return;
     this.closed = true;
     this.resume();
+    if (!this.loop) {
+      // Appending only (SVC_ROLE=api): what this process accepted is in the stream, for the workers to write.
+      this.stopped = true;
+      this.conn.disconnect();
+      return;
+    }
     const done = await this.flush({ timeoutMs: 15_000 });
     if (!done) {
       this.opts.log.error(
@@ -631,9 +638,15 @@ function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms).unref());
 }
 
-export function createOutcomeWriter(opts: OutcomeWriterOptions & { redis: Redis | null; redisPrefix: string; leaseMs: number }): OutcomeWriter {
+/**
+ * consume false (SVC_ROLE=api): this process only appends to the stream; the worker processes' consumers write it.
+ * Needs Redis (config.ts refuses the role without it).
+ */
+export function createOutcomeWriter(
+  opts: OutcomeWriterOptions & { redis: Redis | null; redisPrefix: string; leaseMs: number; consume: boolean },
+): OutcomeWriter {
   if (!opts.redis) return new MemoryOutcomeWriter(opts);
   const writer = new RedisOutcomeWriter(opts, opts.redis, opts.redisPrefix, opts.leaseMs);
-  writer.start();
+  if (opts.consume) writer.start();
   return writer;
 }
