@@ -10,7 +10,8 @@ import path from 'node:path';
 export function startCompiledGateway(root: string, env: Record<string, string>, opts: { build?: boolean } = {}): ChildProcess {
   if (opts.build !== false) execFileSync('npm', ['run', '--silent', 'build:server'], { cwd: root, stdio: 'inherit' });
   const start = (JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
-  const [node, ...args] = start.trim().split(/\s+/);
+  // `exec node …`: npm's shell becomes node, so SIGTERM to `npm start` reaches the gateway.
+  const [node, ...args] = start.trim().replace(/^exec\s+/, '').split(/\s+/);
   if (node !== 'node') throw new Error(`package.json start script does not begin with node: ${start}`);
   // BENCH_NODE_FLAGS (e.g. "--cpu-prof --cpu-prof-dir=bench/tmp/prof") adds flags for profiling a run.
   const extra = (process.env.BENCH_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean);

@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import pino, { type Logger } from 'pino';
-import type { Config } from './config/config.ts';
+import { runsBackgroundWork, type Config } from './config/config.ts';
 import { openDatabase, isUniqueViolation, type Database } from './db/client.ts';
 import { applyMigrations } from './db/migrations.ts';
 import { systemClock, type Clock, type Deps } from './domain/context.ts';
@@ -48,17 +48,23 @@ export interface DepsOverrides {
 /** Opens the database (migrating it), Redis and the operator key: everything a request needs, built once. */
 export async function createDeps(config: Readonly<Config>, overrides: DepsOverrides = {}): Promise<Deps> {
   const log = overrides.log ?? createLogger(config);
-  const database =
-    overrides.database ?? (await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir }));
-  if (!overrides.database) {
-    await applyMigrations(
-      database.kind === 'postgres'
-        ? { kind: 'postgres', url: config.databaseUrl! }
-        : { kind: 'pglite', pglite: database.pglite! },
-      { log: (msg: string) => log.info(msg) },
-    );
+  let database: Database;
+  try {
+    database = overrides.database ?? (await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir }));
+    if (!overrides.database) {
+      await applyMigrations(
+        database.kind === 'postgres'
+          ? { kind: 'postgres', url: config.databaseUrl! }
+          : { kind: 'pglite', pglite: database.pglite! },
+        { log: (msg: string) => log.info(msg) },
+      );
+    }
+  } catch (err) {
+    // One line naming the variable to look at (CONTRACT §1), as for a bad value.
+    const what = config.databaseUrl ? 'DATABASE_URL: cannot open PostgreSQL' : `SVC_DATA_DIR: cannot open the embedded database in ${config.dataDir}`;
+    throw new Error(`${what} (${(err as Error).message.split('\n')[0]})`);
   }
-  const redis = config.redisUrl ? await connectRedis(config.redisUrl, config.redisCommandTimeoutMs) : null;
+  const redis = config.redisUrl ? await connectRedis(config.redisUrl, config.redisCommandTimeoutMs, log) : null;
   if (!redis) log.warn('REDIS_URL is not set: limits, caches and idempotency use an in-process store (one replica only)');
   // One "does Redis answer" state for every user of the shared client (limiter, idempotency, cache, counters, outcomes).
   else redisHealthOf(redis, { log });
@@ -104,7 +110,7 @@ export async function createDeps(config: Readonly<Config>, overrides: DepsOverri
     redis,
     redisPrefix: config.redisPrefix,
     leaseMs: config.outcomeLeaseMs,
-    consume: config.role !== 'api',
+    consume: runsBackgroundWork(config),
   });
   deps = {
     config,
@@ -144,7 +150,7 @@ export async function closeDeps(deps: Deps): Promise<void> {
  * commandTimeout: a Redis that stops answering (frozen, a dead socket not yet noticed) fails commands instead of holding
  * requests. Connections that block (the stream consumer) or subscribe (the bus) duplicate it without either.
  */
-async function connectRedis(url: string, commandTimeoutMs: number): Promise<Redis> {
+async function connectRedis(url: string, commandTimeoutMs: number, log: Logger): Promise<Redis> {
   const redis = new Redis(url, {
     lazyConnect: true,
     maxRetriesPerRequest: 2,
@@ -154,12 +160,15 @@ async function connectRedis(url: string, commandTimeoutMs: number): Promise<Redi
     autoPipeliningIgnoredCommands: ['ping'],
     commandTimeout: commandTimeoutMs,
   });
+  // Errors are the health state's to report (/readyz, "When Redis fails"), not an unhandled event.
+  redis.on('error', (err: Error) => log.debug({ err: err.message }, 'redis connection error'));
   try {
     await redis.connect();
     await redis.ping();
   } catch (err) {
-    redis.disconnect();
-    throw new Error(`REDIS_URL: cannot reach Redis (${(err as Error).message})`);
+    // Started degraded, as if Redis had failed while running: /readyz answers 503 until it answers, and the client
+    // keeps reconnecting. A URL that is not a Redis URL at all was refused by the configuration already.
+    log.warn({ err: (err as Error).message }, 'REDIS_URL: cannot reach Redis at start; serving degraded until it answers');
   }
   return redis;
 }

@@ -1,5 +1,5 @@
 import { closeDeps, createDeps } from './app-deps.ts';
-import { ConfigError, loadConfig } from './config/config.ts';
+import { ConfigError, loadConfig, runsBackgroundWork } from './config/config.ts';
 import { buildApp, buildHealthApp } from './http/app.ts';
 import { startDailyUsageSummaries } from './domain/usage/daily-summary.ts';
 
@@ -22,7 +22,7 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   // SVC_ROLE (README "Running several replicas"): api serves HTTP only; worker does the background work only.
-  const background = config.role !== 'api';
+  const background = runsBackgroundWork(config);
   const app = config.role === 'worker' ? await buildHealthApp(deps) : await buildApp(deps);
   let usageSummaries: { stop(): void } | null = null;
 

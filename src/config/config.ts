@@ -101,8 +101,9 @@ function bool(env: Env, name: string, fallback: boolean): boolean {
 
 export function loadConfig(env: Env = process.env): Readonly<Config> {
   const masterKey = str(env, 'SVC_MASTER_KEY');
-  if (masterKey !== null && (!masterKey.startsWith('svc_sk_') || masterKey.length < 32)) {
-    throw new ConfigError('SVC_MASTER_KEY', 'must begin with svc_sk_ and be at least 32 characters');
+  // Printable ASCII without spaces: it is sent as `Authorization: Bearer <key>`.
+  if (masterKey !== null && (!masterKey.startsWith('svc_sk_') || masterKey.length < 32 || !/^[\x21-\x7e]+$/.test(masterKey))) {
+    throw new ConfigError('SVC_MASTER_KEY', 'must begin with svc_sk_ and be at least 32 characters, without spaces');
   }
 
   const scheduleRaw = str(env, 'SVC_WEBHOOK_RETRY_SCHEDULE') ?? '0,30,120,600,3600,21600';
@@ -135,7 +136,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     webhookTimeoutMs: int(env, 'SVC_WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000),
     egressAllowlist: (str(env, 'SVC_EGRESS_ALLOWLIST') ?? '').split(',').map((s) => s.trim()).filter(Boolean),
     smtpUrl: url(env, 'SVC_SMTP_URL', ['smtp:', 'smtps:']),
-    alertEmailFrom: str(env, 'SVC_ALERT_EMAIL_FROM'),
+    alertEmailFrom: emailAddress(env, 'SVC_ALERT_EMAIL_FROM'),
     alertEmailTo: emails(env, 'SVC_ALERT_EMAIL_TO'),
     operatorRequestsPerMinute: int(env, 'SVC_OPERATOR_RPM', 6_000, 1, 2_147_483_647),
     publicUrl: publicUrl ? publicUrl.replace(/\/+$/, '') : null,
@@ -170,16 +171,31 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
   return Object.freeze(config);
 }
 
+/** Whether this process does the background work (usage-stream consumer, webhook delivery, daily summaries). */
+export function runsBackgroundWork(config: Pick<Config, 'role'>): boolean {
+  return config.role !== 'api';
+}
+
 function role(env: Env): Config['role'] {
   const raw = (str(env, 'SVC_ROLE') ?? 'all').toLowerCase();
   if (raw !== 'all' && raw !== 'api' && raw !== 'worker') throw new ConfigError('SVC_ROLE', `must be all, api or worker, got "${raw}"`);
   return raw;
 }
 
+/** One e-mail address, or null when unset. */
+function emailAddress(env: Env, name: string): string | null {
+  const value = str(env, name);
+  if (value === null) return null;
+  if (!EMAIL.test(value.trim())) throw new ConfigError(name, `"${value}" is not an e-mail address`);
+  return value.trim();
+}
+
+const EMAIL = /^[^\s@,]+@[^\s@,]+$/;
+
 /** Comma-separated e-mail addresses. */
 function emails(env: Env, name: string): string[] {
   const list = (str(env, name) ?? '').split(',').map((s) => s.trim()).filter(Boolean);
-  const bad = list.find((a) => !/^[^\s@]+@[^\s@]+$/.test(a));
+  const bad = list.find((a) => !EMAIL.test(a));
   if (bad !== undefined) throw new ConfigError(name, `"${bad}" is not an e-mail address; use comma-separated addresses`);
   return list;
 }

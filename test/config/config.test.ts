@@ -32,6 +32,9 @@ describe('configuration', () => {
     [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
     [{ SVC_ENCRYPTION_KEY: 'abc' }, 'SVC_ENCRYPTION_KEY'],
     [{ SVC_ROLE: 'both' }, 'SVC_ROLE'],
+    [{ SVC_ALERT_EMAIL_FROM: 'notanemail' }, 'SVC_ALERT_EMAIL_FROM'],
+    [{ SVC_ALERT_EMAIL_TO: 'a@b.example,nope' }, 'SVC_ALERT_EMAIL_TO'],
+    [{ SVC_MASTER_KEY: 'svc_sk_has spaces and more characters !!!' }, 'SVC_MASTER_KEY'],
     // The api and worker processes share usage through Redis and PostgreSQL: neither may be missing.
     [{ SVC_ROLE: 'api' }, 'SVC_ROLE'],
     [{ SVC_ROLE: 'worker', REDIS_URL: 'redis://127.0.0.1:6379' }, 'SVC_ROLE'],

@@ -62,6 +62,14 @@ describe('the process', () => {
     expect(run.stderr.trim().split('\n')).toEqual(['configuration error: PORT: must be a whole number, got "eighty"']);
   });
 
+  it('names DATABASE_URL in its one line when PostgreSQL cannot be opened at start', async () => {
+    const run = await runMain({ DATABASE_URL: 'postgresql://postgres@127.0.0.1:1/postgres' });
+    expect(run.code).not.toBe(0);
+    const lines = run.stderr.trim().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/^startup failed: DATABASE_URL: cannot open PostgreSQL \(/);
+  });
+
   it('starts on the embedded database, serves /healthz, and exits 0 on SIGTERM', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'svc-main-'));
     dirs.push(dir);
@@ -80,6 +88,44 @@ describe('the process', () => {
     expect(healthy).toBe(true);
     expect(run.code).toBe(0);
     expect(run.stdout + run.stderr).toContain('shutting down');
+  }, 90_000);
+});
+
+describe('Redis that does not answer at start', () => {
+  it('starts degraded: it listens, /readyz answers 503 naming Redis, and it exits 0 on SIGTERM', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'svc-main-'));
+    dirs.push(dir);
+    const port = 20000 + Math.floor(Math.random() * 20000);
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+      cwd: root,
+      env: {
+        PATH: process.env.PATH!,
+        HOME: process.env.HOME ?? '/tmp',
+        SVC_DATA_DIR: dir,
+        PORT: String(port),
+        SVC_MASTER_KEY: 'svc_sk_process_test_0123456789abcdefghij',
+        REDIS_URL: 'redis://127.0.0.1:1', // nothing listens on port 1
+        LOG_LEVEL: 'info',
+      },
+    });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (out += d));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+    try {
+      const until = Date.now() + 60_000;
+      while (!out.includes('Server listening') && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
+      expect(out).toContain('Server listening');
+      const ready = await fetch(`http://127.0.0.1:${port}/readyz`);
+      expect(ready.status).toBe(503);
+      expect(await ready.json()).toMatchObject({ checks: { database: 'ok', redis: 'unavailable' } });
+      expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
+      expect(out).toContain('cannot reach Redis at start');
+      expect(out).not.toContain('Unhandled error event');
+    } finally {
+      child.kill('SIGTERM');
+    }
+    expect(await exited).toBe(0);
   }, 90_000);
 });
 
