@@ -70,3 +70,12 @@ export async function openDatabase(opts: OpenOptions): Promise<Database> {
 export function isUniqueViolation(err: unknown): boolean {
   return typeof err === 'object' && err !== null && (err as { code?: string }).code === 'P2002';
 }
+
+/**
+ * PostgreSQL refuses the NUL character in text (22021) and in jsonb (22P05). The REST hooks refuse it up front
+ * (http/hooks/strict-input.ts); this names the database's refusal for whatever reaches it anyway (GraphQL arguments).
+ */
+export function isNulCharacterError(err: unknown): boolean {
+  const cause = (err as { meta?: { driverAdapterError?: { cause?: { originalCode?: string } } } } | null)?.meta?.driverAdapterError?.cause;
+  return cause?.originalCode === '22021' || cause?.originalCode === '22P05';
+}

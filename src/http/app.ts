@@ -1,3 +1,4 @@
+import type { Duplex } from 'node:stream';
 import Ajv from 'ajv';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Ctx, Deps } from '../domain/context.ts';
@@ -15,9 +16,10 @@ import { usageRoutes } from '../rest/usage.ts';
 import { webhooksRoutes } from '../rest/webhooks.ts';
 import { projectsRoutes } from '../rest/projects.ts';
 import { graphqlRoutes } from '../graphql/yoga.ts';
-import { registerErrorHandling } from './error-handler.ts';
+import { registerErrorHandling, registerNotFoundHandler, sendFrameworkError, writeClientError } from './error-handler.ts';
 import { registerAuth } from './hooks/auth.ts';
 import { registerIdempotency } from './hooks/idempotency.ts';
+import { registerStrictInput } from './hooks/strict-input.ts';
 import { rateLimitRequest, registerRateLimitHeaders } from './hooks/rate-limit.ts';
 import { budgetsRoutes } from '../rest/budgets.ts';
 import { rateLimitsRoutes } from '../rest/rate-limits.ts';
@@ -44,15 +46,24 @@ export async function buildHealthApp(deps: Deps): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: deps.log as FastifyBaseLogger,
     logController: new LogController({ disableRequestLogging: true }),
+    genReqId: () => newId('req'),
     return503OnClosing: true,
+    frameworkErrors: sendFrameworkError,
   });
   app.decorate('deps', deps);
+  app.addHook('onRequest', async (req, reply) => {
+    reply.header('X-Svc-Request-Id', req.id);
+  });
+  registerErrorHandling(app);
+  registerNotFoundHandler(app);
   await app.register(healthRoutes);
   return app;
 }
 
 /** The fastify factory for main.ts and for tests (app.inject). */
 export async function buildApp(deps: Deps): Promise<FastifyInstance> {
+  // doc_url's base where no request can be read (there is no Host header to go by).
+  const listenBase = deps.config.publicUrl ?? `http://${deps.config.host}:${deps.config.port}`;
   const app = Fastify({
     loggerInstance: deps.log as FastifyBaseLogger,
     // Requests are not logged one by one (hot path); errors are logged by the error handler.
@@ -62,6 +73,15 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
     trustProxy: false,
     return503OnClosing: true,
     routerOptions: { ignoreTrailingSlash: true },
+    // A URL the router cannot read (bad percent-encoding, an over-long id) still gets the spec's error object.
+    frameworkErrors: sendFrameworkError,
+    // The whole request (headers and body) must arrive within 30 s; answers may take longer (streams, slow providers).
+    requestTimeout: 30_000,
+    clientErrorHandler: (err, socket) => writeClientError(socket, err, listenBase),
+  });
+  // CONNECT is not routed by Node's HTTP server at all: answer it like an unknown method instead of dropping it.
+  app.server.on('connect', (_req, socket: Duplex) => {
+    writeClientError(socket, Object.assign(new Error('CONNECT'), { code: 'HPE_INVALID_METHOD' }), listenBase);
   });
   app.decorate('deps', deps);
   app.decorateRequest('ctx', null as unknown as Ctx);
@@ -88,8 +108,10 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
     reply.header('X-Svc-Request-Id', req.id);
   });
   registerErrorHandling(app);
+  registerStrictInput(app);
   // The rate limiter runs inside the auth hook, between authentication and the scope check.
-  registerAuth(app, rateLimitRequest);
+  const identify = registerAuth(app, rateLimitRequest);
+  registerNotFoundHandler(app, identify);
   registerRateLimitHeaders(app);
   registerIdempotency(
     app,

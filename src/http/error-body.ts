@@ -16,16 +16,15 @@ export function docsBase(req: FastifyRequest): string {
   return req.server.deps.config.publicUrl ?? `${req.protocol}://${req.host}`;
 }
 
+/** Where an error code is documented (the gateway's own /docs/errors page). */
+export const docUrl = (base: string, code: string): string => `${base}/docs/errors#${code}`;
+
 /** The spec's error object (§7); the only place its shape is written. */
+export function errorObject(code: ErrorCode, message: string, requestId: string, base: string, param: string | null = null): ErrorBody {
+  return { error: { type: 'svc.error', code, message, request_id: requestId, doc_url: docUrl(base, code), param } };
+}
+
+/** The error object of a request fastify has read. */
 export function errorBody(req: FastifyRequest, code: ErrorCode, message: string = ERRORS[code].message, param: string | null = null): ErrorBody {
-  return {
-    error: {
-      type: 'svc.error',
-      code,
-      message,
-      request_id: req.id,
-      doc_url: `${docsBase(req)}/docs/errors#${code}`,
-      param,
-    },
-  };
+  return errorObject(code, message, req.id, docsBase(req), param);
 }

@@ -1,8 +1,12 @@
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { newId } from '../db/ids.ts';
 import { ERRORS, type ErrorCode } from '../errors/codes.ts';
 import { SvcError } from '../errors/svc-error.ts';
-import { errorBody } from './error-body.ts';
+import { errorBody, errorObject } from './error-body.ts';
 import { takePendingRequest } from '../limits/requests.ts';
+import { isNulCharacterError } from '../db/client.ts';
 
 interface AjvError {
   instancePath?: string;
@@ -67,11 +71,69 @@ export function registerErrorHandling(app: FastifyInstance): void {
       const status = fe.statusCode === 413 ? 413 : 400;
       return send(reply, status, 'invalid_request', 'The request could not be read.', null);
     }
+    if (isNulCharacterError(err)) {
+      return send(reply, 400, 'invalid_request', 'Text values must not contain the NUL character (\\u0000).', null);
+    }
     req.log.error({ err }, 'unexpected error');
     return send(reply, 500, 'internal_error', ERRORS.internal_error.message, null);
   });
 
-  app.setNotFoundHandler((req, reply) =>
-    send(reply, 404, 'not_found', `Unrecognized request URL (${req.method} ${req.url.split('?')[0]}).`, null),
+}
+
+/**
+ * Unknown routes: 404 not_found. A caller that sent a key is identified first, so the 404 carries the identity and
+ * rate-limit headers like any authenticated response (spec 4.3, 8.1.6) and counts against its request window (an
+ * exhausted window answers 429); a key that does not authenticate changes nothing: the route still does not exist.
+ */
+export function registerNotFoundHandler(app: FastifyInstance, identify?: (req: FastifyRequest, reply: FastifyReply) => Promise<unknown>): void {
+  app.setNotFoundHandler(async (req, reply) => {
+    if (identify && req.headers.authorization !== undefined) {
+      try {
+        await identify(req, reply);
+      } catch (err) {
+        if (err instanceof SvcError && err.code === 'rate_limit_exceeded') throw err;
+      }
+    }
+    return send(reply, 404, 'not_found', `Unrecognized request URL (${req.method} ${req.url.split('?')[0]}).`, null);
+  });
+}
+
+/**
+ * fastify's `frameworkErrors`: errors of the router itself, before any hook. A path that is not valid percent-encoding
+ * is 400 invalid_request; a path segment over 100 characters (longer than any id) names no object: 404 not_found.
+ */
+export function sendFrameworkError(error: FastifyError, req: FastifyRequest, reply: FastifyReply): void {
+  reply.header('X-Svc-Request-Id', req.id);
+  if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') {
+    void send(reply, 404, 'not_found', 'No object has an id that long (ids are at most 100 characters).', null);
+    return;
+  }
+  void send(reply, 400, 'invalid_request', 'The URL is not valid: check its percent-encoding.', null);
+}
+
+/**
+ * A request Node's HTTP parser refuses before fastify sees it (an unknown method, a malformed header, a header section
+ * over 16 kB, a body not received within the request timeout): the spec's error object with its own request id, then
+ * the connection is closed. `docBase` is SVC_PUBLIC_URL or the listening address (there is no Host to read).
+ */
+export function writeClientError(socket: Duplex, err: Error & { code?: string }, docBase: string): void {
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
+  const message =
+    status === 431
+      ? 'The request line or headers are too large.'
+      : err.code === 'HPE_INVALID_METHOD'
+        ? 'Unknown HTTP method.'
+        : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+          ? 'The request was not received in time.'
+          : 'The request could not be read.';
+  const id = newId('req');
+  const body = JSON.stringify(errorObject('invalid_request', message, id, docBase));
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nX-Svc-Request-Id: ${id}\r\nConnection: close\r\n\r\n${body}`,
   );
 }

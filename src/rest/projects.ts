@@ -34,7 +34,7 @@ export const projectsRoutes: FastifyPluginAsync = async (app) => {
           required: ['name'],
           properties: {
             name: { type: 'string' },
-            plan: { type: 'string' },
+            plan: { type: ['string', 'null'] }, // null: the default plan, as GraphQL's createProject reads it
             region: { type: ['string', 'null'] },
           },
         },

@@ -104,7 +104,9 @@ export class EgressPolicy {
     if (METADATA_ADDRESSES.has(normalized)) {
       return this.rules.some((r) => r.kind === 'range' && r.exact === normalized) ? null : 'is a cloud metadata address';
     }
-    if (ip.range() === 'unicast') return null;
+    // ::a.b.c.d (IPv4-compatible, deprecated) reaches IPv4 a.b.c.d on some stacks; ipaddr.js calls it unicast.
+    const ipv4Compatible = ip.kind() === 'ipv6' && (ip as ipaddr.IPv6).parts.slice(0, 6).every((p) => p === 0);
+    if (ip.range() === 'unicast' && !ipv4Compatible) return null;
     if (this.hostAllowed(hostname) || this.rules.some(inRange)) return null;
     return 'is a private, loopback, link-local or otherwise non-public address';
   }

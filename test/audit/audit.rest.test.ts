@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, client, seedProject, type Client, type TestApp } from '../helpers/app.ts';
+import { expectError } from '../helpers/expect.ts';
 
 let t: TestApp;
 let operator: Client;
@@ -44,5 +45,10 @@ describe('audit log', () => {
     const { projectId } = await seedProject(operator);
     const res = await operator.get('/v1/audit/events', { query: { project_id: projectId, action: 'key.create' } });
     expect(res.body.data.map((e: { action: string }) => e.action)).toEqual(['key.create']);
+  });
+
+  it('refuses an empty action filter rather than matching nothing', async () => {
+    const { projectId } = await seedProject(operator);
+    expectError(await operator.get('/v1/audit/events', { query: { project_id: projectId, action: '' } }), 400, 'invalid_request', 'action');
   });
 });

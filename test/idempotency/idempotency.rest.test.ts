@@ -68,6 +68,23 @@ describe('Idempotency-Key', () => {
     const second = await api.post('/v1/keys', body, idem('dup'));
     expect(second.headers['idempotent-replayed']).toBe('true');
     expect(second.body).toEqual(first.body);
+    // The first response as it was: its X-Svc-Request-Id still equals error.request_id (spec §7).
+    expectError(second, 409, 'key_name_conflict');
+    expect(second.headers['x-svc-request-id']).toBe(first.headers['x-svc-request-id']);
+  });
+
+  it('answers 409 for the same key with a different body even when that body is invalid', async () => {
+    await api.post('/v1/keys', { project_id: projectId, name: 'idem-invalid', scopes: ['keys:manage'] }, idem('invalid-2nd'));
+    expectError(await api.post('/v1/keys', { x: 1 }, idem('invalid-2nd')), 409, 'idempotency_conflict', 'Idempotency-Key');
+  });
+
+  it('replays the operator\'s X-Svc-Project: the project the first request addressed', async () => {
+    const body = { project_id: projectId, name: 'idem-operator', scopes: ['audit:read'] };
+    const first = await operator.post('/v1/keys', body, idem('operator-1'));
+    const second = await operator.post('/v1/keys', body, idem('operator-1'));
+    expect(second.headers['idempotent-replayed']).toBe('true');
+    expect(first.headers['x-svc-project']).toBe(projectId);
+    expect(second.headers['x-svc-project']).toBe(projectId);
   });
 
   it('is scoped by project: another project may use the same key', async () => {

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, client, seedProject, type Client, type TestApp } from '../helpers/app.ts';
+import { expectError } from '../helpers/expect.ts';
 
 let t: TestApp;
 let operator: Client;
@@ -43,6 +44,18 @@ describe('POST /v1/keys', () => {
     expect(res.status).toBe(200);
     expect(res.body.project_id).toBe(projectId);
     expect(res.headers['x-svc-project']).toBe(projectId);
+  });
+
+  it('refuses a body project_id and an X-Svc-Project header that name different projects', async () => {
+    const a = await seedProject(operator);
+    const b = await seedProject(operator);
+    const headers = { headers: { 'x-svc-project': b.projectId } };
+    expectError(await operator.post('/v1/keys', { project_id: a.projectId, name: 'both', scopes: ['usage:read'] }, headers), 400, 'invalid_request', 'project_id');
+    expectError(await operator.get(`/v1/keys?project_id=${a.projectId}`, headers), 400, 'invalid_request', 'project_id');
+    expect(await t.deps.db.apiKey.count({ where: { name: 'both' } })).toBe(0);
+    // The same project in both is fine.
+    const same = await operator.post('/v1/keys', { project_id: a.projectId, name: 'both', scopes: ['usage:read'] }, { headers: { 'x-svc-project': a.projectId } });
+    expect(same.status).toBe(200);
   });
 
   it('authenticates the new secret at once', async () => {

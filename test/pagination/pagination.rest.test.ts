@@ -65,7 +65,7 @@ describe('cursor pagination over 250 keys', () => {
     expectError(await api.get('/v1/keys', { query: { ending_before: 'key_nope' } }), 400, 'invalid_request', 'ending_before');
   });
 
-  for (const limit of ['0', '101', '-5', 'ten', '2.5']) {
+  for (const limit of ['0', '101', '-5', 'ten', '2.5', '1e1', ' 10', '10.0', '0x10']) {
     it(`refuses limit=${limit}`, async () => {
       expectError(await api.get('/v1/keys', { query: { limit } }), 400, 'invalid_request', 'limit');
     });

@@ -27,6 +27,8 @@ describe('projects', () => {
     expect(res.headers['x-svc-project']).toBe(res.body.id);
     const audit = await t.deps.db.auditEvent.findMany({ where: { projectId: res.body.id, action: 'project.create' } });
     expect(audit).toHaveLength(1);
+    // plan: null is the default plan too (as GraphQL's createProject reads it).
+    expect((await operator.post('/v1/projects', { name: 'Acme null', plan: null })).body.plan).toBe('starter');
   });
 
   it('gets, lists and archives; archiving twice returns the same project', async () => {

@@ -33,7 +33,9 @@ describe.skipIf(NO_SERVICES)(NO_SERVICES ? `SVC_ROLE api + worker (${NO_SERVICES
     const ready = await worker.call('GET', '/readyz');
     expect(ready.status).toBe(200);
     expect(ready.body).toEqual({ status: 'ok', checks: { database: 'ok', redis: 'ok', limits: 'ok' } });
-    expect((await worker.call('GET', '/v1/keys')).status).toBe(404);
+    const other = await worker.call('GET', '/v1/keys');
+    expect(other.status).toBe(404);
+    expect(other.body.error).toMatchObject({ type: 'svc.error', code: 'not_found', request_id: other.headers['x-svc-request-id'] });
     expect((await api.call('GET', '/v1/keys')).status).toBe(200);
   });
 

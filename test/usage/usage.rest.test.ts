@@ -109,6 +109,9 @@ describe('GET /v1/usage?granularity=request', () => {
     const p = await project();
     expectError(await p.api.get('/v1/usage', { query: { granularity: 'hour' } }), 400, 'invalid_request', 'granularity');
     expectError(await p.api.get('/v1/usage', { query: { start_date: '2024-13-01' } }), 400, 'invalid_request', 'start_date');
+    // PostgreSQL has no year 0: refused before any query, never a 500.
+    expectError(await p.api.get('/v1/usage', { query: { start_date: '0000-01-01' } }), 400, 'invalid_request', 'start_date');
+    expectError(await p.api.get('/v1/usage', { query: { granularity: 'day', end_date: '0001-01-01' } }), 400, 'invalid_request', 'end_date');
     expectError(await p.api.get('/v1/usage', { query: { foo: 'x' } }), 400, 'invalid_request', 'foo');
   });
 });

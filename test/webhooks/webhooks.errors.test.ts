@@ -62,6 +62,8 @@ describe('url', () => {
     'https://[::1]/x',
     'https://[::ffff:10.0.0.1]/x',
     'https://[::ffff:127.0.0.2]/x',
+    'https://[::127.0.0.2]/x', // IPv4-compatible IPv6 (deprecated ::a.b.c.d)
+    'https://[::10.0.0.1]/x',
     'https://[fe80::1]/x',
     'https://[fd00:ec2::254]/x',
     'https://[::]/x',
@@ -75,6 +77,13 @@ describe('url', () => {
     expectError(res, 400, 'invalid_request', 'url');
     expect(res.body.error.message).not.toMatch(/10\.20\.30\.40|169\.254|192\.168/); // resolved addresses are not echoed
   });
+
+  it.each([' https://hooks.example.com/x', 'https://hooks.example.com/x\n', 'https://hooks.example.com/a\tb'])(
+    'refuses %j: spaces and control characters a URL parser would drop',
+    async (url) => {
+      expectError(await create({ url }), 400, 'invalid_request', 'url');
+    },
+  );
 
   it('accepts a public host, the allowlisted loopback address, and a host that does not resolve yet, as given', async () => {
     for (const url of [

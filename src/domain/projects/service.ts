@@ -10,12 +10,20 @@ export type Plan = (typeof PLANS)[number];
 
 const notFound = (param = 'project_id') => new SvcError('not_found', { param, message: 'No such project.' });
 
+/** `project_id` (body or query), else the X-Svc-Project header; both naming different projects is ambiguous: 400. */
+function addressedProject(ctx: Ctx, requested: string | null | undefined): string | null {
+  if (requested && ctx.headerProjectId && requested !== ctx.headerProjectId) {
+    throw invalid('project_id', 'project_id and the X-Svc-Project header name different projects; send one, or the same in both.');
+  }
+  return requested ?? ctx.headerProjectId;
+}
+
 /**
  * The project a write addresses: body/query `project_id`, else the X-Svc-Project header; missing is 400
  * missing_project_id. A key that names another project gets 404 (never reveal that it exists).
  */
 export async function requireProjectId(ctx: Ctx, requested: string | null | undefined): Promise<string> {
-  const projectId = requested ?? ctx.headerProjectId;
+  const projectId = addressedProject(ctx, requested);
   if (!projectId) throw new SvcError('missing_project_id', { param: 'project_id' });
   await assertVisible(ctx, projectId);
   ctx.projectId = projectId;
@@ -24,7 +32,7 @@ export async function requireProjectId(ctx: Ctx, requested: string | null | unde
 
 /** The project filter of a read: a key sees only its own project; the operator all, or the one it names. */
 export async function visibleProjectId(ctx: Ctx, requested: string | null | undefined): Promise<string | undefined> {
-  const projectId = requested ?? ctx.headerProjectId;
+  const projectId = addressedProject(ctx, requested);
   if (ctx.caller.kind === 'key') {
     if (projectId && projectId !== ctx.caller.projectId) throw notFound();
     return ctx.caller.projectId!;
@@ -52,7 +60,7 @@ function requireOperator(ctx: Ctx): void {
 
 export interface CreateProjectInput {
   name: string;
-  plan?: string;
+  plan?: string | null;
   region?: string | null;
 }
 

@@ -32,6 +32,8 @@ export const utcDate = (d: Date): string => d.toISOString().slice(0, 10);
 function parseDate(value: string, param: string): number {
   const ms = /^\d{4}-\d{2}-\d{2}$/.test(value) ? Date.parse(`${value}T00:00:00Z`) : NaN;
   if (Number.isNaN(ms) || utcDate(new Date(ms)) !== value) throw invalid(param, `${param} must be a date as YYYY-MM-DD.`);
+  // No usage is older than the Unix epoch; PostgreSQL has no year 0 to compare with.
+  if (ms < 0) throw invalid(param, `${param} must be 1970-01-01 or later.`);
   return ms;
 }
 

@@ -43,6 +43,9 @@ async function vetUrl(ctx: Ctx, url: unknown): Promise<string> {
   if (typeof url !== 'string' || url.length === 0 || url.length > MAX_URL_LENGTH) {
     throw invalid('url', `url must be an HTTPS URL of at most ${MAX_URL_LENGTH} characters.`);
   }
+  // A URL parser drops spaces and control characters at the ends and some inside; the url is stored as sent, so it
+  // must be exactly what is called.
+  if (/[\s\u0000-\u001f\u007f]/.test(url)) throw invalid('url', 'url must not contain spaces or control characters.');
   try {
     await ctx.deps.webhooks.egress.vetUrl(url);
     return url; // stored as given: the response echoes what the caller sent

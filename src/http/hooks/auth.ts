@@ -1,28 +1,20 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { authenticate } from '../../domain/auth/service.ts';
-import { makeCtx } from '../../domain/context.ts';
+import { makeCtx, type Caller } from '../../domain/context.ts';
 import { SvcError } from '../../errors/svc-error.ts';
 import { accessFor, routeKey, ROUTE_ACCESS } from '../../rest/scopes.ts';
 
 /** Runs once the caller is known, before the scope check: the rate limiter, so that a 403 is counted too. */
 export type AfterAuthentication = (req: FastifyRequest, reply: FastifyReply) => Promise<void>;
 
-/** Authentication and scope checks for every route (REST and GraphQL) except the public ones. */
-export function registerAuth(app: FastifyInstance, afterAuthentication?: AfterAuthentication): void {
-  app.addHook('onRoute', (route) => {
-    const methods = Array.isArray(route.method) ? route.method : [route.method];
-    for (const method of methods) {
-      if (method === 'HEAD') continue;
-      if (ROUTE_ACCESS[routeKey(method, route.url)] === undefined) {
-        throw new Error(`route ${method} ${route.url} has no entry in rest/scopes.ts`);
-      }
-    }
-  });
+export type Identify = (req: FastifyRequest, reply: FastifyReply) => Promise<Caller>;
 
-  app.addHook('onRequest', async (req, reply) => {
-    const access = accessFor(req.method, req.routeOptions.url);
-    // Unknown routes fall through to the 404 handler; public routes need no key.
-    if (access === undefined || access === 'public') return;
+/**
+ * Authenticates the caller (401 when the key is not valid), puts its Ctx on the request, sets the identity headers
+ * (spec 4.3) and runs `afterAuthentication` (the rate limiter). Shared by the auth hook and the 404 handler.
+ */
+export function identifyCaller(app: FastifyInstance, afterAuthentication?: AfterAuthentication): Identify {
+  return async (req: FastifyRequest, reply: FastifyReply): Promise<Caller> => {
     const caller = await authenticate(app.deps, req.headers.authorization);
     const headerProject = req.headers['x-svc-project'];
     req.ctx = makeCtx(app.deps, {
@@ -35,6 +27,28 @@ export function registerAuth(app: FastifyInstance, afterAuthentication?: AfterAu
     reply.header('X-Svc-Project', caller.projectId ?? '');
     reply.header('X-Svc-Scopes', caller.scopes.join(' '));
     if (afterAuthentication) await afterAuthentication(req, reply);
+    return caller;
+  };
+}
+
+/** Authentication and scope checks for every route (REST and GraphQL) except the public ones. */
+export function registerAuth(app: FastifyInstance, afterAuthentication?: AfterAuthentication): Identify {
+  app.addHook('onRoute', (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    for (const method of methods) {
+      if (method === 'HEAD') continue;
+      if (ROUTE_ACCESS[routeKey(method, route.url)] === undefined) {
+        throw new Error(`route ${method} ${route.url} has no entry in rest/scopes.ts`);
+      }
+    }
+  });
+
+  const identify = identifyCaller(app, afterAuthentication);
+  app.addHook('onRequest', async (req, reply) => {
+    const access = accessFor(req.method, req.routeOptions.url);
+    // Unknown routes fall through to the 404 handler (it identifies a caller that sent a key); public routes need no key.
+    if (access === undefined || access === 'public') return;
+    const caller = await identify(req, reply);
     if (access !== 'authenticated' && !caller.scopes.includes(access)) {
       throw new SvcError('insufficient_scope', { message: `This request requires the ${access} scope.` });
     }
@@ -45,4 +59,5 @@ export function registerAuth(app: FastifyInstance, afterAuthentication?: AfterAu
     if (req.ctx?.caller.kind === 'operator') reply.header('X-Svc-Project', req.ctx.projectId ?? '');
     return payload;
   });
+  return identify;
 }

@@ -25,6 +25,20 @@ export function canonicalJson(value: unknown): string {
   return JSON.stringify(value) ?? 'null';
 }
 
+/**
+ * The request id a stored error names, which its X-Svc-Request-Id must equal (spec §7): REST's `error.request_id`,
+ * or GraphQL's `errors[].extensions.request_id`.
+ */
+function originalErrorRequestId(body: string): string | null {
+  try {
+    const parsed = JSON.parse(body) as { error?: { request_id?: unknown }; errors?: { extensions?: { request_id?: unknown } }[] } | null;
+    const id = parsed?.error?.request_id ?? (Array.isArray(parsed?.errors) ? parsed.errors[0]?.extensions?.request_id : undefined);
+    return typeof id === 'string' ? id : null;
+  } catch {
+    return null;
+  }
+}
+
 /** Statuses whose result is not kept: a retry with the same key should run again (CONTRACT §5, Stripe's rule). */
 const runAgain = (status: number) => status >= 500 || status === 429;
 
@@ -34,7 +48,8 @@ const runAgain = (status: number) => status >= 500 || status === 429;
  */
 export function registerIdempotency(app: FastifyInstance, store: IdempotencyStore): void {
   app.decorate('idempotencyStore', store);
-  app.addHook('preHandler', async (req, reply) => {
+  // Before schema validation: a different body is 409 even when it is also invalid (spec: same key, different body).
+  app.addHook('preValidation', async (req, reply) => {
     const key = req.headers['idempotency-key'];
     // POST /graphql too: a mutation retried with the same key and body is replayed, not run again.
     if (req.method !== 'POST' || key === undefined || !req.ctx || !(req.url.startsWith('/v1/') || req.routeOptions.url === '/graphql')) return;
@@ -60,6 +75,12 @@ export function registerIdempotency(app: FastifyInstance, store: IdempotencyStor
     }
     if (result.kind === 'replay') {
       reply.header('Idempotent-Replayed', 'true');
+      // A replayed error keeps its request id (X-Svc-Request-Id equals error.request_id, spec §7; GraphQL errors
+      // too, even in a 200); a replayed success has this request's own id. The operator's X-Svc-Project is the project the request addressed (CONTRACT §2),
+      // which no handler runs to find out this time.
+      const original = originalErrorRequestId(result.body);
+      if (original) reply.header('X-Svc-Request-Id', original);
+      if (req.ctx.caller.kind === 'operator' && scope !== req.ctx.caller.keyId) req.ctx.projectId = scope;
       return reply.code(result.status).type('application/json; charset=utf-8').send(result.body);
     }
     req.idempotency = { scope, key };

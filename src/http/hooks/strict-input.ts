@@ -1,0 +1,89 @@
+import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify';
+import { SvcError, invalid } from '../../errors/svc-error.ts';
+
+/**
+ * What the routes' schemas alone would let through. A route with no query schema takes no query parameter but
+ * `project_id` (CONTRACT §2: the operator may name the project in the query on any call); a POST with no body schema
+ * takes an empty body or one with `project_id` only. Anything else is 400 invalid_request "Unknown parameter"
+ * (README "Decisions beyond the spec"), as on routes with a schema.
+ */
+const DEFAULT_QUERY = { type: 'object', additionalProperties: false, properties: { project_id: { type: 'string' } } } as const;
+const DEFAULT_BODY = { type: ['object', 'null'], additionalProperties: false, properties: { project_id: { type: ['string', 'null'] } } } as const;
+
+/** Bodies where text goes to the provider, not to the database: chat messages may hold any character. */
+const FREE_TEXT_BODY_FIELDS: Record<string, ReadonlySet<string>> = {
+  '/v1/inference': new Set(['messages']),
+  '/v1/chat/completions': new Set(['messages']),
+};
+
+function isApiRoute(url: string): boolean {
+  return url.startsWith('/v1/');
+}
+
+/**
+ * The top-level field of the first string (or key) under `value` holding U+0000: null when `value` itself is such a
+ * string, undefined when there is none.
+ */
+function fieldWithNul(value: unknown, field: string | null, skip: ReadonlySet<string> | undefined, depth = 0): string | null | undefined {
+  if (typeof value === 'string') return value.includes('\u0000') ? field : undefined;
+  if (value === null || typeof value !== 'object' || depth > 32) return undefined;
+  for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
+    const name = field ?? k;
+    if (depth === 0 && skip?.has(k)) continue;
+    if (k.includes('\u0000')) return name;
+    const found = fieldWithNul(v, name, skip, depth + 1);
+    if (found !== undefined) return found;
+  }
+  return undefined;
+}
+
+/** "key_id" → "key": the object a path parameter names. */
+const objectOf = (param: string) => param.replace(/_id$/, '').replace(/_/g, ' ');
+
+/**
+ * PostgreSQL cannot store U+0000 in text, so no id, name or filter can hold it: a path id with it names no object
+ * (404 not_found, as any unknown id), a query or body field with it is 400 invalid_request naming the field.
+ */
+function refuseNulCharacters(req: FastifyRequest): void {
+  const route = req.routeOptions.url;
+  if (route === undefined || !isApiRoute(route)) return;
+  const params = req.params as Record<string, unknown> | undefined;
+  const inPath = params ? fieldWithNul(params, null, undefined) : undefined;
+  if (inPath !== undefined && inPath !== null) {
+    throw new SvcError('not_found', { param: inPath, message: `No such ${objectOf(inPath)}.` });
+  }
+  const inQuery = fieldWithNul(req.query, null, undefined);
+  const inBody = inQuery === undefined ? fieldWithNul(req.body, null, FREE_TEXT_BODY_FIELDS[route]) : undefined;
+  const field = inQuery ?? inBody;
+  if (field !== undefined) throw invalid(field, `${field ?? 'The request'} must not contain the NUL character (\\u0000).`);
+}
+
+/**
+ * Query strings are text that the schema coerces; an integer parameter must still be written as one (`limit=1e1`,
+ * `limit= 10` or `limit=10.0` are not integers: CONTRACT §4).
+ */
+function refuseLooseIntegers(req: FastifyRequest): void {
+  const properties = (req.routeOptions.schema?.querystring as { properties?: Record<string, { type?: unknown }> } | undefined)?.properties;
+  if (!properties) return;
+  const query = req.query as Record<string, unknown>;
+  for (const [name, prop] of Object.entries(properties)) {
+    const raw = query[name];
+    if (prop.type === 'integer' && typeof raw === 'string' && !/^-?\d+$/.test(raw)) {
+      throw invalid(name, `${name} must be an integer.`);
+    }
+  }
+}
+
+export function registerStrictInput(app: FastifyInstance): void {
+  app.addHook('onRoute', (route: RouteOptions) => {
+    if (!isApiRoute(route.url)) return;
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    route.schema ??= {};
+    if (route.schema.querystring === undefined) route.schema.querystring = DEFAULT_QUERY;
+    if (methods.includes('POST') && route.schema.body === undefined) route.schema.body = DEFAULT_BODY;
+  });
+  app.addHook('preValidation', async (req) => {
+    refuseNulCharacters(req);
+    refuseLooseIntegers(req);
+  });
+}
