@@ -3,7 +3,8 @@ import { GraphQLError } from './graphql-js.ts';
 import type { Plugin } from 'graphql-yoga';
 import { ERRORS } from '../errors/codes.ts';
 import { SvcError } from '../errors/svc-error.ts';
-import { docsBase } from '../http/error-body.ts';
+import { docUrl, docsBase } from '../http/error-body.ts';
+import { isNulCharacterError } from '../db/client.ts';
 
 /** What every GraphQL error carries in `extensions`: the spec's error object (§7) minus what GraphQL already has. */
 export type SvcErrorExtensions = {
@@ -66,6 +67,19 @@ export function maskError(error: unknown): Error {
     const status = (gqlError.extensions?.http as { status?: number } | undefined)?.status;
     return setExtensions(gqlError, { code: 'invalid_request', param: null, http_status: status ?? 400 });
   }
+  if ((gqlError?.originalError ?? error) instanceof SyntaxError) {
+    // GET parameters that are not JSON (`variables=x`): yoga's parser throws before anything runs.
+    return new GraphQLError('The request\'s variables or extensions are not valid JSON.', {
+      extensions: { code: 'invalid_request', param: null, http_status: 400 },
+    });
+  }
+  if (isNulCharacterError(gqlError?.originalError ?? error)) {
+    return new GraphQLError('Text values must not contain the NUL character (\\u0000).', {
+      nodes: gqlError?.nodes,
+      path: gqlError?.path,
+      extensions: { code: 'invalid_request', param: null, http_status: 400 },
+    });
+  }
   return new GraphQLError(ERRORS.internal_error.message, {
     nodes: gqlError?.nodes,
     path: gqlError?.path,
@@ -83,16 +97,22 @@ export function useErrorShape(): Plugin<Record<string, unknown>, { req: FastifyR
     onResultProcess({ result, setResult, serverContext }) {
       const req = serverContext.req;
       if (Array.isArray(result) || !('errors' in result) || !result.errors?.length) return;
-      // No data: nothing ran (bad variables, say). GraphQL over HTTP answers such a request error with 400, as yoga
-      // already does for syntax and validation errors; an error during execution keeps 200 and partial data.
+      // No data: nothing ran (bad variables, say). GraphQL over HTTP answers such a request error with 400 to a
+      // client that accepts application/graphql-response+json, as yoga does for syntax and validation errors, and
+      // with 200 to a plain application/json client; an error during execution keeps 200 and partial data.
       const requestError = result.data === undefined || result.data === null;
       const errors = result.errors.map((error) => {
         const masked = (error.extensions as Partial<SvcErrorExtensions>)?.http_status === undefined ? maskError(error) : error;
         const ext = (masked as GraphQLError).extensions as Record<string, unknown>;
-        if (requestError && !ext.http) ext.http = { spec: true, status: 400 };
+        // `spec: true` is yoga's mark for a status that only a graphql-response+json client gets (a 405 stays 405).
+        if (requestError) {
+          const http = ext.http as { status?: number; spec?: boolean } | undefined;
+          if (!http) ext.http = { spec: true, status: 400 };
+          else if (http.status === 400) http.spec = true;
+        }
         return setExtensions(masked as GraphQLError, {
           request_id: req.id,
-          doc_url: `${docsBase(req)}/docs/errors#${String(ext.code ?? 'internal_error')}`,
+          doc_url: docUrl(docsBase(req), String(ext.code ?? 'internal_error')),
         });
       });
       setResult({ ...result, errors });

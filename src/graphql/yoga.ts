@@ -4,6 +4,8 @@ import type { Logger } from 'pino';
 import type { Deps } from '../domain/context.ts';
 import type { GraphQLContext } from './builder.ts';
 import { maskError, useErrorShape } from './errors.ts';
+import { docUrl, docsBase } from '../http/error-body.ts';
+import { isNulCharacterError } from '../db/client.ts';
 import { NoSchemaIntrospectionCustomRule } from './graphql-js.ts';
 import { queryLimits } from './limits.ts';
 import { schema } from './schema.ts';
@@ -19,6 +21,9 @@ function yogaLogger(log: Logger): YogaLogger {
   const write = (level: 'debug' | 'info' | 'warn' | 'error') => (...args: unknown[]) => {
     const [first, ...rest] = args;
     if (first instanceof Error) {
+      // Client errors that maskError turns into invalid_request: unreadable GET parameters, a NUL the database refused.
+      const original = (first as { originalError?: unknown }).originalError ?? first;
+      if (original instanceof SyntaxError || isNulCharacterError(original)) return;
       if (logged.has(first)) return;
       logged.add(first);
       log[level]({ err: first }, 'graphql: unexpected error');
@@ -27,6 +32,10 @@ function yogaLogger(log: Logger): YogaLogger {
     }
   };
   return { debug: write('debug'), info: write('info'), warn: write('warn'), error: write('error') };
+}
+
+function isGraphQLRequestBody(body: unknown): boolean {
+  return typeof body === 'object' && body !== null && !Array.isArray(body) && typeof (body as { query?: unknown }).query === 'string';
 }
 
 const disableIntrospection: Plugin = {
@@ -63,6 +72,17 @@ export function createGraphQLServer(deps: Deps) {
   });
 }
 
+/** An error of the HTTP request itself (yoga answers some with an empty body), in GraphQL's shape with the svc fields. */
+function requestError(req: FastifyRequest, status: number, message: string): string {
+  const extensions = { code: 'invalid_request', param: null, http_status: status, request_id: req.id, doc_url: docUrl(docsBase(req), 'invalid_request') };
+  return JSON.stringify({ errors: [{ message, extensions }] });
+}
+
+const EMPTY_BODY_ERRORS: Record<number, string> = {
+  406: 'Accept application/json or application/graphql-response+json.',
+  415: 'Send the request as application/json (or the query as application/graphql).',
+};
+
 /**
  * /graphql inside fastify: behind the same request-id, auth (and rate-limit) hooks as /v1, so it carries the same
  * X-Svc-* headers. Fields check their own scopes (builder.ts); the route itself only needs a valid key.
@@ -74,13 +94,26 @@ export const graphqlRoutes: FastifyPluginAsync = async (app) => {
     url: GRAPHQL_PATH,
     method: ['GET', 'POST', 'OPTIONS'],
     handler: async (req, reply) => {
+      // A JSON body that is not a GraphQL request object ({}, [], null, a number): yoga would read the consumed stream
+      // again and call it invalid JSON.
+      const body = req.body as unknown;
+      if (req.method === 'POST' && req.headers['content-type']?.startsWith('application/json') && !isGraphQLRequestBody(body)) {
+        return reply
+          .code(400)
+          .type('application/json; charset=utf-8')
+          .send(requestError(req, 400, 'Send a JSON object {query, variables?, operationName?} with query a string.'));
+      }
       const response = await yoga.handleNodeRequestAndResponse(req, reply, { req, reply });
       response.headers.forEach((value, key) => {
         reply.header(key, value);
       });
       reply.status(response.status);
       // Buffered (no subscriptions or @defer here), so the send hooks see the body as text: idempotency stores it.
-      return reply.send(await response.text());
+      const text = await response.text();
+      // Yoga answers a body it cannot read (415) or an Accept it cannot serve (406) with an empty body: give it the shape.
+      const emptyError = EMPTY_BODY_ERRORS[response.status];
+      if (emptyError && text === '') return reply.type('application/json; charset=utf-8').send(requestError(req, response.status, emptyError));
+      return reply.send(text);
     },
   });
 

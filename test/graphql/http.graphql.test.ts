@@ -113,6 +113,17 @@ describe('Idempotency-Key on POST /graphql', () => {
     const keys = await operator.get('/v1/keys', { query: { project_id: projectId } });
     expect(keys.body.data.filter((k: any) => k.name === 'once')).toHaveLength(1);
 
+    // A replayed error keeps its request id: the header still equals extensions.request_id.
+    const bad = () =>
+      gql(`mutation($i: CreateKeyInput!) { createKey(input: $i) { secret } }`, { i: { projectId, name: 'bad', scopes: ['nope'] } }, {
+        headers: { 'idempotency-key': `gql-bad-${projectId}` },
+      });
+    const failed = await bad();
+    const replayed = await bad();
+    expect(replayed.headers['idempotent-replayed']).toBe('true');
+    expect(replayed.body.errors[0].extensions.request_id).toBe(failed.body.errors[0].extensions.request_id);
+    expect(replayed.headers['x-svc-request-id']).toBe(replayed.body.errors[0].extensions.request_id);
+
     const other = await create('twice');
     expect(other.status).toBe(409);
     expect(other.body.error).toMatchObject({ code: 'idempotency_conflict', param: 'Idempotency-Key' });
@@ -194,6 +205,60 @@ describe('GraphiQL and introspection', () => {
     expect(res.statusCode).toBe(200);
     expect(res.headers['content-type']).toMatch(/^application\/json/);
     expect(JSON.parse(res.body).errors[0].extensions.code).toBe('invalid_request');
+
+    const badVariable = await t.app.inject({
+      method: 'POST',
+      url: '/graphql',
+      headers: { authorization: `Bearer ${MASTER_KEY}`, 'content-type': 'application/json', accept: 'application/json' },
+      payload: JSON.stringify({ query: 'query($n: Int) { keys(first: $n) { edges { cursor } } }', variables: { n: 'ten' } }),
+    });
+    expect(badVariable.statusCode).toBe(200);
+    expect(JSON.parse(badVariable.body).errors[0].extensions).toMatchObject({ code: 'invalid_request', http_status: 400 });
+  });
+
+  it('answers bodies and parameters that are not a GraphQL request with invalid_request, never internal_error', async () => {
+    const unexpected = () => t.logs.lines.filter((l) => l.includes('graphql: unexpected error')).length;
+    const before = unexpected();
+    for (const payload of ['{}', '[]', 'null', '1']) {
+      const res = await t.app.inject({
+        method: 'POST',
+        url: '/graphql',
+        headers: { authorization: `Bearer ${MASTER_KEY}`, 'content-type': 'application/json' },
+        payload,
+      });
+      expect({ payload, status: res.statusCode }).toEqual({ payload, status: 400 });
+      const body = JSON.parse(res.body);
+      expect(body.errors[0].extensions).toEqual(expect.objectContaining({ code: 'invalid_request', request_id: res.headers['x-svc-request-id'] }));
+      expect(body.errors[0].extensions.originalError).toBeUndefined();
+    }
+    const get = await t.app.inject({
+      method: 'GET',
+      url: '/graphql',
+      query: { query: '{ viewer { keyId } }', variables: 'x' },
+      headers: { authorization: `Bearer ${MASTER_KEY}`, accept: 'application/json' },
+    });
+    expect(JSON.parse(get.body).errors[0].extensions).toMatchObject({ code: 'invalid_request' });
+    const html = await t.app.inject({
+      method: 'POST',
+      url: '/graphql',
+      headers: { authorization: `Bearer ${MASTER_KEY}`, 'content-type': 'application/json', accept: 'text/html' },
+      payload: JSON.stringify({ query: '{ viewer { keyId } }' }),
+    });
+    expect(html.statusCode).toBe(406);
+    expect(JSON.parse(html.body).errors[0].extensions).toMatchObject({ code: 'invalid_request', http_status: 406 });
+    expect(unexpected()).toBe(before); // client errors, not logged as failures
+  });
+
+  it('answers a body that is not JSON with 415 and the error in GraphQL\'s shape', async () => {
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/graphql',
+      headers: { authorization: `Bearer ${MASTER_KEY}`, 'content-type': 'text/plain', accept: 'application/json' },
+      payload: JSON.stringify({ query: '{ viewer { keyId } }' }),
+    });
+    expect(res.statusCode).toBe(415);
+    const body = JSON.parse(res.body);
+    expect(body.errors[0].extensions).toMatchObject({ code: 'invalid_request', http_status: 415, request_id: res.headers['x-svc-request-id'] });
   });
 
   it('in production: no GraphiQL and no introspection', async () => {
