@@ -30,8 +30,13 @@ export interface Decision {
   applied: number[];
 }
 
-/** Who the windows belong to: a project key (its own windows and its project's), or the operator. */
-export type WindowOwner = { kind: 'key'; keyId: string; projectId: string } | { kind: 'operator' };
+/**
+ * Whose windows: a project key (its own windows and its project's), the operator (its own request window), or a
+ * project alone (the operator's inference on that project: the project's request and token windows).
+ */
+export type WindowOwner = { kind: 'key'; keyId: string; projectId: string } | { kind: 'operator' } | { kind: 'project'; projectId: string };
+/** The owners with token windows. */
+export type TokenOwner = Exclude<WindowOwner, { kind: 'operator' }>;
 
 export interface LimiterOptions {
   store: LimitStore;
@@ -121,17 +126,17 @@ export class Limiter {
   }
 
   /** `tokens` from both token windows, all or nothing; the request windows are looked at for the headers. */
-  takeTokens(owner: WindowOwner & { kind: 'key' }, nowMs: number, tokens: number): Promise<Decision> {
+  takeTokens(owner: TokenOwner, nowMs: number, tokens: number): Promise<Decision> {
     return this.run(owner, nowMs, 'take', 0, tokens);
   }
 
-  /** One request and `tokens` from every window of a key, all or nothing (inference: one round trip). */
-  takeRequestAndTokens(owner: WindowOwner & { kind: 'key' }, nowMs: number, tokens: number): Promise<Decision> {
+  /** One request and `tokens` from every window of the owner, all or nothing (inference: one round trip). */
+  takeRequestAndTokens(owner: TokenOwner, nowMs: number, tokens: number): Promise<Decision> {
     return this.run(owner, nowMs, 'take', 1, tokens);
   }
 
   /** Gives back (negative) or adds tokens, never refused: a window may go into debt when usage beat the estimate. */
-  adjustTokens(owner: WindowOwner & { kind: 'key' }, nowMs: number, delta: number): Promise<Decision> {
+  adjustTokens(owner: TokenOwner, nowMs: number, delta: number): Promise<Decision> {
     return this.run(owner, nowMs, 'force', 0, delta);
   }
 
@@ -143,6 +148,13 @@ export class Limiter {
       scope = 'operator';
       limits = this.opts.operatorLimits;
       buckets = [{ id: 'op:r', resource: 'requests', cost: requests, owner: 'operator' }];
+    } else if (owner.kind === 'project') {
+      scope = owner.projectId;
+      limits = await this.limitsFor(owner.projectId);
+      buckets = [
+        { id: 'p:r', resource: 'requests', cost: requests, owner: 'project' },
+        { id: 'p:t', resource: 'tokens', cost: tokens, owner: 'project' },
+      ];
     } else {
       scope = owner.projectId;
       limits = await this.limitsFor(owner.projectId);
@@ -160,7 +172,7 @@ export class Limiter {
       nowMs,
       buckets: buckets.map(({ id, resource, cost }) => ({ id, resource, cost })),
     });
-    if (result.limits.version > limits.version && owner.kind === 'key') {
+    if (result.limits.version > limits.version && owner.kind !== 'operator') {
       // Another replica published newer limits: keep them rather than re-reading stale ones.
       this.cache.set(owner.projectId, { limits: result.limits, at: this.mono() });
     }

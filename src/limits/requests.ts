@@ -1,6 +1,6 @@
 import type { Ctx } from '../domain/context.ts';
 import { SvcError } from '../errors/svc-error.ts';
-import type { Decision, RateLimitState, WindowOwner } from './limiter.ts';
+import type { Decision, RateLimitState, TokenOwner, WindowOwner } from './limiter.ts';
 
 /** A token reservation made before a provider call; settle it once with the real usage. */
 export interface TokenReservation {
@@ -27,6 +27,18 @@ function ownerOf(ctx: Ctx): WindowOwner {
     : { kind: 'key', keyId: ctx.caller.keyId, projectId: ctx.caller.projectId! };
 }
 
+/**
+ * The token windows a request draws on: a key's (its own and its project's); for the operator, once its inference
+ * has named a project, that project's (CONTRACT §7: the project's windows bind every caller); else none.
+ */
+function tokenOwnerOf(ctx: Ctx): TokenOwner | null {
+  if (ctx.caller.kind !== 'operator') return { kind: 'key', keyId: ctx.caller.keyId, projectId: ctx.caller.projectId! };
+  return ctx.projectId ? { kind: 'project', projectId: ctx.projectId } : null;
+}
+
+/** Of a request-and-tokens decision: the tokens taken from the token windows (the second half of the buckets). */
+const tokensTaken = (d: Decision) => Math.max(0, ...d.applied.slice(d.applied.length / 2));
+
 function refused(decision: Decision): SvcError {
   const s = decision.state;
   const whose = s.owner === 'operator' ? "The operator key's" : s.owner === 'key' ? "The key's" : "The project's";
@@ -46,10 +58,17 @@ function apply(ctx: Ctx, decision: Decision): void {
   if (!decision.allowed) throw refused(decision);
 }
 
-/** Every authenticated request, REST or GraphQL: one request from the key's and the project's request windows. */
+/**
+ * Every authenticated request, REST or GraphQL: one request from the key's and the project's request windows. The
+ * operator's control-plane calls take from its own window; its inference, whose request is deferred until the project
+ * is known, also takes from that project's request window.
+ */
 export async function takeRequest(ctx: Ctx): Promise<void> {
   ctx.requestPending = false;
-  apply(ctx, await ctx.deps.limiter.takeRequest(ownerOf(ctx), ctx.deps.clock.now()));
+  const now = ctx.deps.clock.now();
+  apply(ctx, await ctx.deps.limiter.takeRequest(ownerOf(ctx), now));
+  const windows = tokenOwnerOf(ctx);
+  if (windows?.kind === 'project') apply(ctx, await ctx.deps.limiter.takeRequest(windows, now));
 }
 
 /**
@@ -68,28 +87,36 @@ export async function takePendingRequest(ctx: Ctx): Promise<void> {
 
 /**
  * Before a provider call: takes `estimate` tokens from the key's and the project's token windows (all or nothing),
- * else 429 rate_limit_exceeded with the token window's headers. The operator has no token windows. A deferred
+ * else 429 rate_limit_exceeded with the token window's headers. The operator has no token windows of its own: its
+ * inference takes from the project's (its own request window is taken first, apart). A deferred
  * request is taken in the same call; when that call is refused nothing was taken, and the two steps run one after
  * the other (request, then tokens), so a refusal says exactly what it would have said with the request taken first.
  */
 export async function reserveTokens(ctx: Ctx, estimate: number): Promise<TokenReservation> {
-  const owner = ownerOf(ctx);
-  if (owner.kind === 'operator') {
+  const windows = tokenOwnerOf(ctx);
+  if (!windows) {
     await takePendingRequest(ctx);
     return { tokens: 0, settled: false };
   }
   const tokens = Math.max(0, Math.ceil(estimate));
   const now = ctx.deps.clock.now();
   if (ctx.requestPending) {
-    const both = await ctx.deps.limiter.takeRequestAndTokens(owner, now, tokens);
+    // The operator's own request window first (it has no token window); then the project's, with the tokens. The
+    // pending request is no longer pending once the operator's window is taken: a refusal must not take it again.
+    if (windows.kind === 'project') {
+      ctx.requestPending = false;
+      apply(ctx, await ctx.deps.limiter.takeRequest({ kind: 'operator' }, now));
+    }
+    const both = await ctx.deps.limiter.takeRequestAndTokens(windows, now, tokens);
     if (both.allowed) {
       ctx.requestPending = false;
       apply(ctx, both);
-      return { tokens: Math.max(...both.applied.slice(2)), settled: false };
+      return { tokens: tokensTaken(both), settled: false };
     }
-    await takeRequest(ctx);
+    ctx.requestPending = false;
+    apply(ctx, await ctx.deps.limiter.takeRequest(windows, now));
   }
-  const decision = await ctx.deps.limiter.takeTokens(owner, ctx.deps.clock.now(), tokens);
+  const decision = await ctx.deps.limiter.takeTokens(windows, ctx.deps.clock.now(), tokens);
   apply(ctx, decision);
   return { tokens: Math.max(...decision.applied), settled: false };
 }
@@ -101,10 +128,10 @@ export async function reserveTokens(ctx: Ctx, estimate: number): Promise<TokenRe
 export async function settleTokens(ctx: Ctx, reservation: TokenReservation, actualTokens: number): Promise<void> {
   if (reservation.settled) return;
   reservation.settled = true;
-  const owner = ownerOf(ctx);
-  if (owner.kind === 'operator') return;
+  const windows = tokenOwnerOf(ctx);
+  if (!windows) return;
   const delta = Math.max(0, Math.ceil(actualTokens)) - reservation.tokens;
   if (delta === 0) return;
-  const decision = await ctx.deps.limiter.adjustTokens(owner, ctx.deps.clock.now(), delta);
+  const decision = await ctx.deps.limiter.adjustTokens(windows, ctx.deps.clock.now(), delta);
   ctx.rateLimit = decision.state;
 }

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { unixSeconds } from '../domain/context.ts';
 import { getModel, listModels, type ModelInfo } from '../domain/inference/models.ts';
-import { createInference, streamInference, type InferenceInput, type InferenceResult } from '../domain/inference/service.ts';
+import { assertMaxTokens, createInference, streamInference, type InferenceInput, type InferenceResult } from '../domain/inference/service.ts';
 import { invalid } from '../errors/svc-error.ts';
 import { errorBody } from '../http/error-body.ts';
 import { microsToUsd } from '../providers/pricing.ts';
@@ -89,6 +89,10 @@ function toSvcMessages(messages: unknown[]): unknown[] {
 function toInferenceInput(req: FastifyRequest<{ Body: ChatBody }>): InferenceInput {
   const b = req.body;
   if (b.n !== undefined && b.n !== null && b.n !== 1) throw invalid('n', 'Only n = 1 is supported.');
+  assertMaxTokens(b.max_completion_tokens, 'max_completion_tokens');
+  if (b.stream_options != null && b.stream !== true) {
+    throw invalid('stream_options', 'stream_options is only allowed when stream is true.');
+  }
   return {
     model: b.model,
     // The key's own project unless the caller names one (the operator must: body project_id or X-Svc-Project).
@@ -141,9 +145,11 @@ export function presentChatCompletion(r: InferenceResult) {
 function chunkFormat(req: FastifyRequest, includeUsage: boolean): StreamFormat {
   let base: { id: string; object: 'chat.completion.chunk'; created: number; model: string; system_fingerprint: null } | null = null;
   let failed = false;
+  // With include_usage, every chunk but the last has `usage: null` (OpenAI's documented shape).
   const chunk = (delta: Record<string, unknown>, finish: string | null) => ({
     ...base!,
     choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
+    ...(includeUsage ? { usage: null } : {}),
   });
   return {
     start: (head) => {

@@ -89,6 +89,13 @@ describe('POST /v1/chat/completions', () => {
     );
     expectError(await api.post('/v1/chat/completions', { model: 'm-eu', messages: [{ role: 'tool', content: 'x' }] }), 400, 'invalid_request', 'messages[0].role');
     expectError(await api.post('/v1/chat/completions', { model: 'm-eu', messages: [] }), 400, 'invalid_request', 'messages');
+    expectError(await api.post('/v1/chat/completions', { model: 'm-eu', messages: msg, max_completion_tokens: 0 }), 400, 'invalid_request', 'max_completion_tokens');
+    expectError(
+      await api.post('/v1/chat/completions', { model: 'm-eu', messages: msg, stream_options: { include_usage: true } }),
+      400,
+      'invalid_request',
+      'stream_options',
+    );
   });
 });
 

@@ -117,6 +117,36 @@ describe('X-Svc-RateLimit-* headers', () => {
     expect(rl(res).remaining).toBeLessThan(6000);
   });
 
+  it("count the operator's inference on a project against that project's request and token windows", async () => {
+    const { projectId, secret } = await seedProject(operator);
+    await setLimits(projectId, 3, 100_000, 0);
+    const infer = (body: Record<string, unknown> = {}) =>
+      operator.post('/v1/inference', { project_id: projectId, model: 'auto', messages: [{ role: 'user', content: 'hi' }], ...body });
+    const first = await infer();
+    expect(first.status).toBe(200);
+    expect(rl(first)).toMatchObject({ limit: 3, remaining: 2, resource: 'requests' });
+    expect((await infer()).status).toBe(200);
+    expect((await infer()).status).toBe(200);
+    const refused = await infer();
+    expectError(refused, 429, 'rate_limit_exceeded');
+    expect(refused.body.error.message).toMatch(/project's requests window/);
+    expect(rl(refused)).toMatchObject({ limit: 3, remaining: 0, resource: 'requests' });
+    // The project's own keys find the window the operator emptied.
+    expectError(await client(t.app, secret).get(`/v1/projects/${projectId}`), 429, 'rate_limit_exceeded');
+
+    // Tokens: the operator's inference uses 201 tokens (the mock echoes 400 characters) of a 100-token window, which
+    // it leaves in debt: the project's key is then refused by the token window.
+    const other = await seedProject(operator);
+    await setLimits(other.projectId, 100, 100, 0);
+    const long = [{ role: 'user', content: 'x'.repeat(400) }];
+    const big = await operator.post('/v1/inference', { project_id: other.projectId, model: 'auto', messages: long });
+    expect(big.status).toBe(200);
+    expect(big.body.usage).toMatchObject({ prompt_tokens: 101, completion_tokens: 100 });
+    const starved = await client(t.app, other.secret).post('/v1/inference', { project_id: other.projectId, model: 'auto', messages: [{ role: 'user', content: 'hi' }] });
+    expectError(starved, 429, 'rate_limit_exceeded');
+    expect(rl(starved)).toMatchObject({ limit: 100, remaining: 0, resource: 'tokens' });
+  });
+
   it("refuse every key of a project once the project's window is empty", async () => {
     const { projectId, secret } = await seedProject(operator);
     await setLimits(projectId, 3, 100_000, 0);

@@ -80,6 +80,13 @@ interface Validated {
 
 const isNum = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
 
+/** max_tokens (or OpenAI's max_completion_tokens, named by `param`): an integer from 1 to 1,000,000 when given. */
+export function assertMaxTokens(value: number | null | undefined, param: string): void {
+  if (value !== undefined && value !== null && (!Number.isInteger(value) || value < 1 || value > 1_000_000)) {
+    throw invalid(param, `${param} must be an integer from 1 to 1000000.`);
+  }
+}
+
 /** Everything a request can get wrong by itself; the errors name the parameter (`messages[2].role`). */
 export function validateInference(ctx: Ctx, input: InferenceInput): Validated {
   if (typeof input.model !== 'string' || input.model === '') throw invalid('model', 'model is required: a model id or "auto".');
@@ -103,9 +110,7 @@ export function validateInference(ctx: Ctx, input: InferenceInput): Validated {
   });
 
   const maxTokens = input.max_tokens ?? undefined;
-  if (maxTokens !== undefined && (!Number.isInteger(maxTokens) || maxTokens < 1 || maxTokens > 1_000_000)) {
-    throw invalid('max_tokens', 'max_tokens must be an integer from 1 to 1000000.');
-  }
+  assertMaxTokens(maxTokens, 'max_tokens');
   const sampling: Sampling = {};
   const range = (name: keyof Sampling, lo: number, hi: number) => {
     const v = input[name];
