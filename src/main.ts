@@ -4,6 +4,20 @@ import { buildApp, buildHealthApp } from './http/app.ts';
 import { startDailyUsageSummaries } from './domain/usage/daily-summary.ts';
 
 async function main(): Promise<void> {
+  // A signal that comes before the gateway is built (the first start's migrations, say) is held until startup has
+  // finished: stopping in the middle of a migration would leave the database with a failed one (Prisma P3009).
+  let shutdown: ((signal: string) => Promise<void>) | null = null;
+  let pendingSignal: string | null = null;
+  const onSignal = (signal: string) => {
+    if (shutdown) void shutdown(signal);
+    else if (!pendingSignal) {
+      pendingSignal = signal;
+      process.stderr.write(`${signal} during startup: stopping once startup has finished\n`);
+    }
+  };
+  process.on('SIGTERM', () => onSignal('SIGTERM'));
+  process.on('SIGINT', () => onSignal('SIGINT'));
+
   let config;
   try {
     config = loadConfig();
@@ -27,7 +41,7 @@ async function main(): Promise<void> {
   let usageSummaries: { stop(): void } | null = null;
 
   let closing = false;
-  const shutdown = async (signal: string) => {
+  shutdown = async (signal: string) => {
     if (closing) return;
     closing = true;
     deps.log.info({ signal }, 'shutting down: finishing requests in flight');
@@ -42,8 +56,7 @@ async function main(): Promise<void> {
       process.exit(1);
     }
   };
-  process.on('SIGTERM', () => void shutdown('SIGTERM'));
-  process.on('SIGINT', () => void shutdown('SIGINT'));
+  if (pendingSignal) return void shutdown(pendingSignal);
 
   try {
     await app.listen({ host: config.host, port: config.port });
@@ -52,7 +65,7 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   deps.log.info({ role: config.role, port: config.port }, 'listening');
-  if (!background) return;
+  if (!background || closing) return;
   await deps.webhooks.worker.start();
   usageSummaries = startDailyUsageSummaries(deps);
 }

@@ -89,6 +89,20 @@ describe('the process', () => {
     expect(run.code).toBe(0);
     expect(run.stdout + run.stderr).toContain('shutting down');
   }, 90_000);
+
+  it('finishes the first start\'s migrations when SIGTERM comes during them, exits 0, and starts again on that database', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'svc-main-'));
+    dirs.push(dir);
+    const env = { SVC_DATA_DIR: dir, PORT: String(20000 + Math.floor(Math.random() * 20000)), SVC_MASTER_KEY: 'svc_sk_process_test_0123456789abcdefghij', LOG_LEVEL: 'info' };
+    const first = await runMain(env, (out) => out.includes('migrations: applying pending migrations'));
+    expect(first.code).toBe(0);
+    expect(first.stdout).toContain('migrations applied');
+    expect(first.stdout).not.toContain('Server listening');
+    // The database is whole: the second start finds nothing to apply (a half-applied migration would stop it, P3009).
+    const second = await runMain(env, (out) => out.includes('Server listening'));
+    expect(second.code).toBe(0);
+    expect(second.stdout).toContain('migrations: database is up to date');
+  }, 120_000);
 });
 
 describe('Redis that does not answer at start', () => {
