@@ -69,6 +69,8 @@ export interface Ctx {
   ip: string | null;
   /** The X-Svc-Project header, if sent. */
   headerProjectId: string | null;
+  /** REST: the `project_id` of the query or body, if sent; every route takes it (CONTRACT §2, §3). */
+  namedProjectId: string | null;
   /** The project the call turned out to address (for the operator's identity header). */
   projectId: string | null;
   /** The binding rate-limit window after the last limiter call; written as X-Svc-RateLimit-* headers on send. */
@@ -82,6 +84,7 @@ export function makeCtx(deps: Deps, init: { requestId: string; caller: Caller; i
   return {
     deps,
     db: deps.db,
+    namedProjectId: null,
     ...init,
     projectId: init.caller.projectId,
     now: () => new Date(deps.clock.now()),

@@ -26,7 +26,7 @@ export const budgetsRoutes: FastifyPluginAsync = async (app) => {
     {
       schema: {
         params: ProjectIdParams,
-        body: { type: 'object', additionalProperties: false, required: ['budget_usd'], properties: { budget_usd: {} } },
+        body: { type: 'object', additionalProperties: false, required: ['budget_usd'], properties: { project_id: { type: ['string', 'null'] }, budget_usd: {} } },
       },
     },
     async (req) => presentBudget(await updateBudget(req.ctx, req.params.project_id, req.body)),

@@ -31,7 +31,7 @@ export const rateLimitsRoutes: FastifyPluginAsync = async (app) => {
           type: 'object',
           additionalProperties: false,
           required: ['requests_per_minute', 'tokens_per_minute', 'burst'],
-          properties: { requests_per_minute: {}, tokens_per_minute: {}, burst: {} },
+          properties: { project_id: { type: ['string', 'null'] }, requests_per_minute: {}, tokens_per_minute: {}, burst: {} },
         },
       },
     },

@@ -107,7 +107,7 @@ export const webhooksRoutes: FastifyPluginAsync = async (app) => {
     {
       schema: {
         params: WebhookIdParams,
-        querystring: { type: 'object', additionalProperties: false, properties: { ...pageQueryProperties } },
+        querystring: { type: 'object', additionalProperties: false, properties: { ...pageQueryProperties, project_id: { type: 'string' } } },
       },
     },
     async (req, reply) =>

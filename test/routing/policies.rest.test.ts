@@ -211,6 +211,22 @@ describe('routing policies', () => {
     expect(last!.data).toMatchObject({ policy: 'routing', action: 'deleted', policy_id: created.body.id });
   });
 
+  it('looks absent outside the project the call names (query, body or X-Svc-Project)', async () => {
+    const p = await newProject();
+    const other = await newProject();
+    const created = await p.api.post('/v1/routing/policies', ordered(p.projectId));
+    const id = created.body.id;
+    const elsewhere = { headers: { 'x-svc-project': other.projectId } };
+    expectError(await operator.get(`/v1/routing/policies/${id}`, elsewhere), 404, 'not_found', 'policy_id');
+    expectError(await operator.get(`/v1/routing/policies/${id}?project_id=${other.projectId}`), 404, 'not_found', 'policy_id');
+    expectError(await operator.delete(`/v1/routing/policies/${id}`, elsewhere), 404, 'not_found', 'policy_id');
+    expectError(await operator.post(`/v1/routing/policies/${id}`, { project_id: other.projectId, name: 'moved' }), 404, 'not_found', 'policy_id');
+    expectError(await p.api.get(`/v1/routing/policies/${id}?project_id=${other.projectId}`), 404, 'not_found', 'project_id');
+    const still = await operator.get(`/v1/routing/policies/${id}`, { headers: { 'x-svc-project': p.projectId } });
+    expect(still.status).toBe(200);
+    expect(still.body.name).toBe('prefer pricey');
+  });
+
   it('lists newest first with cursor pagination on policy_id', async () => {
     const p = await newProject();
     const ids: string[] = [];

@@ -152,6 +152,24 @@ describe('unknown ids', () => {
   });
 });
 
+describe('project_id on the routes of one webhook (CONTRACT §2, §3)', () => {
+  it('is checked in the query and the body like X-Svc-Project, and the deliveries list takes it', async () => {
+    const a = await seedProject(operator);
+    const b = await seedProject(operator);
+    const keyA = client(t.app, a.secret);
+    const webhook = await createWebhook(keyA, { project_id: a.projectId, url: 'https://hooks.example.com/scoped', events: ['key.rotated'] });
+    expectError(await keyA.get(`/v1/webhooks/${webhook.id}?project_id=${b.projectId}`), 404, 'not_found', 'project_id');
+    expectError(await keyA.get(`/v1/webhooks/${webhook.id}/deliveries?project_id=${b.projectId}`), 404, 'not_found', 'project_id');
+    expectError(await operator.post(`/v1/webhooks/${webhook.id}/disable`, { project_id: b.projectId }), 404, 'not_found', 'webhook_id');
+    expect((await keyA.get(`/v1/webhooks/${webhook.id}`)).body.status).toBe('active');
+
+    const own = await keyA.get(`/v1/webhooks/${webhook.id}/deliveries?project_id=${a.projectId}`);
+    expect(own.status).toBe(200);
+    expect(own.body.data).toEqual([]);
+    expect((await operator.get(`/v1/webhooks/${webhook.id}/deliveries?project_id=${a.projectId}`)).status).toBe(200);
+  });
+});
+
 describe('pagination', () => {
   it('refuses both cursors, a bad limit, and a cursor that names no delivery of the webhook', async () => {
     const webhook = await createWebhook(operator, { project_id: projectId, url: 'https://hooks.example.com/y', events: ['key.rotated'] });

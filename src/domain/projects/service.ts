@@ -10,12 +10,18 @@ export type Plan = (typeof PLANS)[number];
 
 const notFound = (param = 'project_id') => new SvcError('not_found', { param, message: 'No such project.' });
 
-/** `project_id` (body or query), else the X-Svc-Project header; both naming different projects is ambiguous: 400. */
+/**
+ * The project a call names: the service's own argument (a path id, or GraphQL's projectId), the REST query or body
+ * `project_id`, the X-Svc-Project header. A key naming any project but its own gets 404 (CONTRACT §3); the operator
+ * naming different projects is ambiguous: 400.
+ */
 function addressedProject(ctx: Ctx, requested: string | null | undefined): string | null {
-  if (requested && ctx.headerProjectId && requested !== ctx.headerProjectId) {
+  const named = [requested, ctx.namedProjectId, ctx.headerProjectId].filter((p): p is string => typeof p === 'string' && p !== '');
+  if (ctx.caller.kind === 'key' && named.some((p) => p !== ctx.caller.projectId)) throw notFound();
+  if (named.some((p) => p !== named[0])) {
     throw invalid('project_id', 'project_id and the X-Svc-Project header name different projects; send one, or the same in both.');
   }
-  return requested ?? ctx.headerProjectId;
+  return named[0] ?? null;
 }
 
 /**
@@ -65,7 +71,7 @@ export interface CreateProjectInput {
 }
 
 export function validateProjectInput(input: CreateProjectInput): { name: string; plan: Plan; region: string | null } {
-  if (typeof input.name !== 'string' || input.name.trim().length === 0 || input.name.length > 100) {
+  if (typeof input.name !== 'string' || input.name.trim().length === 0 || [...input.name].length > 100) {
     throw invalid('name', 'name must be a non-empty string of at most 100 characters.');
   }
   const plan = input.plan ?? 'starter';

@@ -39,7 +39,7 @@ function assertCanRead(ctx: Ctx): void {
 export const policyTargets = (p: RoutingPolicy): RoutingTarget[] => p.targets as unknown as RoutingTarget[];
 
 function validateName(name: unknown): string {
-  if (typeof name !== 'string' || name.trim() === '' || name.length > 100) {
+  if (typeof name !== 'string' || name.trim() === '' || [...name].length > 100) {
     throw invalid('name', 'name must be a non-empty string of at most 100 characters.');
   }
   return name;
@@ -165,17 +165,20 @@ export async function listRoutingPolicies(ctx: Ctx, query: RoutingPolicyQuery): 
   });
 }
 
-async function findVisible(ctx: Ctx, tx: Tx, policyId: string): Promise<RoutingPolicy> {
+/**
+ * Another project's policy, or one outside the project the call names, looks absent. `projectId` is
+ * visibleProjectId's answer, resolved before any transaction (PGlite has one connection).
+ */
+async function findVisible(ctx: Ctx, tx: Tx, policyId: string, projectId: string | undefined): Promise<RoutingPolicy> {
   const policy = await tx.routingPolicy.findUnique({ where: { id: policyId } });
-  // Another project's policy looks absent.
-  if (!policy || (ctx.caller.kind === 'key' && policy.projectId !== ctx.caller.projectId)) throw notFound();
+  if (!policy || (projectId !== undefined && policy.projectId !== projectId)) throw notFound();
   ctx.projectId = policy.projectId;
   return policy;
 }
 
 export async function getRoutingPolicy(ctx: Ctx, policyId: string): Promise<RoutingPolicy> {
   assertCanRead(ctx);
-  return findVisible(ctx, ctx.db, policyId);
+  return findVisible(ctx, ctx.db, policyId, await visibleProjectId(ctx, null));
 }
 
 /** Partial update; audits routing_policy.update and emits policy.updated with the new values. */
@@ -187,9 +190,9 @@ export async function updateRoutingPolicy(ctx: Ctx, policyId: string, input: Rou
   if (input.cache_ttl_s !== undefined) data.cacheTtlS = validateTtl(input.cache_ttl_s);
   if (input.is_default !== undefined && input.is_default !== null) data.isDefault = input.is_default;
   const now = ctx.now();
+  const projectId = await visibleProjectId(ctx, input.project_id);
   const updated = await ctx.db.$transaction(async (tx) => {
-    const found = await findVisible(ctx, tx, policyId);
-    if (input.project_id !== undefined && input.project_id !== null && input.project_id !== found.projectId) throw notFound();
+    const found = await findVisible(ctx, tx, policyId, projectId);
     const policy = await tx.routingPolicy.update({ where: { id: found.id }, data: { ...data, updatedAt: now } });
     if (policy.isDefault) await clearOtherDefaults(tx, policy.projectId, policy.id);
     await recordAudit(tx, ctx, 'routing_policy.update', { projectId: policy.projectId, targetId: policy.id, data: eventData('updated', policy) });
@@ -203,8 +206,9 @@ export async function updateRoutingPolicy(ctx: Ctx, policyId: string, input: Rou
 /** Deleting the default policy sends `model: "auto"` back to the built-in cheapest-first routing. */
 export async function deleteRoutingPolicy(ctx: Ctx, policyId: string): Promise<RoutingPolicy> {
   const now = ctx.now();
+  const projectId = await visibleProjectId(ctx, null);
   const deleted = await ctx.db.$transaction(async (tx) => {
-    const policy = await findVisible(ctx, tx, policyId);
+    const policy = await findVisible(ctx, tx, policyId, projectId);
     await tx.routingPolicy.delete({ where: { id: policy.id } });
     await recordAudit(tx, ctx, 'routing_policy.delete', { projectId: policy.projectId, targetId: policy.id });
     await enqueueEvent(tx, now, policy.projectId, 'policy.updated', eventData('deleted', policy));

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { authenticate } from '../../domain/auth/service.ts';
 import { makeCtx, type Caller } from '../../domain/context.ts';
-import { SvcError } from '../../errors/svc-error.ts';
+import { SvcError, invalid } from '../../errors/svc-error.ts';
 import { accessFor, routeKey, ROUTE_ACCESS } from '../../rest/scopes.ts';
 
 /** Runs once the caller is known, before the scope check: the rate limiter, so that a 403 is counted too. */
@@ -31,6 +31,16 @@ export function identifyCaller(app: FastifyInstance, afterAuthentication?: After
   };
 }
 
+function namedProjectId(req: FastifyRequest): string | null {
+  const pick = (v: unknown) => (typeof v === 'object' && v !== null && typeof (v as { project_id?: unknown }).project_id === 'string' ? (v as { project_id: string }).project_id || null : null);
+  const inQuery = pick(req.query);
+  const inBody = pick(req.body);
+  if (inQuery && inBody && inQuery !== inBody) {
+    throw invalid('project_id', 'The query and the body name different projects; send project_id once.');
+  }
+  return inBody ?? inQuery;
+}
+
 /** Authentication and scope checks for every route (REST and GraphQL) except the public ones. */
 export function registerAuth(app: FastifyInstance, afterAuthentication?: AfterAuthentication): Identify {
   app.addHook('onRoute', (route) => {
@@ -52,6 +62,12 @@ export function registerAuth(app: FastifyInstance, afterAuthentication?: AfterAu
     if (access !== 'authenticated' && !caller.scopes.includes(access)) {
       throw new SvcError('insufficient_scope', { message: `This request requires the ${access} scope.` });
     }
+  });
+
+  // CONTRACT §2/§3: any REST call may name its project as `project_id` in the query or body, id routes included; the
+  // services check it (projects/service.ts addressedProject) like X-Svc-Project. Read after validation: it is a string.
+  app.addHook('preHandler', async (req) => {
+    if (req.ctx && req.url.startsWith('/v1/')) req.ctx.namedProjectId = namedProjectId(req);
   });
 
   // The operator has no project of its own: its identity header names the project the call addressed.
