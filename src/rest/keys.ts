@@ -91,7 +91,7 @@ export const keysRoutes: FastifyPluginAsync = async (app) => {
         body: {
           type: ['object', 'null'],
           additionalProperties: false,
-          properties: { overlap_hours: { type: ['integer', 'null'] } },
+          properties: { project_id: { type: ['string', 'null'] }, overlap_hours: { type: ['integer', 'null'] } },
         },
       },
     },

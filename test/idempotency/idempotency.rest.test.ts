@@ -87,6 +87,28 @@ describe('Idempotency-Key', () => {
     expect(second.headers['x-svc-project']).toBe(projectId);
   });
 
+  it('replays to another key of the project with the same scopes, never to one with other scopes (no secret it could not get itself)', async () => {
+    const body = { project_id: projectId, name: 'idem-scopes', scopes: ['inference:write'] };
+    const first = await api.post('/v1/keys', body, idem('scopes'));
+    expect(first.status).toBe(200);
+    const narrow = await operator.post('/v1/keys', { project_id: projectId, name: 'idem-narrow', scopes: ['keys:manage'] });
+    const refused = await client(t.app, narrow.body.secret).post('/v1/keys', body, idem('scopes'));
+    expectError(refused, 409, 'idempotency_conflict', 'Idempotency-Key');
+    expect(refused.raw).not.toContain(first.body.secret);
+    // Without the header it would be 403: it may not grant inference:write.
+    expectError(await client(t.app, narrow.body.secret).post('/v1/keys', body), 403, 'insufficient_scope', 'scopes');
+
+    const sameScopes = await operator.post('/v1/keys', {
+      project_id: projectId,
+      name: 'idem-twin',
+      scopes: ['keys:manage', 'audit:read', 'inference:write', 'governance:manage', 'usage:read'],
+    });
+    const replayed = await client(t.app, sameScopes.body.secret).post('/v1/keys', body, idem('scopes'));
+    expect(replayed.headers['idempotent-replayed']).toBe('true');
+    expect(replayed.body).toEqual(first.body);
+    expect(await t.deps.db.apiKey.count({ where: { projectId, name: 'idem-scopes' } })).toBe(1);
+  });
+
   it('is scoped by project: another project may use the same key', async () => {
     const other = await seedProject(operator);
     const a = await api.post('/v1/keys', { project_id: projectId, name: 'idem-scope', scopes: ['keys:manage'] }, idem('shared'));

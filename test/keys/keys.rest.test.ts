@@ -58,6 +58,14 @@ describe('POST /v1/keys', () => {
     expect(same.status).toBe(200);
   });
 
+  it('counts a name in characters: 100 emoji are accepted, 101 are not', async () => {
+    const { projectId } = await seedProject(operator);
+    const ok = await operator.post('/v1/keys', { project_id: projectId, name: '🔑'.repeat(100), scopes: ['usage:read'] });
+    expect(ok.status).toBe(200);
+    expect(ok.body.name).toBe('🔑'.repeat(100));
+    expectError(await operator.post('/v1/keys', { project_id: projectId, name: '🔑'.repeat(101), scopes: ['usage:read'] }), 400, 'invalid_request', 'name');
+  });
+
   it('authenticates the new secret at once', async () => {
     const { projectId } = await seedProject(operator);
     const created = await operator.post('/v1/keys', { project_id: projectId, name: 'fresh', scopes: ['keys:manage', 'audit:read'] });
@@ -95,7 +103,50 @@ describe('GET /v1/keys', () => {
   });
 });
 
+describe('project_id on the routes of one key (CONTRACT §2, §3)', () => {
+  it('is checked in the query and the body like X-Svc-Project: another project is 404, and nothing changes', async () => {
+    const a = await seedProject(operator);
+    const b = await seedProject(operator);
+    const keyA = client(t.app, a.secret);
+    expectError(await keyA.get(`/v1/keys/${a.keyId}?project_id=${b.projectId}`), 404, 'not_found', 'project_id');
+    expectError(await keyA.post(`/v1/keys/${a.keyId}/revoke?project_id=${b.projectId}`), 404, 'not_found', 'project_id');
+    expectError(await keyA.post(`/v1/keys/${a.keyId}/revoke`, { project_id: b.projectId }), 404, 'not_found', 'project_id');
+    expectError(await keyA.post(`/v1/keys/${a.keyId}/rotate`, { project_id: b.projectId }), 404, 'not_found', 'project_id');
+    expect((await t.deps.db.apiKey.findUniqueOrThrow({ where: { id: a.keyId } })).status).toBe('active');
+    expect((await keyA.get(`/v1/keys/${a.keyId}?project_id=${a.projectId}`)).status).toBe(200);
+
+    // The operator naming a project the key is not in, or no project at all.
+    expectError(await operator.get(`/v1/keys/${a.keyId}?project_id=${b.projectId}`), 404, 'not_found', 'key_id');
+    expectError(await operator.get(`/v1/keys/${a.keyId}?project_id=prj_00000000000000000000000000`), 404, 'not_found', 'project_id');
+    // Query and body naming different projects.
+    expectError(await operator.post(`/v1/keys/${a.keyId}/revoke?project_id=${a.projectId}`, { project_id: b.projectId }), 400, 'invalid_request', 'project_id');
+    expect((await t.deps.db.apiKey.findUniqueOrThrow({ where: { id: a.keyId } })).status).toBe('active');
+  });
+
+  it('is accepted in the body of a rotate', async () => {
+    const { projectId, keyId } = await seedProject(operator);
+    const rotated = await operator.post(`/v1/keys/${keyId}/rotate`, { project_id: projectId, overlap_hours: 1 });
+    expect(rotated.status).toBe(200);
+    expect(rotated.headers['x-svc-project']).toBe(projectId);
+  });
+});
+
 describe('rotation', () => {
+  it('is refused for a key holding scopes the caller does not hold (its new secret would grant them)', async () => {
+    const { projectId, keyId: adminId, secret: adminSecret } = await seedProject(operator);
+    const narrow = await operator.post('/v1/keys', { project_id: projectId, name: 'narrow', scopes: ['keys:manage'] });
+    const res = await client(t.app, narrow.body.secret).post(`/v1/keys/${adminId}/rotate`, { overlap_hours: 0 });
+    expectError(res, 403, 'insufficient_scope', 'key_id');
+    expect(res.body.error.message).toContain('governance:manage');
+    expect(res.raw).not.toMatch(/svc_sk_[0-9A-Za-z]{40}/);
+    // Nothing changed: the admin's secret still works, and nothing was audited.
+    expect((await client(t.app, adminSecret).get('/v1/keys')).status).toBe(200);
+    expect(await t.deps.db.auditEvent.count({ where: { targetId: adminId, action: 'key.rotate' } })).toBe(0);
+    // A key with the same scopes or fewer can be rotated by it.
+    const peer = await operator.post('/v1/keys', { project_id: projectId, name: 'peer', scopes: ['keys:manage'] });
+    expect((await client(t.app, narrow.body.secret).post(`/v1/keys/${peer.body.id}/rotate`)).status).toBe(200);
+  });
+
   it('keeps both secrets valid during the overlap, then only the new one', async () => {
     const { projectId } = await seedProject(operator);
     const created = await operator.post('/v1/keys', { project_id: projectId, name: 'rotating', scopes: ['keys:manage'] });

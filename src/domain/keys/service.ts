@@ -29,7 +29,8 @@ export function usdToMicros(usd: number): bigint {
 }
 
 function validateKeyInput(ctx: Ctx, input: CreateKeyInput): { name: string; scopes: Scope[]; budgetMicros: bigint | null; expiresAt: Date | null } {
-  if (typeof input.name !== 'string' || input.name.trim().length === 0 || input.name.length > 100) {
+  // Characters are code points: 100 emoji are 100 characters, not 200 UTF-16 units.
+  if (typeof input.name !== 'string' || input.name.trim().length === 0 || [...input.name].length > 100) {
     throw invalid('name', 'name must be a non-empty string of at most 100 characters.');
   }
   if (!Array.isArray(input.scopes) || input.scopes.length === 0) {
@@ -59,15 +60,21 @@ function validateKeyInput(ctx: Ctx, input: CreateKeyInput): { name: string; scop
   return { name: input.name, scopes, budgetMicros, expiresAt };
 }
 
-/** A key may only hand out scopes it holds itself. */
-function assertScopeSubset(ctx: Ctx, scopes: readonly Scope[]): void {
+/**
+ * A key may only hand out scopes it holds itself (CONTRACT §3): on create, and on rotate, whose answer is the rotated
+ * key's new secret (a keys:manage key rotating an admin key would otherwise get the admin's powers).
+ */
+function assertScopeSubset(ctx: Ctx, scopes: readonly string[], action: 'grant' | 'rotate'): void {
   if (ctx.caller.kind === 'operator') return;
   const held = new Set(ctx.caller.scopes);
-  const extra = scopes.filter((s) => !held.has(s));
+  const extra = scopes.filter((s) => !held.has(s as Scope));
   if (extra.length > 0) {
     throw new SvcError('insufficient_scope', {
-      param: 'scopes',
-      message: `A key cannot grant scopes it does not hold: ${extra.join(', ')}.`,
+      param: action === 'grant' ? 'scopes' : 'key_id',
+      message:
+        action === 'grant'
+          ? `A key cannot grant scopes it does not hold: ${extra.join(', ')}.`
+          : `A key cannot rotate a key holding scopes it does not hold: ${extra.join(', ')}.`,
     });
   }
 }
@@ -75,7 +82,7 @@ function assertScopeSubset(ctx: Ctx, scopes: readonly Scope[]): void {
 /** Audits key.create. A failed create (bad input, name conflict) stores nothing, audit included. */
 export async function createKey(ctx: Ctx, input: CreateKeyInput): Promise<KeyWithSecret> {
   const valid = validateKeyInput(ctx, input);
-  assertScopeSubset(ctx, valid.scopes);
+  assertScopeSubset(ctx, valid.scopes, 'grant');
   const projectId = await requireProjectId(ctx, input.project_id);
   const secret = generateSecret();
   const now = ctx.now();
@@ -177,6 +184,7 @@ export async function rotateKey(ctx: Ctx, keyId: string, input: RotateKeyInput =
     const found = await findVisibleKey(ctx, tx, keyId, projectId);
     const status = keyStatus(found, now);
     if (status !== 'active') throw invalid('key_id', `A ${status} key cannot be rotated.`);
+    assertScopeSubset(ctx, found.scopes, 'rotate');
     const rotated = await tx.apiKey.update({
       where: { id: found.id },
       data: {

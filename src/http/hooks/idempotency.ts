@@ -62,7 +62,10 @@ export function registerIdempotency(app: FastifyInstance, store: IdempotencyStor
       (typeof body.project_id === 'string' ? body.project_id : null) ??
       req.ctx.headerProjectId ??
       req.ctx.caller.keyId;
-    const hash = createHash('sha256').update(`${req.routeOptions.url}\n${req.url}\n${canonicalJson(req.body ?? null)}`).digest('hex');
+    // The caller's scopes are part of the request: a key of the same project with other scopes does not get the first
+    // response replayed (it could hold a secret, e.g. a key created with scopes this caller may not grant).
+    const scopes = [...req.ctx.caller.scopes].sort().join(' ');
+    const hash = createHash('sha256').update(`${req.routeOptions.url}\n${req.url}\n${scopes}\n${canonicalJson(req.body ?? null)}`).digest('hex');
     const result = await store.begin(scope, key, hash, app.deps.clock.now());
     if (result.kind === 'conflict') {
       throw new SvcError('idempotency_conflict', {
@@ -70,7 +73,7 @@ export function registerIdempotency(app: FastifyInstance, store: IdempotencyStor
         message:
           result.reason === 'in_progress'
             ? 'A request with this Idempotency-Key is still being processed; retry after it finishes.'
-            : 'This Idempotency-Key was already used with a different request.',
+            : 'This Idempotency-Key was already used with a different request (another body, or a key with other scopes).',
       });
     }
     if (result.kind === 'replay') {
