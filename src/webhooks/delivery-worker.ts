@@ -303,7 +303,7 @@ export class DeliveryWorker {
       WHERE u.id = due.id AND w.id = u.webhook_id AND e.id = u.event_id
       RETURNING u.id, u.webhook_id AS "webhookId", w.status AS "webhookStatus", u.project_id AS "projectId", w.url,
         w.secret_encrypted AS "secretEncrypted", e.id AS "eventId", e.type, e.data::text AS "dataJson",
-        e.created_at AS "eventCreatedAt"`;
+        e.created_at AS "eventCreatedAt", u.first_attempt_at AS "firstAttemptAt"`;
   }
 
   /**
@@ -328,6 +328,12 @@ export class DeliveryWorker {
   private async attempt(row: Claimed): Promise<AttemptOutcome | null> {
     if (row.webhookStatus !== 'active') return this.abandon(row);
     const attemptedAt = new Date(this.deps.clock.now());
+    // Spec 6.1.4 / §3: no attempt past the horizon, even one due before it that comes late (the gateway was down, or the
+    // previous attempt ran into its timeout).
+    const horizonMs = this.deps.config.webhookRetryHorizonS * 1000;
+    if (row.firstAttemptAt && attemptedAt.getTime() >= new Date(row.firstAttemptAt).getTime() + horizonMs) {
+      return this.expire(row, attemptedAt);
+    }
     const started = performance.now();
     let responseStatus: number | null = null;
     let error: string | null = null;
@@ -439,6 +445,41 @@ export class DeliveryWorker {
         });
       }
       return { deliveryId: row.id, webhookId: row.webhookId, attempt, responseStatus: result.responseStatus, error: result.error, status, nextAttemptAt: next };
+    });
+  }
+
+  /** A retry that came due before the horizon but is claimed past it: failed without an attempt, audited as usual. */
+  private async expire(row: Claimed, now: Date): Promise<AttemptOutcome> {
+    return this.deps.db.$transaction(async (tx) => {
+      const [current] = await tx.$queryRaw<{ status: string; attempts: number; responseStatus: number | null }[]>`
+        SELECT status, attempts, response_status AS "responseStatus" FROM webhook_deliveries WHERE id = ${row.id} FOR UPDATE`;
+      const open = current?.status === 'pending' || current?.status === 'retrying';
+      if (open) {
+        await tx.webhookDelivery.update({ where: { id: row.id }, data: { status: 'failed', nextAttemptAt: null, leaseUntil: null } });
+        const lastError = await tx.webhookAttempt.findFirst({ where: { deliveryId: row.id }, orderBy: { attempt: 'desc' }, select: { error: true } });
+        await recordSystemAudit(tx, now, 'webhook.delivery.failed', {
+          projectId: row.projectId,
+          targetId: row.id,
+          data: {
+            webhook_id: row.webhookId,
+            delivery_id: row.id,
+            event_id: row.eventId,
+            event_type: row.type,
+            attempts: current.attempts,
+            last_response_status: current.responseStatus,
+            last_error: lastError?.error ?? null,
+          },
+        });
+      }
+      return {
+        deliveryId: row.id,
+        webhookId: row.webhookId,
+        attempt: current?.attempts ?? 0,
+        responseStatus: current?.responseStatus ?? null,
+        error: 'retry horizon passed',
+        status: open ? 'failed' : ((current?.status ?? 'failed') as AttemptOutcome['status']),
+        nextAttemptAt: null,
+      };
     });
   }
 

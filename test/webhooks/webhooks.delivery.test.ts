@@ -321,6 +321,37 @@ describe('the retry schedule', () => {
   });
 });
 
+describe('the horizon', () => {
+  it('sends nothing once it has passed, even a retry that came due before it (the gateway was down): failed and audited', async () => {
+    const short = await buildTestApp({
+      env: { ...webhookEnv(), SVC_WEBHOOK_RETRY_SCHEDULE: '0,10,20', SVC_WEBHOOK_RETRY_HORIZON_S: '30' },
+    });
+    try {
+      const api = client(short.app);
+      const r = await receiver(() => 500);
+      const project = await seedProject(api);
+      const webhook = await createWebhook(api, { project_id: project.projectId, url: r.url, events: ['key.rotated'] });
+      r.secret = webhook.secret;
+      await emitKeyRotated(api, project.keyId);
+      const worker = testWorker(short);
+      expect((await worker.runDue()).map((o) => o.status)).toEqual(['retrying']);
+      // The second attempt was due at 10 s; nothing ran until 30 s.
+      short.clock.advance(30_000);
+      const [late] = await worker.runDue();
+      await worker.stop();
+      expect(late).toMatchObject({ status: 'failed', attempt: 1, error: 'retry horizon passed' });
+      expect(r.receipts).toHaveLength(1);
+      const [delivery] = await deliveriesOf(api, webhook.id);
+      expect(delivery).toMatchObject({ status: 'failed', attempts: 1, next_attempt_at: null, response_status: 500 });
+      const audit = await api.get('/v1/audit/events', { query: { project_id: project.projectId, action: 'webhook.delivery.failed' } });
+      expect(audit.body.data).toHaveLength(1);
+      expect(audit.body.data[0].data).toMatchObject({ delivery_id: delivery.id, attempts: 1, last_response_status: 500, last_error: 'receiver answered 500' });
+    } finally {
+      await short.close();
+    }
+  });
+});
+
 describe('replay', () => {
   it('sends a failed delivery again as a new delivery of the same event', async () => {
     let healthy = false;

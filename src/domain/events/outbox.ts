@@ -74,6 +74,8 @@ export interface LeasedDelivery {
   type: string;
   dataJson: string;
   eventCreatedAt: Date;
+  /** Set from the second attempt on (claimed retries); a new delivery handed over has had none. */
+  firstAttemptAt?: Date | null;
 }
 
 /**
