@@ -49,6 +49,8 @@ export interface DepsOverrides {
 export async function createDeps(config: Readonly<Config>, overrides: DepsOverrides = {}): Promise<Deps> {
   const log = overrides.log ?? createLogger(config);
   let database: Database;
+  // Never the URL itself: it may hold a password.
+  if (!overrides.database) log.info(config.databaseUrl ? 'opening the database: PostgreSQL (DATABASE_URL)' : `opening the database: embedded PGlite in ${config.dataDir}`);
   try {
     database = overrides.database ?? (await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir }));
     if (!overrides.database) {
