@@ -28,13 +28,23 @@ function hasVariablePageSize(document: DocumentNode): boolean {
   return found;
 }
 
-/** first/last passed as variables become literals, so the estimate multiplies by the page size actually asked. */
+/**
+ * first/last passed as variables become literals, so the estimate multiplies by the page size actually asked: the
+ * value sent, else the variable's default (`query($n: Int = 100)`).
+ */
 function inlinePageSizes(document: DocumentNode, variables: Record<string, unknown> | undefined): DocumentNode {
-  if (!variables) return document;
+  const defaults = new Map<string, number>();
+  for (const definition of document.definitions) {
+    if (definition.kind !== Kind.OPERATION_DEFINITION) continue;
+    for (const v of definition.variableDefinitions ?? []) {
+      if (v.defaultValue?.kind === Kind.INT) defaults.set(v.variable.name.value, Number(v.defaultValue.value));
+    }
+  }
   return visit(document, {
     Argument(node) {
       if ((node.name.value !== 'first' && node.name.value !== 'last') || node.value.kind !== Kind.VARIABLE) return undefined;
-      const value = variables[node.value.name.value];
+      const name = node.value.name.value;
+      const value = variables && name in variables ? variables[name] : defaults.get(name);
       if (typeof value !== 'number' || !Number.isInteger(value)) return undefined;
       return { ...node, value: { kind: Kind.INT, value: String(value) } };
     },

@@ -76,7 +76,11 @@ export const WebhookRef = builder.prismaObject('Webhook', {
         authScopes: GOVERNANCE,
         select: (args, _ctx, nestedSelection) => {
           const node = nestedSelection(true, ['edges', 'node']);
-          return { deliveries: { ...(typeof node === 'object' ? node : {}), ...relationPageArgs(args) } };
+          const selection = (typeof node === 'object' && node !== null ? node : {}) as { select?: Record<string, unknown> };
+          // Cursors are ids: selected even when no node field is asked for (`edges { cursor }`, `pageInfo` only),
+          // which would otherwise leave Prisma an empty select.
+          const withId = selection.select ? { ...selection, select: { ...selection.select, id: true } } : selection;
+          return { deliveries: { ...withId, ...relationPageArgs(args) } };
         },
         resolve: (webhook, args) => relationConnection(webhook.deliveries, args),
       },

@@ -78,6 +78,9 @@ function requestError(req: FastifyRequest, status: number, message: string): str
   return JSON.stringify({ errors: [{ message, extensions }] });
 }
 
+/** What the /graphql JSON parser gives for a body that is not JSON: answered as a GraphQL request error. */
+const INVALID_JSON = Symbol('invalid JSON');
+
 const EMPTY_BODY_ERRORS: Record<number, string> = {
   406: 'Accept application/json or application/graphql-response+json.',
   415: 'Send the request as application/json (or the query as application/graphql).',
@@ -90,6 +93,21 @@ const EMPTY_BODY_ERRORS: Record<number, string> = {
 export const graphqlRoutes: FastifyPluginAsync = async (app) => {
   const yoga = createGraphQLServer(app.deps);
 
+  // Bodies are yoga's to read (this plugin's scope only): the query as application/graphql, and any other media type
+  // passed on as text so that yoga answers 415, which gets the errors[] shape below, instead of fastify's REST 400.
+  // Invalid JSON is a GraphQL request error too (400 with errors[]).
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
+    const text = (body as string).trim();
+    if (text === '') return done(null, undefined);
+    try {
+      done(null, JSON.parse(text));
+    } catch {
+      done(null, INVALID_JSON);
+    }
+  });
+  app.addContentTypeParser('*', { parseAs: 'string' }, (_req, body, done) => done(null, body));
+
   app.route({
     url: GRAPHQL_PATH,
     method: ['GET', 'POST', 'OPTIONS'],
@@ -97,6 +115,9 @@ export const graphqlRoutes: FastifyPluginAsync = async (app) => {
       // A JSON body that is not a GraphQL request object ({}, [], null, a number): yoga would read the consumed stream
       // again and call it invalid JSON.
       const body = req.body as unknown;
+      if (body === INVALID_JSON) {
+        return reply.code(400).type('application/json; charset=utf-8').send(requestError(req, 400, 'The body is not valid JSON.'));
+      }
       if (req.method === 'POST' && req.headers['content-type']?.startsWith('application/json') && !isGraphQLRequestBody(body)) {
         return reply
           .code(400)

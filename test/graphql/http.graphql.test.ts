@@ -165,6 +165,10 @@ describe('protection', () => {
     const viaVariables = await gql(`query($a: Int, $b: Int) { keys { edges { cursor } } ${HEAVY} }`, { a: 100, b: 100 });
     expect(viaVariables.status).toBe(400);
     expectGqlError(viaVariables, 'invalid_request', { httpStatus: 400 });
+    // A variable's default counts when the variable is not sent.
+    const viaDefaults = await gql(`query($a: Int = 100, $b: Int = 100) { keys { edges { cursor } } ${HEAVY} }`, {});
+    expect(viaDefaults.status).toBe(400);
+    expectGqlError(viaDefaults, 'invalid_request', { httpStatus: 400 });
     expect(statements).toEqual([]);
 
     // The same query with small pages runs.
@@ -259,6 +263,53 @@ describe('GraphiQL and introspection', () => {
     expect(res.statusCode).toBe(415);
     const body = JSON.parse(res.body);
     expect(body.errors[0].extensions).toMatchObject({ code: 'invalid_request', http_status: 415, request_id: res.headers['x-svc-request-id'] });
+  });
+
+  it('takes the query as application/graphql, and answers other media types and invalid JSON in GraphQL\'s shape', async () => {
+    const post = (contentType: string, payload: string) =>
+      t.app.inject({
+        method: 'POST',
+        url: '/graphql',
+        headers: { authorization: `Bearer ${MASTER_KEY}`, 'content-type': contentType, accept: 'application/json' },
+        payload,
+      });
+    const asGraphql = await post('application/graphql', '{ viewer { keyId } }');
+    expect(asGraphql.statusCode).toBe(200);
+    expect(JSON.parse(asGraphql.body)).toEqual({ data: { viewer: { keyId: 'key_master' } } });
+
+    for (const type of ['application/xml', 'application/octet-stream']) {
+      const res = await post(type, '<query/>');
+      expect(res.statusCode, type).toBe(415);
+      expect(JSON.parse(res.body).errors[0].extensions).toMatchObject({ code: 'invalid_request', http_status: 415, request_id: res.headers['x-svc-request-id'] });
+    }
+
+    const broken = await post('application/json', '{"query":');
+    expect(broken.statusCode).toBe(400);
+    const body = JSON.parse(broken.body);
+    expect(body.error).toBeUndefined();
+    expect(body.errors[0].message).toBe('The body is not valid JSON.');
+    expect(body.errors[0].extensions).toMatchObject({ code: 'invalid_request', http_status: 400, request_id: broken.headers['x-svc-request-id'] });
+  });
+
+  it('keeps no Idempotency-Key result whose errors are 5xx: a retry runs again, as on REST', async () => {
+    await seedProject(operator);
+    const headers = { 'idempotency-key': 'gql-5xx-retry' };
+    const query = '{ keys(first: 1) { edges { cursor } } }';
+    const spy = vi.spyOn(t.deps.db.apiKey, 'findMany').mockRejectedValueOnce(new Error('the database fell over'));
+    try {
+      const failed = await gql(query, {}, { headers });
+      expectGqlError(failed, 'internal_error', { httpStatus: 500 });
+    } finally {
+      spy.mockRestore();
+    }
+    const retried = await gql(query, {}, { headers });
+    expect(retried.headers['idempotent-replayed']).toBeUndefined();
+    expect(retried.body.errors).toBeUndefined();
+    expect(retried.body.data.keys.edges).toHaveLength(1);
+    // That answer is kept and replayed.
+    const replayed = await gql(query, {}, { headers });
+    expect(replayed.headers['idempotent-replayed']).toBe('true');
+    expect(replayed.body).toEqual(retried.body);
   });
 
   it('in production: no GraphiQL and no introspection', async () => {

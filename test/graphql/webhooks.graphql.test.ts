@@ -95,6 +95,24 @@ describe('webhooks', () => {
     expectGqlError(tooMany, 'invalid_request', { param: 'first', httpStatus: 400 });
   });
 
+  it("pages a webhook's deliveries when only cursors or page info are asked for", async () => {
+    const { projectId, secret, webhook } = await projectWithWebhook();
+    await emitKeyRevoked(projectId);
+    await emitKeyRevoked(projectId);
+    const ids = (await operator.get(`/v1/webhooks/${webhook.id}/deliveries`)).body.data.map((d: { id: string }) => d.id);
+    expect(ids).toHaveLength(2);
+    const res = await gql(
+      `query($id: ID!) { webhook(id: $id) { deliveries(first: 1) { edges { cursor } pageInfo { hasNextPage endCursor } } } }`,
+      { id: webhook.id },
+      { key: secret },
+    );
+    expect(res.body.errors, res.raw).toBeUndefined();
+    expect(res.body.data.webhook.deliveries).toEqual({ edges: [{ cursor: ids[0] }], pageInfo: { hasNextPage: true, endCursor: ids[0] } });
+    const only = await gql(`{ webhooks { edges { node { deliveries { pageInfo { hasNextPage } } } } } }`, {}, { key: secret });
+    expect(only.body.errors, only.raw).toBeUndefined();
+    expect(only.body.data.webhooks.edges).toEqual([{ node: { deliveries: { pageInfo: { hasNextPage: false } } } }]);
+  });
+
   it('reads one delivery and replays it once it failed', async () => {
     const { projectId, secret, webhook } = await projectWithWebhook();
     await emitKeyRevoked(projectId);

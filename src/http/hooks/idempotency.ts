@@ -42,6 +42,16 @@ function originalErrorRequestId(body: string): string | null {
 /** Statuses whose result is not kept: a retry with the same key should run again (CONTRACT §5, Stripe's rule). */
 const runAgain = (status: number) => status >= 500 || status === 429;
 
+/** GraphQL answers a field's error with 200 and errors[]: one whose http_status is 5xx or 429 is not kept either. */
+function graphqlRunAgain(payload: string): boolean {
+  try {
+    const errors = (JSON.parse(payload) as { errors?: { extensions?: { http_status?: unknown } }[] } | null)?.errors;
+    return Array.isArray(errors) && errors.some((e) => typeof e?.extensions?.http_status === 'number' && runAgain(e.extensions.http_status));
+  } catch {
+    return false;
+  }
+}
+
 /**
  * Idempotency-Key on every POST under /v1 and to /graphql (CONTRACT §5): scoped by project, kept 24 hours. The first response is
  * replayed with Idempotent-Replayed: true; a different body, or a first request still running, is 409.
@@ -93,7 +103,7 @@ export function registerIdempotency(app: FastifyInstance, store: IdempotencyStor
     const idem = req.idempotency;
     if (!idem) return payload;
     req.idempotency = undefined;
-    if (runAgain(reply.statusCode) || typeof payload !== 'string') {
+    if (runAgain(reply.statusCode) || typeof payload !== 'string' || (req.routeOptions.url === '/graphql' && graphqlRunAgain(payload))) {
       await store.abandon(idem.scope, idem.key);
     } else {
       await store.complete(idem.scope, idem.key, reply.statusCode, payload);
