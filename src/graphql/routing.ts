@@ -74,8 +74,9 @@ type PolicyFields = {
 function policyInput(input: PolicyFields): RoutingPolicyInput {
   return {
     ...('projectId' in input ? { project_id: input.projectId === null ? null : String(input.projectId) } : {}),
-    ...('name' in input ? { name: input.name ?? undefined } : {}),
-    ...('strategy' in input ? { strategy: input.strategy ?? undefined } : {}),
+    // An explicit null is passed on: the service refuses it (400 naming the field), as REST does.
+    ...('name' in input ? { name: input.name } : {}),
+    ...('strategy' in input ? { strategy: input.strategy } : {}),
     ...('targets' in input ? { targets: input.targets } : {}),
     ...('cacheTtlS' in input ? { cache_ttl_s: input.cacheTtlS } : {}),
     ...('isDefault' in input ? { is_default: input.isDefault } : {}),

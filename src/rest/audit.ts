@@ -27,7 +27,7 @@ export const auditRoutes: FastifyPluginAsync = async (app) => {
         querystring: {
           type: 'object',
           additionalProperties: false,
-          properties: { ...pageQueryProperties, project_id: { type: 'string' }, action: { type: 'string', minLength: 1, maxLength: 100 } },
+          properties: { ...pageQueryProperties, project_id: { type: 'string' }, action: { type: 'string' } }, // length: the service, for both surfaces
         },
       },
     },

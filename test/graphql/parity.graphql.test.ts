@@ -145,8 +145,9 @@ describe('REST and GraphQL give the same stored state, audit rows and events', (
 
 describe('REST and GraphQL give the same errors', () => {
   it('for the same bad requests', async () => {
-    const [side] = await twoProjects();
+    const [side] = await twoProjects(['keys:manage', 'governance:manage', 'budgets:manage', 'audit:read']);
     const api = client(t.app, side.secret);
+    const narrow = await operator.post('/v1/keys', { project_id: side.projectId, name: 'narrow', scopes: ['keys:manage'] });
     const pairs: [Promise<any>, Promise<any>][] = [
       [
         api.post('/v1/keys', { project_id: side.projectId, name: 'x', scopes: ['nope'] }),
@@ -160,6 +161,15 @@ describe('REST and GraphQL give the same errors', () => {
       [
         api.put(`/v1/projects/${side.projectId}/rate-limits`, { requests_per_minute: 0, tokens_per_minute: 1, burst: 0 }),
         gql(`mutation { updateRateLimits(projectId: "${side.projectId}", input: { requestsPerMinute: 0, tokensPerMinute: 1, burst: 0 }) { burst } }`, {}, { key: side.secret }),
+      ],
+      [api.get('/v1/audit/events?action='), gql(`{ auditEvents(action: "") { edges { cursor } } }`, {}, { key: side.secret })],
+      [
+        api.get(`/v1/audit/events?action=${'a'.repeat(101)}`),
+        gql(`{ auditEvents(action: "${'a'.repeat(101)}") { edges { cursor } } }`, {}, { key: side.secret }),
+      ],
+      [
+        client(t.app, narrow.body.secret).post(`/v1/keys/${side.adminKeyId}/rotate`),
+        gql(`mutation { rotateKey(id: "${side.adminKeyId}") { secret } }`, {}, { key: narrow.body.secret }),
       ],
       [
         api.post('/v1/webhooks', { project_id: side.projectId, url: 'http://example.com/hook', events: ['key.revoked'] }),
@@ -176,5 +186,21 @@ describe('REST and GraphQL give the same errors', () => {
         status: r.status,
       });
     }
+  });
+
+  it('for an explicit null in a routing policy update (the message is the schema\'s on REST)', async () => {
+    const [side] = await twoProjects(['governance:manage', 'inference:write']);
+    const api = client(t.app, side.secret);
+    const created = await api.post('/v1/routing/policies', { project_id: side.projectId, name: 'p', strategy: 'cheapest', targets: [{ model: 'mock-1' }] });
+    expect(created.status, created.raw).toBe(200);
+    for (const field of ['name', 'strategy'] as const) {
+      const r = await api.post(`/v1/routing/policies/${created.body.id}`, { [field]: null });
+      const g = await gql(`mutation { updateRoutingPolicy(id: "${created.body.id}", input: { ${field}: null }) { name } }`, {}, { key: side.secret });
+      expect(r.status).toBe(400);
+      expect(r.body.error).toMatchObject({ code: 'invalid_request', param: field });
+      expect(g.body.errors[0].extensions).toMatchObject({ code: 'invalid_request', param: field, http_status: 400 });
+    }
+    const audit = await t.deps.db.auditEvent.count({ where: { projectId: side.projectId, action: 'routing_policy.update' } });
+    expect(audit).toBe(0);
   });
 });

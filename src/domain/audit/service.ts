@@ -1,6 +1,7 @@
 import type { Prisma, AuditEvent } from '../../generated/prisma/client.ts';
 import type { Tx } from '../../db/client.ts';
 import { newId } from '../../db/ids.ts';
+import { invalid } from '../../errors/svc-error.ts';
 import type { Ctx } from '../context.ts';
 import { paginate, type Page, type PageQuery } from '../pagination.ts';
 import { visibleProjectId } from '../projects/service.ts';
@@ -59,6 +60,10 @@ export interface AuditQuery extends PageQuery {
 }
 
 export async function listAuditEvents(ctx: Ctx, query: AuditQuery): Promise<Page<AuditEvent>> {
+  // For GraphQL's `action` argument as for the REST schema: an empty or over-long filter names no action.
+  if (query.action !== undefined && (query.action.length < 1 || query.action.length > 100)) {
+    throw invalid('action', 'action must be 1 to 100 characters.');
+  }
   const projectId = await visibleProjectId(ctx, query.project_id);
   const where: Prisma.AuditEventWhereInput = {
     ...(projectId !== undefined ? { projectId } : {}),

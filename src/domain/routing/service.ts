@@ -15,8 +15,8 @@ const MAX_TARGETS = 20;
 
 export interface RoutingPolicyInput {
   project_id?: string | null;
-  name?: string;
-  strategy?: string;
+  name?: string | null;
+  strategy?: string | null;
   targets?: unknown;
   cache_ttl_s?: number | null;
   is_default?: boolean | null;
