@@ -253,6 +253,7 @@ export class ProviderRegistry {
     const deadline = performance.now() + this.opts.routingTimeoutMs;
     const attempts: string[] = [];
     let last: Route | null = null;
+    let timedOut = 0;
     for (const route of routes) {
       if (client?.aborted) throw client.reason ?? new DOMException('aborted', 'AbortError');
       const remaining = deadline - performance.now();
@@ -285,11 +286,20 @@ export class ProviderRegistry {
           throw new RoutingError('invalid_request', route, `The provider rejected the request: ${err.message}`);
         }
         breaker.onFailure();
+        if (hop.ended === 'hop') timedOut++;
         this.opts.log?.warn(
           { route: route.id, reason: hop.ended === 'hop' ? 'timeout' : (err as Error).message },
           'provider call failed; falling back',
         );
       }
+    }
+    // Every hop tried ran into its provider's timeout: the hops exceeded their timeout (spec §7), not an unhealthy provider.
+    if (attempts.length > 0 && timedOut === attempts.length) {
+      throw new RoutingError(
+        'routing_timeout',
+        last,
+        `The model provider hops timed out: ${attempts.length} provider(s) tried, none answered within its timeout.`,
+      );
     }
     throw new RoutingError(
       'model_unavailable',

@@ -43,6 +43,8 @@ beforeAll(async () => {
       // Cheapest for gpt-conn, but nothing listens there.
       provider('dead', `http://127.0.0.1:${dead}/v1`, 0.5, ['gpt-conn']),
       provider('alive', secondary.url, 5, ['gpt-conn']),
+      // The only provider of gpt-solo, on the primary mock: its own timeout (600 ms) ends before the routing timeout.
+      provider('solo', primary.url, 1, ['gpt-solo']),
     ],
   });
   t = await buildTestApp({
@@ -146,6 +148,25 @@ describe('fallback', () => {
     expect(took).toBeLessThan(ROUTING_TIMEOUT_MS + 1000);
     expect([primary.calls, secondary.calls]).toEqual([1, 1]);
     await expectOneOutcome(t, res.body.error.request_id, { status: 'failed', errorCode: 'routing_timeout', route: 'secondary/gpt-test' });
+  });
+});
+
+describe('timeouts', () => {
+  it('answers 408 routing_timeout when every hop tried ran into its own timeout', async () => {
+    primary.set({ hang: true });
+    const started = performance.now();
+    const res = await infer('gpt-solo');
+    expectError(res, 408, 'routing_timeout');
+    expect(res.body.error.message).toContain('timed out');
+    expect(performance.now() - started).toBeLessThan(ROUTING_TIMEOUT_MS);
+    await expectOneOutcome(t, res.body.error.request_id, { status: 'failed', errorCode: 'routing_timeout', route: 'solo/gpt-solo' });
+  });
+
+  it('answers 503 model_unavailable when the hops failed otherwise, a timeout among them', async () => {
+    primary.set({ hang: true });
+    secondary.set({ status: 500 });
+    const res = await api.post('/v1/inference', { model: 'gpt-test', project_id: projectId, messages: user('mixed') });
+    expectError(res, 503, 'model_unavailable');
   });
 });
 
