@@ -113,9 +113,11 @@ export async function listProjects(ctx: Ctx, query: PageQuery): Promise<Page<Pro
 }
 
 export async function getProject(ctx: Ctx, projectId: string): Promise<Project> {
-  if (ctx.caller.kind === 'key' && projectId !== ctx.caller.projectId) throw notFound('id');
-  const project = await ctx.db.project.findUnique({ where: { id: projectId } });
-  if (!project) throw notFound('id');
+  // The path, the query/body project_id and X-Svc-Project must agree; a key sees only its own project.
+  const id = addressedProject(ctx, projectId)!;
+  if (ctx.caller.kind === 'key' && id !== ctx.caller.projectId) throw notFound();
+  const project = await ctx.db.project.findUnique({ where: { id } });
+  if (!project) throw notFound();
   ctx.projectId = project.id;
   return project;
 }
@@ -126,9 +128,10 @@ export async function getProject(ctx: Ctx, projectId: string): Promise<Project> 
  */
 export async function archiveProject(ctx: Ctx, projectId: string): Promise<Project> {
   requireOperator(ctx);
+  addressedProject(ctx, projectId);
   const archived = await ctx.db.$transaction(async (tx) => {
     const project = await tx.project.findUnique({ where: { id: projectId } });
-    if (!project) throw notFound('id');
+    if (!project) throw notFound();
     ctx.projectId = project.id;
     if (project.status === 'archived') return project;
     const updated = await tx.project.update({
