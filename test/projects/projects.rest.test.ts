@@ -50,7 +50,7 @@ describe('projects', () => {
     const api = client(t.app, mine.secret);
     expect((await api.get(`/v1/projects/${mine.projectId}`)).body.id).toBe(mine.projectId);
     const theirs = await seedProject(operator);
-    expectError(await api.get(`/v1/projects/${theirs.projectId}`), 404, 'not_found', 'project_id');
+    expectError(await api.get(`/v1/projects/${theirs.projectId}`), 404, 'not_found', 'id');
     // Its own project, with another one named in the header or the query: 404 as well.
     expectError(await api.get(`/v1/projects/${mine.projectId}`, { headers: { 'x-svc-project': theirs.projectId } }), 404, 'not_found', 'project_id');
     expectError(await api.get(`/v1/projects/${mine.projectId}?project_id=${theirs.projectId}`), 404, 'not_found', 'project_id');
@@ -63,7 +63,7 @@ describe('projects', () => {
     expectError(await operator.post('/v1/projects', { name: '' }), 400, 'invalid_request', 'name');
     expectError(await operator.post('/v1/projects', { name: 'x', plan: 'platinum' }), 400, 'invalid_request', 'plan');
     expectError(await operator.post('/v1/projects', { name: 'x', region: 'Not A Region' }), 400, 'invalid_request', 'region');
-    expectError(await operator.get('/v1/projects/prj_missing'), 404, 'not_found', 'project_id');
-    expectError(await operator.post('/v1/projects/prj_missing/archive'), 404, 'not_found', 'project_id');
+    expectError(await operator.get('/v1/projects/prj_missing'), 404, 'not_found', 'id');
+    expectError(await operator.post('/v1/projects/prj_missing/archive'), 404, 'not_found', 'id');
   });
 });

@@ -113,11 +113,12 @@ export async function listProjects(ctx: Ctx, query: PageQuery): Promise<Page<Pro
 }
 
 export async function getProject(ctx: Ctx, projectId: string): Promise<Project> {
-  // The path, the query/body project_id and X-Svc-Project must agree; a key sees only its own project.
-  const id = addressedProject(ctx, projectId)!;
-  if (ctx.caller.kind === 'key' && id !== ctx.caller.projectId) throw notFound();
-  const project = await ctx.db.project.findUnique({ where: { id } });
-  if (!project) throw notFound();
+  // A key sees only its own project; the path's `{id}` (CONTRACT §2) is the param named for it. The query/body
+  // project_id and X-Svc-Project must agree with the path (else 404 project_id for a key, 400 for the operator).
+  if (ctx.caller.kind === 'key' && projectId !== ctx.caller.projectId) throw notFound('id');
+  addressedProject(ctx, projectId);
+  const project = await ctx.db.project.findUnique({ where: { id: projectId } });
+  if (!project) throw notFound('id');
   ctx.projectId = project.id;
   return project;
 }
@@ -131,7 +132,7 @@ export async function archiveProject(ctx: Ctx, projectId: string): Promise<Proje
   addressedProject(ctx, projectId);
   const archived = await ctx.db.$transaction(async (tx) => {
     const project = await tx.project.findUnique({ where: { id: projectId } });
-    if (!project) throw notFound();
+    if (!project) throw notFound('id');
     ctx.projectId = project.id;
     if (project.status === 'archived') return project;
     const updated = await tx.project.update({
