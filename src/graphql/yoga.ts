@@ -9,6 +9,7 @@ import { isNulCharacterError } from '../db/client.ts';
 import { NoSchemaIntrospectionCustomRule } from './graphql-js.ts';
 import { queryLimits } from './limits.ts';
 import { schema } from './schema.ts';
+import { parseJsonBodies } from '../http/json-body.ts';
 
 export const GRAPHQL_PATH = '/graphql';
 export const GRAPHIQL_PATH = '/graphiql';
@@ -96,16 +97,7 @@ export const graphqlRoutes: FastifyPluginAsync = async (app) => {
   // Bodies are yoga's to read (this plugin's scope only): the query as application/graphql, and any other media type
   // passed on as text so that yoga answers 415, which gets the errors[] shape below, instead of fastify's REST 400.
   // Invalid JSON is a GraphQL request error too (400 with errors[]).
-  app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
-    const text = (body as string).trim();
-    if (text === '') return done(null, undefined);
-    try {
-      done(null, JSON.parse(text));
-    } catch {
-      done(null, INVALID_JSON);
-    }
-  });
+  parseJsonBodies(app, () => ({ value: INVALID_JSON }));
   app.addContentTypeParser('*', { parseAs: 'string' }, (_req, body, done) => done(null, body));
 
   app.route({

@@ -23,6 +23,7 @@ import { registerStrictInput } from './hooks/strict-input.ts';
 import { rateLimitRequest, registerRateLimitHeaders } from './hooks/rate-limit.ts';
 import { budgetsRoutes } from '../rest/budgets.ts';
 import { rateLimitsRoutes } from '../rest/rate-limits.ts';
+import { parseJsonBodies } from './json-body.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -90,19 +91,8 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
     httpPart === 'body' ? bodyAjv.compile(schema) : queryAjv.compile(schema),
   );
 
-  // An empty body with Content-Type: application/json is an empty object, not an error (curl -X POST on revoke).
-  app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
-    const text = (body as string).trim();
-    if (text === '') return done(null, undefined);
-    try {
-      done(null, JSON.parse(text));
-    } catch {
-      const err = new SyntaxError('The body is not valid JSON.') as SyntaxError & { statusCode: number };
-      err.statusCode = 400;
-      done(err, undefined);
-    }
-  });
+  // An empty body with Content-Type: application/json is no body, not an error (curl -X POST on revoke).
+  parseJsonBodies(app, () => ({ error: Object.assign(new SyntaxError('The body is not valid JSON.'), { statusCode: 400 }) }));
 
   app.addHook('onRequest', async (req, reply) => {
     reply.header('X-Svc-Request-Id', req.id);

@@ -430,19 +430,7 @@ export class DeliveryWorker {
         },
       });
       if (status === 'failed' && webhook?.status === 'active' && current?.status !== 'failed') {
-        await recordSystemAudit(tx, result.attemptedAt, 'webhook.delivery.failed', {
-          projectId: row.projectId,
-          targetId: row.id,
-          data: {
-            webhook_id: row.webhookId,
-            delivery_id: row.id,
-            event_id: row.eventId,
-            event_type: row.type,
-            attempts: attempt,
-            last_response_status: result.responseStatus,
-            last_error: result.error,
-          },
-        });
+        await auditDeliveryFailed(tx, row, result.attemptedAt, { attempts: attempt, responseStatus: result.responseStatus, error: result.error });
       }
       return { deliveryId: row.id, webhookId: row.webhookId, attempt, responseStatus: result.responseStatus, error: result.error, status, nextAttemptAt: next };
     });
@@ -456,20 +444,8 @@ export class DeliveryWorker {
       const open = current?.status === 'pending' || current?.status === 'retrying';
       if (open) {
         await tx.webhookDelivery.update({ where: { id: row.id }, data: { status: 'failed', nextAttemptAt: null, leaseUntil: null } });
-        const lastError = await tx.webhookAttempt.findFirst({ where: { deliveryId: row.id }, orderBy: { attempt: 'desc' }, select: { error: true } });
-        await recordSystemAudit(tx, now, 'webhook.delivery.failed', {
-          projectId: row.projectId,
-          targetId: row.id,
-          data: {
-            webhook_id: row.webhookId,
-            delivery_id: row.id,
-            event_id: row.eventId,
-            event_type: row.type,
-            attempts: current.attempts,
-            last_response_status: current.responseStatus,
-            last_error: lastError?.error ?? null,
-          },
-        });
+        const last = await tx.webhookAttempt.findFirst({ where: { deliveryId: row.id }, orderBy: { attempt: 'desc' }, select: { error: true } });
+        await auditDeliveryFailed(tx, row, now, { attempts: current.attempts, responseStatus: current.responseStatus, error: last?.error ?? null });
       }
       return {
         deliveryId: row.id,
@@ -637,4 +613,26 @@ function describeError(err: unknown, timedOut: boolean): string {
     text = `${code ? `${code}: ` : ''}${e?.message ?? String(err)}`;
   }
   return text.slice(0, MAX_ERROR_LENGTH);
+}
+
+/** Audit `webhook.delivery.failed` (spec §3): the delivery's schedule ended without success. */
+function auditDeliveryFailed(
+  tx: Parameters<typeof recordSystemAudit>[0],
+  row: Claimed,
+  at: Date,
+  last: { attempts: number; responseStatus: number | null; error: string | null },
+): Promise<unknown> {
+  return recordSystemAudit(tx, at, 'webhook.delivery.failed', {
+    projectId: row.projectId,
+    targetId: row.id,
+    data: {
+      webhook_id: row.webhookId,
+      delivery_id: row.id,
+      event_id: row.eventId,
+      event_type: row.type,
+      attempts: last.attempts,
+      last_response_status: last.responseStatus,
+      last_error: last.error,
+    },
+  });
 }
