@@ -1,4 +1,5 @@
 import { costLimitRule } from '@escape.tech/graphql-armor-cost-limit';
+import { maxAliasesPlugin } from '@escape.tech/graphql-armor-max-aliases';
 import { maxDepthPlugin } from '@escape.tech/graphql-armor-max-depth';
 import type { DocumentNode, ValidationRule } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
@@ -16,6 +17,12 @@ export const MAX_DEPTH = 10;
  * 100 webhooks with 100 deliveries each would cost millions.
  */
 export const MAX_COST = 100_000;
+
+/**
+ * Aliases per operation (graphql-armor's default): a request counts once in the rate limits, so without this one
+ * request could repeat a field thousands of times under different names (3,000 `keys` lists, or as many mutations).
+ */
+export const MAX_ALIASES = 15;
 
 /** Whether a page size comes from a variable: then the cost depends on the request, not on the document alone. */
 function hasVariablePageSize(document: DocumentNode): boolean {
@@ -81,8 +88,13 @@ function costLimit(maxCost: number): Plugin {
 }
 
 /** The query protections of /graphql: depth and cost, both checked before execution. */
-export function queryLimits(opts: { maxDepth?: number; maxCost?: number } = {}): Plugin[] {
+export function queryLimits(opts: { maxDepth?: number; maxCost?: number; maxAliases?: number } = {}): Plugin[] {
   return [
+    maxAliasesPlugin({
+      n: opts.maxAliases ?? MAX_ALIASES,
+      propagateOnRejection: false,
+      onReject: [(context, error) => context?.reportError(error)],
+    }) as Plugin,
     // Reported as a validation error (HTTP 400 like any invalid query), not thrown.
     maxDepthPlugin({
       n: opts.maxDepth ?? MAX_DEPTH,

@@ -64,6 +64,9 @@ export function createGraphQLServer(deps: Deps) {
     graphiql: deps.config.production ? false : graphiqlOptions,
     landingPage: false,
     multipart: false,
+    // No cross-origin access, as for /v1: the admin console is served by the gateway itself (yoga's default would
+    // reflect any Origin with credentials allowed).
+    cors: false,
     logging: yogaLogger(deps.log),
     plugins: [
       ...queryLimits(),

@@ -17,6 +17,17 @@ function usageOf(raw: unknown): ProviderUsage | null {
   return { promptTokens: p, completionTokens: c };
 }
 
+/**
+ * What a provider's error text may not pass on to the caller or the logs: the provider's own API key (a provider that
+ * echoes the request), and anything shaped like a credential (`Bearer …`, `sk-…`, an svc secret).
+ */
+export function redactCredentials(text: string, apiKey: string | null): string {
+  let out = apiKey ? text.split(apiKey).join('[redacted]') : text;
+  out = out.replace(/\b(Bearer|Basic)\s+[^\s"',;]+/gi, '$1 [redacted]');
+  out = out.replace(/\b(sk|svc_sk|whsec)[-_][A-Za-z0-9_-]{8,}/g, '[redacted]');
+  return out;
+}
+
 function upstreamMessage(body: string): string {
   try {
     const parsed = JSON.parse(body) as { error?: { message?: unknown } | string };
@@ -161,7 +172,7 @@ export class OpenAIProvider implements Provider {
     }
     if (res.statusCode >= 200 && res.statusCode < 300) return res;
     const body = await res.body.text().catch(() => '');
-    const detail = `${this.name} answered ${res.statusCode}: ${upstreamMessage(body)}`;
+    const detail = `${this.name} answered ${res.statusCode}: ${upstreamMessage(redactCredentials(body, this.apiKey?.reveal() ?? null))}`;
     throw new ProviderError(REJECTED.has(res.statusCode) ? 'rejected' : 'status', detail, res.statusCode);
   }
 

@@ -154,6 +154,23 @@ describe('protection', () => {
     expect(statements).toEqual([]);
   });
 
+  it('refuses more than 15 aliases before executing anything (one request counts once in the rate limits)', async () => {
+    const aliased = (n: number) => `{ ${Array.from({ length: n }, (_, i) => `a${i}: keys(first: 1) { edges { cursor } }`).join(' ')} }`;
+    const ok = await gql(aliased(15));
+    expect(ok.body.errors, ok.raw).toBeUndefined();
+    statements = [];
+    const many = await gql(aliased(3000));
+    expect(many.status).toBe(400);
+    const err = expectGqlError(many, 'invalid_request', { httpStatus: 400, param: null });
+    expect(err.message).toMatch(/aliases/i);
+    expect(many.body.data).toBeUndefined();
+    expect(statements).toEqual([]);
+    // Mutations too.
+    const mutations = await gql(`mutation { ${Array.from({ length: 16 }, (_, i) => `m${i}: revokeKey(id: "key_nope${i}") { id }`).join(' ')} }`);
+    expect(mutations.status).toBe(400);
+    expectGqlError(mutations, 'invalid_request', { httpStatus: 400 });
+  });
+
   it('refuses a too-costly query before executing it, page sizes in variables included', async () => {
     const HEAVY = `webhooks(first: $a) { edges { node { deliveries(first: $b) { edges { node { id event { id type } attemptLog { attempt } } } } } } }`;
     statements = [];
@@ -310,6 +327,21 @@ describe('GraphiQL and introspection', () => {
     const replayed = await gql(query, {}, { headers });
     expect(replayed.headers['idempotent-replayed']).toBe('true');
     expect(replayed.body).toEqual(retried.body);
+  });
+
+  it('grants no cross-origin access, as /v1 does not', async () => {
+    const headers = { origin: 'https://evil.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization,content-type' };
+    const preflight = await t.app.inject({ method: 'OPTIONS', url: '/graphql', headers });
+    expect(preflight.headers['access-control-allow-origin']).toBeUndefined();
+    expect(preflight.headers['access-control-allow-credentials']).toBeUndefined();
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/graphql',
+      headers: { ...headers, authorization: `Bearer ${MASTER_KEY}`, 'content-type': 'application/json' },
+      payload: JSON.stringify({ query: '{ viewer { keyId } }' }),
+    });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['access-control-allow-origin']).toBeUndefined();
   });
 
   it('in production: no GraphiQL and no introspection', async () => {

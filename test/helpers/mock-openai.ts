@@ -5,6 +5,8 @@ import type { Socket } from 'node:net';
 export interface MockBehaviour {
   /** HTTP status; anything but 200 answers `{error: {message}}`. */
   status?: number;
+  /** That error's message; default `mock status <status>`. Given the request's Authorization header (to echo it). */
+  errorMessage?: (authorization: string | undefined) => string;
   /** Wait before answering (real time). */
   delayMs?: number;
   /** Never answer (until the client gives up). */
@@ -102,7 +104,8 @@ export async function startMockOpenAI(initial: MockBehaviour = {}): Promise<Mock
     if (closed) return;
     const status = b.status ?? 200;
     if (status !== 200) {
-      res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: `mock status ${status}` } }));
+      const message = b.errorMessage ? b.errorMessage(req.headers.authorization) : `mock status ${status}`;
+      res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message } }));
       return;
     }
     const content = b.content ?? lastUser(body);

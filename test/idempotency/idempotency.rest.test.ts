@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, client, seedProject, type Client, type TestApp } from '../helpers/app.ts';
 import { expectError } from '../helpers/expect.ts';
+import { SCOPES } from '../../src/domain/keys/scopes.ts';
 
 let t: TestApp;
 let operator: Client;
@@ -107,6 +108,28 @@ describe('Idempotency-Key', () => {
     expect(replayed.headers['idempotent-replayed']).toBe('true');
     expect(replayed.body).toEqual(first.body);
     expect(await t.deps.db.apiKey.count({ where: { projectId, name: 'idem-scopes' } })).toBe(1);
+  });
+
+  it("never replays the operator's response to a project key, even one holding every scope", async () => {
+    const body = { project_id: projectId, name: 'op-made', scopes: ['usage:read'] };
+    const first = await operator.post('/v1/keys', body, idem('operator-only'));
+    expect(first.status).toBe(200);
+    const everything = await operator.post('/v1/keys', { project_id: projectId, name: 'all-scopes', scopes: [...SCOPES] });
+    const refused = await client(t.app, everything.body.secret).post('/v1/keys', body, idem('operator-only'));
+    expectError(refused, 409, 'idempotency_conflict', 'Idempotency-Key');
+    expect(refused.raw).not.toContain(first.body.secret);
+  });
+
+  it('replays an operator error for a body project_id that is no project id without echoing it into a header', async () => {
+    const body = { project_id: 'prj_x\r\nSet-Cookie: evil=1', name: 'crlf', scopes: ['usage:read'] };
+    const first = await operator.post('/v1/keys', body, idem('crlf'));
+    expectError(first, 404, 'not_found', 'project_id');
+    const again = await operator.post('/v1/keys', body, idem('crlf'));
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expectError(again, 404, 'not_found', 'project_id');
+    expect(again.headers['x-svc-request-id']).toBe(first.body.error.request_id);
+    expect(again.headers['x-svc-project']).toBe('');
+    expect(again.headers['set-cookie']).toBeUndefined();
   });
 
   it('is scoped by project: another project may use the same key', async () => {

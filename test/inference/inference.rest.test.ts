@@ -143,6 +143,18 @@ describe('POST /v1/inference', () => {
     await infer({ model: 'gpt-test', messages: user('log check') });
     expect(t.logs.text).not.toContain(PROVIDER_KEY);
   });
+
+  it('never passes the provider key on when a provider echoes it in an error, nor logs it', async () => {
+    // `cheap` echoes the Authorization header it got (the gateway's key for it), raw and after a label.
+    cheap.set({ status: 400, errorMessage: (auth) => `bad request; auth ${auth}; key=${auth?.replace(/^Bearer /, '')}` });
+    const rejected = await infer({ model: 'gpt-test', messages: user('echo') });
+    expectError(rejected, 400, 'invalid_request');
+    expect(rejected.body.error.message).toContain('auth Bearer [redacted]; key=[redacted]');
+    expect(rejected.raw).not.toContain(PROVIDER_KEY);
+    cheap.set({ status: 500, errorMessage: (auth) => `upstream broke; key=${auth?.replace(/^Bearer /, '')}` });
+    await infer({ model: 'gpt-test', messages: user('echo 500') });
+    expect(t.logs.text).not.toContain(PROVIDER_KEY);
+  });
 });
 
 describe('validation', () => {

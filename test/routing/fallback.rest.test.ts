@@ -123,6 +123,15 @@ describe('fallback', () => {
     await expectOneOutcome(t, res.body.error.request_id, { status: 'failed', errorCode: 'invalid_request', route: 'primary/gpt-test' });
   });
 
+  it('passes a rejection on without anything shaped like a credential in it', async () => {
+    primary.set({ status: 400, errorMessage: () => 'bad request; key used: Bearer sk-live-abcdefgh12345678, hook whsec_0123456789abcdef' });
+    const res = await infer();
+    expectError(res, 400, 'invalid_request');
+    expect(res.body.error.message).toContain('bad request; key used: Bearer [redacted]');
+    expect(res.raw).not.toContain('abcdefgh12345678');
+    expect(res.raw).not.toContain('whsec_0123456789abcdef');
+  });
+
   it('answers 503 model_unavailable when every provider fails', async () => {
     primary.set({ status: 500 });
     secondary.set({ status: 503 });

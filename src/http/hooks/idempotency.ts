@@ -39,6 +39,8 @@ function originalErrorRequestId(body: string): string | null {
   }
 }
 
+const PROJECT_ID = /^prj_[0-9a-z]{1,64}$/;
+
 /** Statuses whose result is not kept: a retry with the same key should run again (CONTRACT §5, Stripe's rule). */
 const runAgain = (status: number) => status >= 500 || status === 429;
 
@@ -72,10 +74,11 @@ export function registerIdempotency(app: FastifyInstance, store: IdempotencyStor
       (typeof body.project_id === 'string' ? body.project_id : null) ??
       req.ctx.headerProjectId ??
       req.ctx.caller.keyId;
-    // The caller's scopes are part of the request: a key of the same project with other scopes does not get the first
-    // response replayed (it could hold a secret, e.g. a key created with scopes this caller may not grant).
-    const scopes = [...req.ctx.caller.scopes].sort().join(' ');
-    const hash = createHash('sha256').update(`${req.routeOptions.url}\n${req.url}\n${scopes}\n${canonicalJson(req.body ?? null)}`).digest('hex');
+    // Who asks is part of the request: a key of the same project with other scopes does not get the first response
+    // replayed (it could hold a secret, e.g. a key created with scopes this caller may not grant), and a key never gets
+    // the operator's (which can show every project), even holding every scope.
+    const caller = `${req.ctx.caller.kind} ${[...req.ctx.caller.scopes].sort().join(' ')}`;
+    const hash = createHash('sha256').update(`${req.routeOptions.url}\n${req.url}\n${caller}\n${canonicalJson(req.body ?? null)}`).digest('hex');
     const result = await store.begin(scope, key, hash, app.deps.clock.now());
     if (result.kind === 'conflict') {
       throw new SvcError('idempotency_conflict', {
@@ -93,7 +96,8 @@ export function registerIdempotency(app: FastifyInstance, store: IdempotencyStor
       // which no handler runs to find out this time.
       const original = originalErrorRequestId(result.body);
       if (original) reply.header('X-Svc-Request-Id', original);
-      if (req.ctx.caller.kind === 'operator' && scope !== req.ctx.caller.keyId) req.ctx.projectId = scope;
+      // Only a project id: the scope may come from a body that named no real project (and must never reach a header raw).
+      if (req.ctx.caller.kind === 'operator' && PROJECT_ID.test(scope)) req.ctx.projectId = scope;
       return reply.code(result.status).type('application/json; charset=utf-8').send(result.body);
     }
     req.idempotency = { scope, key };
