@@ -52,11 +52,14 @@ describe('PUT /v1/projects/{project_id}/budget', () => {
     expect(res.body.budget_usd).toBe(0.3);
     const row = await t.deps.db.project.findUnique({ where: { id: projectId } });
     expect(row!.budgetMicros).toBe(300_000n);
+    // One micro-dollar and zero are budgets; zero refuses every paid request.
+    expect((await operator.put(`/v1/projects/${projectId}/budget`, { budget_usd: 0.000001 })).body.budget_usd).toBe(0.000001);
+    expect((await operator.put(`/v1/projects/${projectId}/budget`, { budget_usd: 0 })).body.budget_usd).toBe(0);
   });
 
   it('refuses bad values with 400 invalid_request param budget_usd', async () => {
     const { projectId } = await seedProject(operator);
-    for (const body of [{}, { budget_usd: -1 }, { budget_usd: '10' }, { budget_usd: 1e13 }, { budget_usd: true }]) {
+    for (const body of [{}, { budget_usd: -1 }, { budget_usd: '10' }, { budget_usd: 1e13 }, { budget_usd: true }, { budget_usd: 0.0000001 }]) {
       const res = await operator.put(`/v1/projects/${projectId}/budget`, body);
       expectError(res, 400, 'invalid_request', 'budget_usd');
     }

@@ -30,6 +30,7 @@ describe('invalid_request names the offending param', () => {
     ['expires_at not an integer', { expires_at: 'tomorrow' }, 'expires_at'],
     ['a negative budget_usd', { budget_usd: -1 }, 'budget_usd'],
     ['budget_usd as a string', { budget_usd: '5' }, 'budget_usd'],
+    ['a budget_usd under a micro-dollar (it would round to a budget of 0)', { budget_usd: 0.0000004 }, 'budget_usd'],
     ['an unknown field', { colour: 'blue' }, 'colour'],
   ];
   for (const [what, patch, param] of cases) {

@@ -3,7 +3,7 @@ import { SvcError, invalid } from '../../errors/svc-error.ts';
 import { recordAudit } from '../audit/service.ts';
 import type { Ctx, Deps } from '../context.ts';
 import { enqueueEvent, enqueueEvents, type NewEvent } from '../events/outbox.ts';
-import { MICROS_PER_USD, usdToMicros } from '../keys/service.ts';
+import { MICROS_PER_USD, budgetMicros } from '../keys/service.ts';
 import { requireProjectId } from '../projects/service.ts';
 import { sendBudgetAlertEmail, type BudgetAlert } from './alert-mail.ts';
 import { addSpendBatch, budgetsOf, markThresholds, spentIn, type SpendRow } from './store.ts';
@@ -60,7 +60,7 @@ function validBudget(input: UpdateBudgetInput): bigint | null {
     throw invalid('budget_usd', 'budget_usd must be a number of at least 0, or null to remove the budget.');
   }
   if (value > 1e12) throw invalid('budget_usd', 'budget_usd is too large.');
-  return usdToMicros(value);
+  return budgetMicros(value);
 }
 
 /**

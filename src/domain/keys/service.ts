@@ -28,6 +28,16 @@ export function usdToMicros(usd: number): bigint {
   return BigInt(Math.round(usd * MICROS_PER_USD));
 }
 
+/**
+ * A budget in micro-dollars, the unit spend is counted in: a positive amount under half a micro-dollar would round to a
+ * budget of 0 that refuses everything, so it is refused instead (400 naming `budget_usd`).
+ */
+export function budgetMicros(usd: number): bigint {
+  const micros = usdToMicros(usd);
+  if (micros === 0n && usd > 0) throw invalid('budget_usd', 'budget_usd must be 0 or at least 0.000001 (one micro-dollar).');
+  return micros;
+}
+
 function validateKeyInput(ctx: Ctx, input: CreateKeyInput): { name: string; scopes: Scope[]; budgetMicros: bigint | null; expiresAt: Date | null } {
   // Characters are code points: 100 emoji are 100 characters, not 200 UTF-16 units.
   if (typeof input.name !== 'string' || input.name.trim().length === 0 || [...input.name].length > 100) {
@@ -40,13 +50,13 @@ function validateKeyInput(ctx: Ctx, input: CreateKeyInput): { name: string; scop
   if (unknown !== undefined) throw invalid('scopes', `Unknown scope: ${String(unknown)}.`);
   const scopes = [...new Set(input.scopes as Scope[])];
 
-  let budgetMicros: bigint | null = null;
+  let budget: bigint | null = null;
   if (input.budget_usd !== undefined && input.budget_usd !== null) {
     if (typeof input.budget_usd !== 'number' || !Number.isFinite(input.budget_usd) || input.budget_usd < 0) {
       throw invalid('budget_usd', 'budget_usd must be a number of at least 0.');
     }
     if (input.budget_usd > 1e12) throw invalid('budget_usd', 'budget_usd is too large.');
-    budgetMicros = usdToMicros(input.budget_usd);
+    budget = budgetMicros(input.budget_usd);
   }
 
   let expiresAt: Date | null = null;
@@ -57,7 +67,7 @@ function validateKeyInput(ctx: Ctx, input: CreateKeyInput): { name: string; scop
     if (input.expires_at > 253_402_300_799) throw invalid('expires_at', 'expires_at is too far in the future.');
     expiresAt = new Date(input.expires_at * 1000);
   }
-  return { name: input.name, scopes, budgetMicros, expiresAt };
+  return { name: input.name, scopes, budgetMicros: budget, expiresAt };
 }
 
 /**
