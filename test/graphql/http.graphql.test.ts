@@ -99,6 +99,28 @@ describe('HTTP', () => {
 });
 
 describe('Idempotency-Key on POST /graphql', () => {
+  it("scopes the operator's key by the project its arguments name, as REST scopes it by project_id", async () => {
+    const a = await seedProject(operator);
+    const b = await seedProject(operator);
+    const headers = { 'idempotency-key': `op-scope-${a.projectId}` };
+    const viaVariables = (projectId: string) =>
+      gql(`mutation($i: CreateKeyInput!) { createKey(input: $i) { key { projectId } } }`, { i: { projectId, name: 'per-project', scopes: ['usage:read'] } }, { headers });
+    const first = await viaVariables(a.projectId);
+    const second = await viaVariables(b.projectId);
+    for (const [res, projectId] of [[first, a.projectId], [second, b.projectId]] as const) {
+      expect(res.headers['idempotent-replayed']).toBeUndefined();
+      expect(res.body.data.createKey.key.projectId).toBe(projectId);
+    }
+    // A literal argument counts too; the same request again in project A is replayed.
+    const literal = (projectId: string) =>
+      gql(`mutation { createKey(input: { projectId: "${projectId}", name: "literal", scopes: ["usage:read"] }) { key { projectId } } }`, {}, { headers: { 'idempotency-key': 'op-literal' } });
+    expect((await literal(a.projectId)).body.data.createKey.key.projectId).toBe(a.projectId);
+    expect((await literal(b.projectId)).body.data.createKey.key.projectId).toBe(b.projectId);
+    const replayed = await viaVariables(a.projectId);
+    expect(replayed.headers['idempotent-replayed']).toBe('true');
+    expect(replayed.headers['x-svc-project']).toBe(a.projectId);
+  });
+
   it('replays a mutation retried with the same key and body, and refuses the key with another body', async () => {
     const { projectId } = await seedProject(operator);
     const create = (name: string) =>

@@ -41,6 +41,30 @@ function originalErrorRequestId(body: string): string | null {
 
 const PROJECT_ID = /^prj_[0-9a-z]{1,64}$/;
 
+/**
+ * The operator's GraphQL request has no body `project_id`: the project is the one its arguments name (`projectId`
+ * as a literal, through a variable, or inside an input object), when they name exactly one. Else the header decides.
+ */
+function graphqlProjectId(body: Record<string, unknown>): string | null {
+  const found = new Set<string>();
+  const variables = typeof body.variables === 'object' && body.variables !== null ? (body.variables as Record<string, unknown>) : {};
+  const walk = (value: unknown, depth: number): void => {
+    if (depth > 8 || value === null || typeof value !== 'object') return;
+    for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
+      if (k === 'projectId' && typeof v === 'string') found.add(v);
+      else walk(v, depth + 1);
+    }
+  };
+  walk(variables, 0);
+  if (typeof body.query === 'string') {
+    for (const m of body.query.matchAll(/\bprojectId\s*:\s*(?:"([^"\\]{1,100})"|\$(\w{1,100}))/g)) {
+      const value = m[1] ?? variables[m[2]!];
+      if (typeof value === 'string') found.add(value);
+    }
+  }
+  return found.size === 1 ? [...found][0]! : null;
+}
+
 /** Statuses whose result is not kept: a retry with the same key should run again (CONTRACT §5, Stripe's rule). */
 const runAgain = (status: number) => status >= 500 || status === 429;
 
@@ -72,6 +96,7 @@ export function registerIdempotency(app: FastifyInstance, store: IdempotencyStor
     const scope =
       req.ctx.caller.projectId ??
       (typeof body.project_id === 'string' ? body.project_id : null) ??
+      (req.routeOptions.url === '/graphql' ? graphqlProjectId(body) : null) ??
       req.ctx.headerProjectId ??
       req.ctx.caller.keyId;
     // Who asks is part of the request: a key of the same project with other scopes does not get the first response
