@@ -286,7 +286,8 @@ export class ProviderRegistry {
           throw new RoutingError('invalid_request', route, `The provider rejected the request: ${err.message}`);
         }
         breaker.onFailure();
-        if (hop.ended === 'hop') timedOut++;
+        // The hop's own timer, or the HTTP client's timeout of the same length firing first.
+        if (hop.ended === 'hop' || (err instanceof ProviderError && err.kind === 'timeout')) timedOut++;
         this.opts.log?.warn(
           { route: route.id, reason: hop.ended === 'hop' ? 'timeout' : (err as Error).message },
           'provider call failed; falling back',
