@@ -67,8 +67,9 @@ export function maskError(error: unknown): Error {
     const status = (gqlError.extensions?.http as { status?: number } | undefined)?.status;
     return setExtensions(gqlError, { code: 'invalid_request', param: null, http_status: status ?? 400 });
   }
-  if ((gqlError?.originalError ?? error) instanceof SyntaxError) {
-    // GET parameters that are not JSON (`variables=x`): yoga's parser throws before anything runs.
+  if (!gqlError?.path && (gqlError?.originalError ?? error) instanceof SyntaxError) {
+    // GET parameters that are not JSON (`variables=x`): yoga's parser throws before anything runs. A SyntaxError
+    // inside a resolver (it has a path) is a fault of ours: internal_error, logged.
     return new GraphQLError('The request\'s variables or extensions are not valid JSON.', {
       extensions: { code: 'invalid_request', param: null, http_status: 400 },
     });

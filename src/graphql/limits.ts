@@ -1,7 +1,7 @@
 import { costLimitRule } from '@escape.tech/graphql-armor-cost-limit';
 import { maxAliasesPlugin } from '@escape.tech/graphql-armor-max-aliases';
 import { maxDepthPlugin } from '@escape.tech/graphql-armor-max-depth';
-import type { DocumentNode, ValidationRule } from 'graphql';
+import type { DocumentNode, OperationDefinitionNode, ValidationRule } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import { GraphQLError, Kind, validate, visit } from './graphql-js.ts';
 
@@ -37,17 +37,31 @@ function hasVariablePageSize(document: DocumentNode): boolean {
 
 /**
  * first/last passed as variables become literals, so the estimate multiplies by the page size actually asked: the
- * value sent, else the variable's default (`query($n: Int = 100)`).
+ * value sent, else the default of the operation's own variable (`query($n: Int = 100)`). A fragment can be spread into
+ * any operation, so in fragments the largest default of that name counts.
  */
 function inlinePageSizes(document: DocumentNode, variables: Record<string, unknown> | undefined): DocumentNode {
-  const defaults = new Map<string, number>();
+  const defaultsOf = (definition: OperationDefinitionNode) =>
+    new Map(
+      (definition.variableDefinitions ?? [])
+        .filter((v) => v.defaultValue?.kind === Kind.INT)
+        .map((v) => [v.variable.name.value, Number((v.defaultValue as { value: string }).value)] as const),
+    );
+  const largest = new Map<string, number>();
   for (const definition of document.definitions) {
     if (definition.kind !== Kind.OPERATION_DEFINITION) continue;
-    for (const v of definition.variableDefinitions ?? []) {
-      if (v.defaultValue?.kind === Kind.INT) defaults.set(v.variable.name.value, Number(v.defaultValue.value));
-    }
+    for (const [name, value] of defaultsOf(definition)) largest.set(name, Math.max(value, largest.get(name) ?? value));
   }
+  let defaults = largest;
   return visit(document, {
+    OperationDefinition: {
+      enter(node) {
+        defaults = defaultsOf(node);
+      },
+      leave() {
+        defaults = largest;
+      },
+    },
     Argument(node) {
       if ((node.name.value !== 'first' && node.name.value !== 'last') || node.value.kind !== Kind.VARIABLE) return undefined;
       const name = node.value.name.value;

@@ -24,7 +24,8 @@ function yogaLogger(log: Logger): YogaLogger {
     if (first instanceof Error) {
       // Client errors that maskError turns into invalid_request: unreadable GET parameters, a NUL the database refused.
       const original = (first as { originalError?: unknown }).originalError ?? first;
-      if (original instanceof SyntaxError || isNulCharacterError(original)) return;
+      const inResolver = (first as { path?: unknown }).path !== undefined;
+      if ((original instanceof SyntaxError && !inResolver) || isNulCharacterError(original)) return;
       if (logged.has(first)) return;
       logged.add(first);
       log[level]({ err: first }, 'graphql: unexpected error');

@@ -45,12 +45,10 @@ function abortReason(signal: AbortSignal, err: unknown): unknown {
 }
 
 /** undici's own errors: a deadline it enforced, or a connection that failed. */
-function transportError(err: unknown, provider: string): ProviderError {
-  if (
-    err instanceof undiciErrors.HeadersTimeoutError ||
-    err instanceof undiciErrors.BodyTimeoutError ||
-    err instanceof undiciErrors.ConnectTimeoutError
-  ) {
+export function transportError(err: unknown, provider: string): ProviderError {
+  // A provider that does not answer in time. Not answering a connect (ConnectTimeoutError) is a connection error:
+  // fallback and, when nothing else answers, 503 model_unavailable (CONTRACT §8), not 408.
+  if (err instanceof undiciErrors.HeadersTimeoutError || err instanceof undiciErrors.BodyTimeoutError) {
     return new ProviderError('timeout', `${provider}: ${(err as Error).message}`);
   }
   return new ProviderError('connection', `${provider}: ${(err as Error).message ?? 'connection failed'}`);
@@ -117,6 +115,7 @@ export class OpenAIProvider implements Provider {
   async openStream(req: ProviderRequest): Promise<AsyncIterable<StreamPart>> {
     const res = await this.send(req, true);
     const name = this.name;
+    const apiKey = this.apiKey;
     const signal = req.signal;
     return (async function* () {
       try {
@@ -132,7 +131,7 @@ export class OpenAIProvider implements Provider {
           } catch {
             throw new ProviderError('protocol', `${name}: a stream event is not JSON`);
           }
-          if (chunk.error) throw new ProviderError('status', `${name}: error in stream: ${upstreamMessage(data)}`);
+          if (chunk.error) throw new ProviderError('status', `${name}: error in stream: ${upstreamMessage(redactCredentials(data, apiKey?.reveal() ?? null))}`);
           const choice = chunk.choices?.[0];
           if (typeof choice?.delta?.content === 'string' && choice.delta.content !== '') {
             yield { type: 'delta', content: choice.delta.content } as StreamPart;

@@ -96,6 +96,18 @@ describe('HTTP', () => {
       spy.mockRestore();
     }
   });
+
+  it('answers a SyntaxError inside a resolver as internal_error and logs it (only request parsing is the client\'s)', async () => {
+    const spy = vi.spyOn(t.deps.db.auditEvent, 'findMany').mockRejectedValueOnce(new SyntaxError('Unexpected token in stored JSON at 0xdeadbeef'));
+    try {
+      const res = await gql('{ auditEvents { edges { cursor } } }');
+      expectGqlError(res, 'internal_error', { httpStatus: 500, param: null });
+      expect(res.raw).not.toContain('0xdeadbeef');
+      expect(t.logs.text).toContain('0xdeadbeef');
+    } finally {
+      spy.mockRestore();
+    }
+  });
 });
 
 describe('Idempotency-Key on POST /graphql', () => {
@@ -204,10 +216,20 @@ describe('protection', () => {
     const viaVariables = await gql(`query($a: Int, $b: Int) { keys { edges { cursor } } ${HEAVY} }`, { a: 100, b: 100 });
     expect(viaVariables.status).toBe(400);
     expectGqlError(viaVariables, 'invalid_request', { httpStatus: 400 });
-    // A variable's default counts when the variable is not sent.
+    // A variable's default counts when the variable is not sent: the operation's own, not another operation's.
     const viaDefaults = await gql(`query($a: Int = 100, $b: Int = 100) { keys { edges { cursor } } ${HEAVY} }`, {});
     expect(viaDefaults.status).toBe(400);
     expectGqlError(viaDefaults, 'invalid_request', { httpStatus: 400 });
+    const twoOperations = await t.app.inject({
+      method: 'POST',
+      url: '/graphql',
+      headers: { authorization: `Bearer ${MASTER_KEY}`, 'content-type': 'application/json', accept: 'application/json' },
+      payload: JSON.stringify({
+        query: `query Big($a: Int = 100, $b: Int = 100) { keys { edges { cursor } } ${HEAVY} } query Small($a: Int = 1, $b: Int = 1) { ${HEAVY} }`,
+        operationName: 'Big',
+      }),
+    });
+    expect(JSON.parse(twoOperations.body).errors?.[0]?.message).toMatch(/^Query Cost limit of 100000 exceeded/);
     expect(statements).toEqual([]);
 
     // The same query with small pages runs.

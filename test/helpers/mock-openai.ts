@@ -22,6 +22,8 @@ export interface MockBehaviour {
   finishReason?: string;
   /** Close the connection after this many stream pieces (a provider failing mid-stream). */
   dropAfterChunks?: number;
+  /** After the first stream piece, send `data: {"error": {"message": …}}` (given the request's Authorization) and end. */
+  streamError?: (authorization: string | undefined) => string;
 }
 
 export interface RecordedRequest {
@@ -139,6 +141,11 @@ export async function startMockOpenAI(initial: MockBehaviour = {}): Promise<Mock
       choices: [{ index: 0, delta, finish_reason }],
     });
     send(chunk({ role: 'assistant', content: '' }, null));
+    if (b.streamError) {
+      send({ error: { message: b.streamError(req.headers.authorization) } });
+      res.end();
+      return;
+    }
     const pieces = b.chunks ?? content.match(/\S+\s*|\s+/g) ?? [];
     let n = 0;
     for (const piece of pieces) {

@@ -132,6 +132,19 @@ describe('Idempotency-Key', () => {
     expect(again.headers['set-cookie']).toBeUndefined();
   });
 
+  it("scopes the operator's key by a project_id given in the query too", async () => {
+    const a = await seedProject(operator);
+    const b = await seedProject(operator);
+    const body = { name: 'query-scoped', scopes: ['usage:read'] };
+    const inA = await operator.post(`/v1/keys?project_id=${a.projectId}`, body, idem('query-scope'));
+    const inB = await operator.post(`/v1/keys?project_id=${b.projectId}`, body, idem('query-scope'));
+    expect([inA.status, inB.status]).toEqual([200, 200]);
+    expect([inA.body.project_id, inB.body.project_id]).toEqual([a.projectId, b.projectId]);
+    const replay = await operator.post(`/v1/keys?project_id=${a.projectId}`, body, idem('query-scope'));
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+    expect(replay.headers['x-svc-project']).toBe(a.projectId);
+  });
+
   it('is scoped by project: another project may use the same key', async () => {
     const other = await seedProject(operator);
     const a = await api.post('/v1/keys', { project_id: projectId, name: 'idem-scope', scopes: ['keys:manage'] }, idem('shared'));

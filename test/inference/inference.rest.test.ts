@@ -153,6 +153,11 @@ describe('POST /v1/inference', () => {
     expect(rejected.raw).not.toContain(PROVIDER_KEY);
     cheap.set({ status: 500, errorMessage: (auth) => `upstream broke; key=${auth?.replace(/^Bearer /, '')}` });
     await infer({ model: 'gpt-test', messages: user('echo 500') });
+    // An error event in the middle of a stream is logged ("provider failed mid-stream") redacted too.
+    cheap.set({ streamError: (auth) => `stream broke; key=${auth?.replace(/^Bearer /, '')}` });
+    const streamed = await infer({ model: 'gpt-test', messages: user('echo stream'), stream: true });
+    expect(streamed.raw).toContain('event: error');
+    expect(t.logs.text).toContain('stream broke; key=[redacted]');
     expect(t.logs.text).not.toContain(PROVIDER_KEY);
   });
 });

@@ -5,6 +5,8 @@ import type { ProviderSpec } from '../../src/providers/config-file.ts';
 import { costMicros, isExactPrice, priceUnits } from '../../src/providers/pricing.ts';
 import { ProviderRegistry } from '../../src/providers/router.ts';
 import { sseData } from '../../src/providers/sse.ts';
+import { redactCredentials, transportError } from '../../src/providers/openai.ts';
+import { errors as undiciErrors } from 'undici';
 import { FakeClock } from '../helpers/clock.ts';
 
 const spec = (name: string, region: string, models: Array<[string, number, number]>): ProviderSpec => ({
@@ -169,5 +171,22 @@ describe('MemoryResponseCache', () => {
     await cache.set('p', 'c', answer, 60);
     expect((await cache.get('p', 'a')).status).toBe('miss');
     expect((await cache.get('p', 'c')).status).toBe('hit');
+  });
+});
+
+describe('provider transport errors', () => {
+  it('call a provider that does not answer in time a timeout, and one that cannot be connected to a connection error', () => {
+    expect(transportError(new undiciErrors.HeadersTimeoutError(), 'p').kind).toBe('timeout');
+    expect(transportError(new undiciErrors.BodyTimeoutError(), 'p').kind).toBe('timeout');
+    // CONTRACT §8: connection errors fall back, and end in 503 model_unavailable, not 408.
+    expect(transportError(new undiciErrors.ConnectTimeoutError(), 'p').kind).toBe('connection');
+    expect(transportError(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }), 'p').kind).toBe('connection');
+  });
+
+  it('redact the provider key and credential-shaped strings from error text', () => {
+    expect(redactCredentials('echo: my-own-provider-key-123 and Bearer abc.def and sk-live-0123456789', 'my-own-provider-key-123')).toBe(
+      'echo: [redacted] and Bearer [redacted] and [redacted]',
+    );
+    expect(redactCredentials('plain message, key_name too short', null)).toBe('plain message, key_name too short');
   });
 });

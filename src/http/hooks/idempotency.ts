@@ -41,6 +41,12 @@ function originalErrorRequestId(body: string): string | null {
 
 const PROJECT_ID = /^prj_[0-9a-z]{1,64}$/;
 
+/** `?project_id=` (CONTRACT §2: the query may name the project too). */
+function queryProjectId(query: unknown): string | null {
+  const value = (query as { project_id?: unknown } | null)?.project_id;
+  return typeof value === 'string' && value !== '' ? value : null;
+}
+
 /**
  * The operator's GraphQL request has no body `project_id`: the project is the one its arguments name (`projectId`
  * as a literal, through a variable, or inside an input object), when they name exactly one. Else the header decides.
@@ -96,6 +102,7 @@ export function registerIdempotency(app: FastifyInstance, store: IdempotencyStor
     const scope =
       req.ctx.caller.projectId ??
       (typeof body.project_id === 'string' ? body.project_id : null) ??
+      queryProjectId(req.query) ??
       (req.routeOptions.url === '/graphql' ? graphqlProjectId(body) : null) ??
       req.ctx.headerProjectId ??
       req.ctx.caller.keyId;
