@@ -33,6 +33,11 @@ function nextRandom(ms: number): number[] {
 
 export type IdPrefix = 'prj' | 'key' | 'req' | 'aud' | 'evt' | 'wh' | 'del' | 'att' | 'inf' | 'pol';
 
+/** Whether `value` has the form of an id newId makes with this prefix. */
+export function isId(prefix: IdPrefix, value: string): boolean {
+  return value.length === prefix.length + 27 && value.startsWith(`${prefix}_`) && [...value.slice(prefix.length + 1)].every((c) => ALPHABET.includes(c));
+}
+
 /** `<prefix>_` + 26 time-ordered characters (48-bit millisecond time, 80 random bits). */
 export function newId(prefix: IdPrefix, nowMs: number = Date.now()): string {
   const ms = Math.max(nowMs, lastMs);

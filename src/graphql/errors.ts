@@ -41,6 +41,15 @@ function setExtensions(error: GraphQLError, extensions: Record<string, unknown>)
   return error;
 }
 
+const originalOf = (error: unknown): unknown => (error as { originalError?: unknown } | null)?.originalError ?? error;
+
+/** Yoga's parser refusing GET parameters that are not JSON (`variables=x`); a SyntaxError inside a resolver has a path. */
+const isUnreadableParameters = (error: unknown): boolean =>
+  (error as { path?: unknown } | null)?.path === undefined && originalOf(error) instanceof SyntaxError;
+
+/** The client's errors that maskError answers as invalid_request and the yoga logger leaves out. */
+export const isClientFault = (error: unknown): boolean => isUnreadableParameters(error) || isNulCharacterError(originalOf(error));
+
 /**
  * Yoga's maskError: the only place a GraphQL error is shaped. A SvcError keeps its code, param and message; a
  * GraphQL error about the request (syntax, validation, depth and cost limits, bad variables) is invalid_request;
@@ -67,14 +76,12 @@ export function maskError(error: unknown): Error {
     const status = (gqlError.extensions?.http as { status?: number } | undefined)?.status;
     return setExtensions(gqlError, { code: 'invalid_request', param: null, http_status: status ?? 400 });
   }
-  if (!gqlError?.path && (gqlError?.originalError ?? error) instanceof SyntaxError) {
-    // GET parameters that are not JSON (`variables=x`): yoga's parser throws before anything runs. A SyntaxError
-    // inside a resolver (it has a path) is a fault of ours: internal_error, logged.
+  if (isUnreadableParameters(error)) {
     return new GraphQLError('The request\'s variables or extensions are not valid JSON.', {
       extensions: { code: 'invalid_request', param: null, http_status: 400 },
     });
   }
-  if (isNulCharacterError(gqlError?.originalError ?? error)) {
+  if (isNulCharacterError(originalOf(error))) {
     return new GraphQLError('Text values must not contain the NUL character (\\u0000).', {
       nodes: gqlError?.nodes,
       path: gqlError?.path,

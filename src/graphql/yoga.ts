@@ -3,9 +3,8 @@ import { createYoga, renderGraphiQL, type Plugin, type YogaLogger } from 'graphq
 import type { Logger } from 'pino';
 import type { Deps } from '../domain/context.ts';
 import type { GraphQLContext } from './builder.ts';
-import { maskError, useErrorShape } from './errors.ts';
+import { isClientFault, maskError, useErrorShape } from './errors.ts';
 import { docUrl, docsBase } from '../http/error-body.ts';
-import { isNulCharacterError } from '../db/client.ts';
 import { NoSchemaIntrospectionCustomRule } from './graphql-js.ts';
 import { queryLimits } from './limits.ts';
 import { schema } from './schema.ts';
@@ -23,9 +22,7 @@ function yogaLogger(log: Logger): YogaLogger {
     const [first, ...rest] = args;
     if (first instanceof Error) {
       // Client errors that maskError turns into invalid_request: unreadable GET parameters, a NUL the database refused.
-      const original = (first as { originalError?: unknown }).originalError ?? first;
-      const inResolver = (first as { path?: unknown }).path !== undefined;
-      if ((original instanceof SyntaxError && !inResolver) || isNulCharacterError(original)) return;
+      if (isClientFault(first)) return;
       if (logged.has(first)) return;
       logged.add(first);
       log[level]({ err: first }, 'graphql: unexpected error');

@@ -296,11 +296,7 @@ export class ProviderRegistry {
     }
     // Every hop tried ran into its provider's timeout: the hops exceeded their timeout (spec §7), not an unhealthy provider.
     if (attempts.length > 0 && timedOut === attempts.length) {
-      throw new RoutingError(
-        'routing_timeout',
-        last,
-        `The model provider hops timed out: ${attempts.length} provider(s) tried, none answered within its timeout.`,
-      );
+      throw this.timeout(last, `The model provider hops timed out: ${attempts.length} provider(s) tried, none answered within its timeout.`);
     }
     throw new RoutingError(
       'model_unavailable',
@@ -311,12 +307,8 @@ export class ProviderRegistry {
     );
   }
 
-  private timeout(route: Route | null): RoutingError {
-    return new RoutingError(
-      'routing_timeout',
-      route,
-      `The model provider hops exceeded the routing timeout of ${this.opts.routingTimeoutMs} ms.`,
-    );
+  private timeout(route: Route | null, message = `The model provider hops exceeded the routing timeout of ${this.opts.routingTimeoutMs} ms.`): RoutingError {
+    return new RoutingError('routing_timeout', route, message);
   }
 
   async close(): Promise<void> {

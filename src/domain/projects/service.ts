@@ -39,21 +39,17 @@ export async function requireProjectId(ctx: Ctx, requested: string | null | unde
 /** The project filter of a read: a key sees only its own project; the operator all, or the one it names. */
 export async function visibleProjectId(ctx: Ctx, requested: string | null | undefined): Promise<string | undefined> {
   const projectId = addressedProject(ctx, requested);
-  if (ctx.caller.kind === 'key') {
-    if (projectId && projectId !== ctx.caller.projectId) throw notFound();
-    return ctx.caller.projectId!;
-  }
+  // A key naming another project was refused there: it reads its own.
+  if (ctx.caller.kind === 'key') return ctx.caller.projectId!;
   if (!projectId) return undefined;
   await assertVisible(ctx, projectId);
   ctx.projectId = projectId;
   return projectId;
 }
 
+/** The project exists (for a key, addressedProject already made sure it is its own). */
 async function assertVisible(ctx: Ctx, projectId: string): Promise<void> {
-  if (ctx.caller.kind === 'key') {
-    if (projectId !== ctx.caller.projectId) throw notFound();
-    return;
-  }
+  if (ctx.caller.kind === 'key') return;
   const found = await ctx.db.project.findUnique({ where: { id: projectId }, select: { id: true } });
   if (!found) throw notFound();
 }

@@ -31,10 +31,15 @@ export function identifyCaller(app: FastifyInstance, afterAuthentication?: After
   };
 }
 
+/** The `project_id` of a query or JSON body, when it is a non-empty string. */
+export function projectIdOf(value: unknown): string | null {
+  const id = (value as { project_id?: unknown } | null | undefined)?.project_id;
+  return typeof id === 'string' && id !== '' ? id : null;
+}
+
 function namedProjectId(req: FastifyRequest): string | null {
-  const pick = (v: unknown) => (typeof v === 'object' && v !== null && typeof (v as { project_id?: unknown }).project_id === 'string' ? (v as { project_id: string }).project_id || null : null);
-  const inQuery = pick(req.query);
-  const inBody = pick(req.body);
+  const inQuery = projectIdOf(req.query);
+  const inBody = projectIdOf(req.body);
   if (inQuery && inBody && inQuery !== inBody) {
     throw invalid('project_id', 'The query and the body name different projects; send project_id once.');
   }

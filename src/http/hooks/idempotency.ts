@@ -1,7 +1,9 @@
 import { createHash } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type { IdempotencyStore } from '../../domain/idempotency/store.ts';
+import { isId } from '../../db/ids.ts';
 import { SvcError, invalid } from '../../errors/svc-error.ts';
+import { projectIdOf } from './auth.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -37,14 +39,6 @@ function originalErrorRequestId(body: string): string | null {
   } catch {
     return null;
   }
-}
-
-const PROJECT_ID = /^prj_[0-9a-z]{1,64}$/;
-
-/** `?project_id=` (CONTRACT §2: the query may name the project too). */
-function queryProjectId(query: unknown): string | null {
-  const value = (query as { project_id?: unknown } | null)?.project_id;
-  return typeof value === 'string' && value !== '' ? value : null;
 }
 
 /**
@@ -101,8 +95,8 @@ export function registerIdempotency(app: FastifyInstance, store: IdempotencyStor
     const body = (req.body ?? {}) as Record<string, unknown>;
     const scope =
       req.ctx.caller.projectId ??
-      (typeof body.project_id === 'string' ? body.project_id : null) ??
-      queryProjectId(req.query) ??
+      projectIdOf(req.body) ??
+      projectIdOf(req.query) ??
       (req.routeOptions.url === '/graphql' ? graphqlProjectId(body) : null) ??
       req.ctx.headerProjectId ??
       req.ctx.caller.keyId;
@@ -129,7 +123,7 @@ export function registerIdempotency(app: FastifyInstance, store: IdempotencyStor
       const original = originalErrorRequestId(result.body);
       if (original) reply.header('X-Svc-Request-Id', original);
       // Only a project id: the scope may come from a body that named no real project (and must never reach a header raw).
-      if (req.ctx.caller.kind === 'operator' && PROJECT_ID.test(scope)) req.ctx.projectId = scope;
+      if (req.ctx.caller.kind === 'operator' && isId('prj', scope)) req.ctx.projectId = scope;
       return reply.code(result.status).type('application/json; charset=utf-8').send(result.body);
     }
     req.idempotency = { scope, key };
