@@ -3,22 +3,23 @@ import pino, { type Logger } from 'pino';
 import { runsBackgroundWork, type Config } from './config/config.ts';
 import { openDatabase, isUniqueViolation, type Database } from './db/client.ts';
 import { applyMigrations } from './db/migrations.ts';
-import { systemClock, type Clock, type Deps } from './domain/context.ts';
+import type { Deps } from './domain/context.ts';
+import { systemClock, type Clock } from './kernel/clock.ts';
 import { generateSecret, hashSecret } from './domain/keys/secrets.ts';
 import { KeyCache } from './domain/auth/key-cache.ts';
 import { LocalBus, RedisBus, type Bus } from './pubsub/bus.ts';
 import { ProviderRegistry } from './providers/router.ts';
 import { MemoryResponseCache, RedisResponseCache } from './domain/inference/cache.ts';
-import type { DeliveryWorkerOptions } from './webhooks/delivery-worker.ts';
-import { createWebhookRuntime } from './webhooks/runtime.ts';
+import type { DeliveryWorkerOptions } from './jobs/webhook-delivery/worker.ts';
+import { createWebhookRuntime } from './jobs/webhook-delivery/runtime.ts';
 import { createLimiter } from './limits/index.ts';
 import { redisHealthOf } from './limits/redis-health.ts';
 import { loadProjectLimits } from './domain/rate-limits/service.ts';
-import { flushBudgetAlerts } from './domain/budgets/service.ts';
+import { BudgetAlertMailer, flushBudgetAlerts } from './jobs/budget-alerts/mailer.ts';
 import { loadCachedProject, ProjectCache } from './domain/projects/cache.ts';
 import { MemorySpendCounters, RedisSpendCounters, type CounterOptions } from './domain/budgets/counters.ts';
 import { spentMany } from './domain/budgets/store.ts';
-import { createOutcomeWriter } from './domain/usage/outcome-writer.ts';
+import { createOutcomeWriter } from './jobs/outcomes/outcome-writer.ts';
 
 export const LOG_REDACT_PATHS = [
   'req.headers.authorization',
@@ -72,8 +73,8 @@ export async function createDeps(config: Readonly<Config>, overrides: DepsOverri
   else redisHealthOf(redis, { log });
   const masterKeyHash = await resolveMasterKeyHash(config, database, overrides.announceMasterKey ?? announceOnStdout);
   const bus: Bus = redis ? new RedisBus(redis, config.redisPrefix, log) : new LocalBus(config.redisPrefix);
-  const keyCache = new KeyCache(bus);
   const clock = overrides.clock ?? systemClock;
+  const keyCache = new KeyCache(bus, clock);
   const providers = new ProviderRegistry(config.providers, {
     clock,
     log,
@@ -93,28 +94,29 @@ export async function createDeps(config: Readonly<Config>, overrides: DepsOverri
   });
   const projectCache = new ProjectCache(bus, (projectId) => loadCachedProject(database.prisma, projectId));
   // The hot path's writes (see README "Performance and the hot path"): month-spend counters and the outcome writer.
-  let deps: Deps | undefined;
-  const counterOptions: CounterOptions = {
-    seed: (scopes, period) => spentMany(database.prisma, scopes, period),
-    beforeSeed: async () => {
-      await deps?.outcomes.flush({ timeoutMs: 1_000 });
-    },
-  };
-  const spendCounters = redis
-    ? new RedisSpendCounters(redis, config.redisPrefix, counterOptions, log)
-    : new MemorySpendCounters(counterOptions);
+  const budgetAlerts = new BudgetAlertMailer(config, log);
   const outcomes = createOutcomeWriter({
     db: database.prisma,
     clock,
     log,
-    deps: () => deps!,
+    handoff: webhooks.worker,
+    alerts: budgetAlerts,
     flushMs: config.outcomeFlushMs,
     redis,
     redisPrefix: config.redisPrefix,
     leaseMs: config.outcomeLeaseMs,
     consume: runsBackgroundWork(config),
   });
-  deps = {
+  const counterOptions: CounterOptions = {
+    seed: (scopes, period) => spentMany(database.prisma, scopes, period),
+    beforeSeed: async () => {
+      await outcomes.flush({ timeoutMs: 1_000 });
+    },
+  };
+  const spendCounters = redis
+    ? new RedisSpendCounters(redis, config.redisPrefix, counterOptions, log)
+    : new MemorySpendCounters(counterOptions);
+  const deps: Deps = {
     config,
     database,
     db: database.prisma,
@@ -131,6 +133,7 @@ export async function createDeps(config: Readonly<Config>, overrides: DepsOverri
     projectCache,
     spendCounters,
     outcomes,
+    budgetAlerts,
   };
   return deps;
 }

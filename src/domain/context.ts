@@ -3,7 +3,7 @@ import type { Redis } from 'ioredis';
 import type { Config } from '../config/config.ts';
 import type { Database, Db } from '../db/client.ts';
 import type { Bus } from '../pubsub/bus.ts';
-import type { WebhookRuntime } from '../webhooks/runtime.ts';
+import type { WebhookRuntime } from './events/ports.ts';
 import type { KeyCache } from './auth/key-cache.ts';
 import type { Scope } from './keys/scopes.ts';
 import type { ProviderRegistry } from '../providers/router.ts';
@@ -11,13 +11,12 @@ import type { ResponseCache } from './inference/cache.ts';
 import type { Limiter, RateLimitState } from '../limits/limiter.ts';
 import type { ProjectCache } from './projects/cache.ts';
 import type { SpendCounters } from './budgets/counters.ts';
-import type { OutcomeWriter } from './usage/outcome-writer.ts';
+import type { OutcomeQueue } from './usage/ports.ts';
+import type { BudgetAlertSender } from './budgets/ports.ts';
+import type { Clock } from '../kernel/clock.ts';
 
-/** Milliseconds since the epoch; tests inject a fake one (retry schedules are hours long). */
-export interface Clock {
-  now(): number;
-}
-export const systemClock: Clock = { now: () => Date.now() };
+// The clock lives in the kernel (every layer may import it); re-exported for the importers of this module.
+export { systemClock, type Clock } from '../kernel/clock.ts';
 
 /** Who is calling: the operator (SVC_MASTER_KEY) or a project key. */
 export interface Caller {
@@ -56,8 +55,10 @@ export interface Deps {
   projectCache: ProjectCache;
   /** Month-to-date spend per budget scope, read and added on the request path without SQL (Redis, or in process). */
   spendCounters: SpendCounters;
-  /** Usage records and inference.completed events, written off the request path in batches (usage/outcome-writer.ts). */
-  outcomes: OutcomeWriter;
+  /** Usage records and inference.completed events, written off the request path in batches (src/jobs/outcomes). */
+  outcomes: OutcomeQueue;
+  /** The budget alert e-mails, sent after the batch that fired them commits (src/jobs/budget-alerts). */
+  budgetAlerts: BudgetAlertSender;
 }
 
 /** One per request: REST puts it on `req.ctx`, GraphQL on `{ ctx }`. */

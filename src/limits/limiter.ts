@@ -1,3 +1,5 @@
+import type { LRUCache } from 'lru-cache';
+import { loadingCache, readThrough } from '../kernel/cache.ts';
 import type { Bus } from '../pubsub/bus.ts';
 import {
   SCALE,
@@ -53,6 +55,7 @@ export interface LimiterOptions {
 }
 
 const LIMITS_CHANGED = 'limits:changed';
+const MAX_CACHED_PROJECTS = 100_000;
 
 /**
  * The rate limiter of one replica: per-request windows for the caller's key and project, with the project's limits
@@ -61,14 +64,17 @@ const LIMITS_CHANGED = 'limits:changed';
  */
 export class Limiter {
   readonly kind: 'redis' | 'memory';
-  private readonly cache = new Map<string, { limits: VersionedLimits; at: number }>();
-  private readonly ttl: number;
-  private readonly mono: () => number;
+  /** The projects' limits (kernel/cache.ts: lru-cache), refreshed in the background before their TTL ends. */
+  private readonly cache: LRUCache<string, VersionedLimits>;
 
   constructor(private readonly opts: LimiterOptions) {
     this.kind = opts.kind;
-    this.ttl = opts.cacheTtlMs ?? 10_000;
-    this.mono = opts.monotonicNow ?? (() => performance.now());
+    this.cache = loadingCache({
+      ttlMs: opts.cacheTtlMs ?? 10_000,
+      max: MAX_CACHED_PROJECTS,
+      now: opts.monotonicNow ?? (() => performance.now()),
+      load: (projectId) => opts.loadLimits(projectId),
+    });
     opts.bus?.subscribe(LIMITS_CHANGED, (projectId) => this.cache.delete(projectId));
     opts.bus?.onResync(() => this.cache.clear());
   }
@@ -77,45 +83,14 @@ export class Limiter {
     return this.opts.health ? this.opts.health() : 'ok';
   }
 
+  /** A load that an update or an eviction overtook is not kept: the update wins. */
   async limitsFor(projectId: string): Promise<VersionedLimits> {
-    const hit = this.cache.get(projectId);
-    if (hit && this.mono() - hit.at < this.ttl) {
-      // Refreshed ahead of the TTL in the background: steady traffic never waits for the database here.
-      if (this.mono() - hit.at >= this.ttl * 0.8) this.refreshAhead(projectId, hit);
-      return hit.limits;
-    }
-    let limits: VersionedLimits;
-    try {
-      limits = await this.opts.loadLimits(projectId);
-    } catch (err) {
-      // The database did not answer: limits it gave a moment ago beat failing the request.
-      if (hit) return hit.limits;
-      throw err;
-    }
-    this.cache.set(projectId, { limits, at: this.mono() });
-    return limits;
-  }
-
-  private readonly refreshing = new Set<string>();
-
-  private refreshAhead(projectId: string, hit: { limits: VersionedLimits; at: number }): void {
-    if (this.refreshing.has(projectId)) return;
-    this.refreshing.add(projectId);
-    this.opts
-      .loadLimits(projectId)
-      .then(
-        (limits) => {
-          // Kept only if the entry is still the one refreshed: an eviction or an update meanwhile wins.
-          if (this.cache.get(projectId) === hit) this.cache.set(projectId, { limits, at: this.mono() });
-        },
-        () => {},
-      )
-      .finally(() => this.refreshing.delete(projectId));
+    return (await readThrough(this.cache, projectId))!;
   }
 
   /** Call after the update has committed. */
   async limitsChanged(projectId: string, limits: VersionedLimits): Promise<void> {
-    this.cache.set(projectId, { limits, at: this.mono() });
+    this.cache.set(projectId, limits);
     await this.opts.store.publish(projectId, limits);
     await this.opts.bus?.publish(LIMITS_CHANGED, projectId).catch(() => {});
   }
@@ -174,7 +149,7 @@ export class Limiter {
     });
     if (result.limits.version > limits.version && owner.kind !== 'operator') {
       // Another replica published newer limits: keep them rather than re-reading stale ones.
-      this.cache.set(owner.projectId, { limits: result.limits, at: this.mono() });
+      this.cache.set(owner.projectId, result.limits);
     }
     return {
       allowed: result.allowed,

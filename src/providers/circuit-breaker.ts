@@ -1,4 +1,4 @@
-import type { Clock } from '../domain/context.ts';
+import type { Clock } from '../kernel/clock.ts';
 
 export type CircuitState = 'closed' | 'open' | 'half_open';
 

@@ -1,7 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { inspect } from 'node:util';
+import { Type, type Static } from 'typebox';
+import type { TLocalizedValidationError } from 'typebox/error';
+import { Errors } from 'typebox/value';
 import { parse as parseYaml } from 'yaml';
-import { isExactPrice } from './pricing.ts';
+import { isExactPrice, MAX_PRICE_USD_PER_MTOK } from '../kernel/money.ts';
 
 /** A secret that prints as [redacted] everywhere (JSON, util.inspect, pino): only reveal() gives the value. */
 export class SecretValue {
@@ -65,36 +68,61 @@ export const BUILTIN_PROVIDERS: readonly ProviderSpec[] = Object.freeze([
   },
 ]);
 
-const PROVIDER_FIELDS = ['name', 'kind', 'base_url', 'api_key_env', 'region', 'timeout_ms', 'models'];
-const MODEL_FIELDS = ['id', 'input_per_mtok', 'output_per_mtok'];
-const NAME_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
-const REGION_RE = /^[a-z0-9][a-z0-9-]{0,62}$/;
-const ENV_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
-const MODEL_RE = /^[^\s]{1,200}$/;
+/**
+ * What a refusal says after the field's path (see refusal()): `{value}` stands for the value found. Kept on the schema
+ * node it explains, so a rule and its wording are written once.
+ */
+const says = (problem: string) => ({ 'x-problem': problem });
+
+const PRICE_PROBLEM = `must be a number of USD per million tokens from 0 to ${MAX_PRICE_USD_PER_MTOK} with at most 6 decimals, got {value}`;
+const BASE_URL_PROBLEM = 'is required for kind openai and must be a URL, got {value}';
+
+const Price = Type.Number({ minimum: 0, maximum: MAX_PRICE_USD_PER_MTOK, ...says(PRICE_PROBLEM) });
+
+const Model = Type.Object(
+  {
+    id: Type.String({
+      pattern: '^(?!auto$)[^\\s]{1,200}$',
+      ...says('must be a model id of 1 to 200 characters without spaces (and not "auto"), got {value}'),
+    }),
+    input_per_mtok: Price,
+    output_per_mtok: Price,
+  },
+  { additionalProperties: false, ...says('must be an object') },
+);
+
+const Provider = Type.Object(
+  {
+    name: Type.String({
+      pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$',
+      ...says('must be 1 to 63 letters, digits, ".", "_" or "-", got {value}'),
+    }),
+    kind: Type.Enum(['openai', 'mock'], says('must be "openai" or "mock", got {value}')),
+    base_url: Type.Optional(Type.String(says(BASE_URL_PROBLEM))),
+    api_key_env: Type.Optional(
+      Type.Union([Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$' }), Type.Null()], says('must be the name of an environment variable, got {value}')),
+    ),
+    region: Type.String({ pattern: '^[a-z0-9][a-z0-9-]{0,62}$', ...says('is required: a lower-case region name such as eu-west-1, got {value}') }),
+    timeout_ms: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 600_000, ...says('must be a whole number of milliseconds from 1 to 600000, got {value}') }),
+    ),
+    models: Type.Array(Model, { minItems: 1, ...says('must be a non-empty array') }),
+  },
+  { additionalProperties: false, ...says('must be an object') },
+);
+
+/** The providers file (CONTRACT §8), JSON or YAML. */
+export const ProvidersDocument = Type.Object(
+  { providers: Type.Array(Provider, { minItems: 1, ...says('must be a non-empty array') }) },
+  { additionalProperties: false, ...says('must be an object with a "providers" array') },
+);
 
 type Env = Record<string, string | undefined>;
 
-const fail = (field: string, problem: string): never => {
-  throw new ProvidersFileError(`${field} ${problem}`);
-};
 const show = (v: unknown) => (typeof v === 'string' ? `"${v}"` : JSON.stringify(v) ?? String(v));
-
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-function onlyFields(obj: Record<string, unknown>, allowed: string[], where: string): void {
-  for (const k of Object.keys(obj)) {
-    if (!allowed.includes(k)) fail(`${where}.${k}`, `is not a known field (allowed: ${allowed.join(', ')})`);
-  }
-}
-
-function price(v: unknown, field: string): number {
-  if (typeof v !== 'number' || !isExactPrice(v)) {
-    fail(field, `must be a number of USD per million tokens from 0 to 1000000 with at most 6 decimals, got ${show(v)}`);
-  }
-  return v as number;
-}
+const fail = (field: string, problem: string, value?: unknown): never => {
+  throw new ProvidersFileError(`${field} ${problem.replace('{value}', () => show(value))}`);
+};
 
 /** Reads and validates the file named by SVC_PROVIDERS_FILE (JSON, or YAML for .yaml/.yml). */
 export function loadProvidersFile(path: string, env: Env): ProviderSpec[] {
@@ -114,91 +142,107 @@ export function loadProvidersFile(path: string, env: Env): ProviderSpec[] {
   return parseProvidersDocument(doc, env);
 }
 
-/** Strict: unknown fields, wrong types, duplicates and unset key variables are refused with the field's path. */
+/**
+ * Strict: unknown fields, wrong types, duplicates and unset key variables are refused with the field's path. The schema
+ * first (the first error it reports), then the rules it cannot say: unique names, base_url for kind openai, the key's
+ * variable set, exact prices.
+ */
 export function parseProvidersDocument(doc: unknown, env: Env): ProviderSpec[] {
-  if (!isPlainObject(doc)) fail('the document', 'must be an object with a "providers" array');
-  const root = doc as Record<string, unknown>;
-  onlyFields(root, ['providers'], '(root)');
-  const list = root.providers;
-  if (!Array.isArray(list) || list.length === 0) fail('providers', 'must be a non-empty array');
+  const [error] = Errors(ProvidersDocument, doc);
+  if (error) refusal(error, doc);
+  const { providers } = doc as Static<typeof ProvidersDocument>;
   const names = new Set<string>();
-  return (list as unknown[]).map((raw, i) => {
+  return providers.map((p, i) => {
     const at = `providers[${i}]`;
-    if (!isPlainObject(raw)) fail(at, 'must be an object');
-    const p = raw as Record<string, unknown>;
-    onlyFields(p, PROVIDER_FIELDS, at);
-
-    if (typeof p.name !== 'string' || !NAME_RE.test(p.name)) {
-      fail(`${at}.name`, `must be 1 to 63 letters, digits, ".", "_" or "-", got ${show(p.name)}`);
-    }
-    const name = p.name as string;
-    if (names.has(name)) fail(`${at}.name`, `"${name}" is used by another provider`);
-    names.add(name);
-
-    if (p.kind !== 'openai' && p.kind !== 'mock') fail(`${at}.kind`, `must be "openai" or "mock", got ${show(p.kind)}`);
-    const kind = p.kind as 'openai' | 'mock';
+    if (names.has(p.name)) fail(`${at}.name`, `"${p.name}" is used by another provider`);
+    names.add(p.name);
 
     let baseUrl: string | null = null;
-    if (p.base_url !== undefined || kind === 'openai') {
-      if (typeof p.base_url !== 'string') fail(`${at}.base_url`, `is required for kind openai and must be a URL, got ${show(p.base_url)}`);
-      let u: URL | null = null;
-      try {
-        u = new URL(p.base_url as string);
-      } catch {
-        fail(`${at}.base_url`, `is not a valid URL: ${show(p.base_url)}`);
-      }
-      if (u!.protocol !== 'http:' && u!.protocol !== 'https:') fail(`${at}.base_url`, 'must start with http:// or https://');
-      if (u!.username || u!.password || u!.search || u!.hash) {
-        fail(`${at}.base_url`, 'must not carry credentials, a query or a fragment (put the key in api_key_env)');
-      }
-      baseUrl = u!.toString().replace(/\/+$/, '');
-    }
+    if (p.base_url !== undefined || p.kind === 'openai') baseUrl = providerUrl(p.base_url, `${at}.base_url`);
 
-    let apiKeyEnv: string | null = null;
     let apiKey: SecretValue | null = null;
-    if (p.api_key_env !== undefined && p.api_key_env !== null) {
-      if (typeof p.api_key_env !== 'string' || !ENV_RE.test(p.api_key_env)) {
-        fail(`${at}.api_key_env`, `must be the name of an environment variable, got ${show(p.api_key_env)}`);
-      }
-      apiKeyEnv = p.api_key_env as string;
-      const value = env[apiKeyEnv];
-      if (value === undefined || value.trim() === '') {
-        fail(`${at}.api_key_env`, `names ${apiKeyEnv}, which is not set in the environment`);
-      }
+    if (p.api_key_env) {
+      const value = env[p.api_key_env];
+      if (value === undefined || value.trim() === '') fail(`${at}.api_key_env`, `names ${p.api_key_env}, which is not set in the environment`);
       apiKey = new SecretValue(value!.trim());
     }
 
-    if (typeof p.region !== 'string' || !REGION_RE.test(p.region)) {
-      fail(`${at}.region`, `is required: a lower-case region name such as eu-west-1, got ${show(p.region)}`);
-    }
-
-    let timeoutMs = DEFAULT_PROVIDER_TIMEOUT_MS;
-    if (p.timeout_ms !== undefined) {
-      if (typeof p.timeout_ms !== 'number' || !Number.isInteger(p.timeout_ms) || p.timeout_ms < 1 || p.timeout_ms > 600_000) {
-        fail(`${at}.timeout_ms`, `must be a whole number of milliseconds from 1 to 600000, got ${show(p.timeout_ms)}`);
-      }
-      timeoutMs = p.timeout_ms as number;
-    }
-
-    if (!Array.isArray(p.models) || p.models.length === 0) fail(`${at}.models`, 'must be a non-empty array');
     const ids = new Set<string>();
-    const models = (p.models as unknown[]).map((rawModel, j) => {
+    const models = p.models.map((m, j) => {
       const mat = `${at}.models[${j}]`;
-      if (!isPlainObject(rawModel)) fail(mat, 'must be an object');
-      const m = rawModel as Record<string, unknown>;
-      onlyFields(m, MODEL_FIELDS, mat);
-      if (typeof m.id !== 'string' || !MODEL_RE.test(m.id) || m.id === 'auto') {
-        fail(`${mat}.id`, `must be a model id of 1 to 200 characters without spaces (and not "auto"), got ${show(m.id)}`);
+      if (ids.has(m.id)) fail(`${mat}.id`, `"${m.id}" is listed twice for this provider`);
+      ids.add(m.id);
+      for (const field of ['input_per_mtok', 'output_per_mtok'] as const) {
+        if (!isExactPrice(m[field])) fail(`${mat}.${field}`, PRICE_PROBLEM, m[field]);
       }
-      if (ids.has(m.id as string)) fail(`${mat}.id`, `"${m.id}" is listed twice for this provider`);
-      ids.add(m.id as string);
-      return {
-        id: m.id as string,
-        inputPerMtok: price(m.input_per_mtok, `${mat}.input_per_mtok`),
-        outputPerMtok: price(m.output_per_mtok, `${mat}.output_per_mtok`),
-      };
+      return { id: m.id, inputPerMtok: m.input_per_mtok, outputPerMtok: m.output_per_mtok };
     });
 
-    return { name, kind, baseUrl, apiKeyEnv, apiKey, region: p.region as string, timeoutMs, models };
+    return {
+      name: p.name,
+      kind: p.kind,
+      baseUrl,
+      apiKeyEnv: p.api_key_env ?? null,
+      apiKey,
+      region: p.region,
+      timeoutMs: p.timeout_ms ?? DEFAULT_PROVIDER_TIMEOUT_MS,
+      models,
+    };
   });
+}
+
+/** An http(s) URL without credentials, query or fragment, without its trailing slashes. */
+function providerUrl(value: string | undefined, field: string): string {
+  if (value === undefined) return fail(field, BASE_URL_PROBLEM, value);
+  let u: URL;
+  try {
+    u = new URL(value);
+  } catch {
+    return fail(field, 'is not a valid URL: {value}', value);
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') fail(field, 'must start with http:// or https://');
+  if (u.username || u.password || u.search || u.hash) {
+    fail(field, 'must not carry credentials, a query or a fragment (put the key in api_key_env)');
+  }
+  return u.toString().replace(/\/+$/, '');
+}
+
+/**
+ * The schema's first error as the one line the operator sees: the field's path as written in the file
+ * (`providers[0].timeout_ms`, from the error's instancePath) and the wording on the deepest schema node of its
+ * schemaPath that has one (a union's branches use their union's).
+ */
+function refusal(error: TLocalizedValidationError, doc: unknown): never {
+  const instance = pointer(error.instancePath);
+  const schema = pointer(error.schemaPath.slice(1));
+  let unknown: string | undefined;
+  if (error.keyword === 'boolean' && schema.at(-1) === 'additionalProperties') {
+    unknown = instance.pop();
+    schema.pop();
+  } else if (error.keyword === 'additionalProperties') {
+    unknown = (error.params as { additionalProperties: string[] }).additionalProperties[0];
+  } else if (error.keyword === 'required') {
+    const name = (error.params as { requiredProperties: string[] }).requiredProperties[0]!;
+    instance.push(name);
+    schema.push('properties', name);
+  }
+  if (unknown !== undefined) {
+    const allowed = Object.keys(valueAt(ProvidersDocument, schema)?.properties ?? {}).join(', ');
+    fail(`${instance.length > 0 ? fieldPath(instance, doc) : '(root)'}.${unknown}`, `is not a known field (allowed: ${allowed})`);
+  }
+  let problem = `${error.message}, got {value}`;
+  for (let i = 0; i <= schema.length; i++) problem = valueAt(ProvidersDocument, schema.slice(0, i))?.['x-problem'] ?? problem;
+  return fail(fieldPath(instance, doc), problem, valueAt(doc, instance));
+}
+
+/** JSON pointer (RFC 6901) segments. */
+const pointer = (p: string): string[] => (p === '' ? [] : p.slice(1).split('/').map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~')));
+
+/** The node `segments` lead to in a document or a schema, if any. */
+const valueAt = (root: unknown, segments: string[]): any => segments.reduce<any>((node, s) => node?.[s], root);
+
+/** `providers[0].models[1].id`; "the document" for the root. */
+function fieldPath(segments: string[], doc: unknown): string {
+  if (segments.length === 0) return 'the document';
+  return segments.reduce((path, s, i) => path + (Array.isArray(valueAt(doc, segments.slice(0, i))) ? `[${s}]` : i > 0 ? `.${s}` : s), '');
 }

@@ -1,18 +1,18 @@
 import type { Logger } from 'pino';
-import type { Clock } from '../domain/context.ts';
+import type { Clock } from '../kernel/clock.ts';
+import { picosPerToken, type PicoPrice } from '../kernel/money.ts';
 import { SvcError } from '../errors/svc-error.ts';
 import { CircuitBreaker, type CircuitState } from './circuit-breaker.ts';
 import type { ModelSpec, ProviderSpec } from './config-file.ts';
 import { MockProvider } from './mock.ts';
 import { OpenAIProvider } from './openai.ts';
-import { priceUnits, type PricedModel } from './pricing.ts';
 import { ProviderError, type Completion, type Provider, type ProviderRequest, type StreamPart } from './types.ts';
 
 /** One provider serving one model: what routing chooses between. `id` is the spec's route, "<provider>/<model>". */
 export interface Route {
   id: string;
   provider: Provider;
-  model: ModelSpec & PricedModel;
+  model: ModelSpec & PicoPrice;
   /** Input plus output price per token (pico-dollars): the order of "cheapest". */
   price: bigint;
 }
@@ -131,8 +131,8 @@ export class ProviderRegistry {
       const provider = this.providers[i]!;
       this.breakers.set(provider.name, new CircuitBreaker(opts.failureThreshold, opts.cooldownMs, opts.clock));
       for (const m of spec.models) {
-        const model = { ...m, inputUnits: priceUnits(m.inputPerMtok), outputUnits: priceUnits(m.outputPerMtok) };
-        const route: Route = { id: `${provider.name}/${m.id}`, provider, model, price: model.inputUnits + model.outputUnits };
+        const model = { ...m, inputPicos: picosPerToken(m.inputPerMtok), outputPicos: picosPerToken(m.outputPerMtok) };
+        const route: Route = { id: `${provider.name}/${m.id}`, provider, model, price: model.inputPicos + model.outputPicos };
         routes.push(route);
         this.byId.set(route.id, route);
       }

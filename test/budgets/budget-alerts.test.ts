@@ -2,7 +2,7 @@ import type { AddressInfo } from 'node:net';
 import { SMTPServer } from 'smtp-server';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { newId } from '../../src/db/ids.ts';
-import { flushBudgetAlerts } from '../../src/domain/budgets/service.ts';
+import { flushBudgetAlerts } from '../../src/jobs/budget-alerts/mailer.ts';
 import { buildTestApp, client, seedProject, type Client, type TestApp } from '../helpers/app.ts';
 import { FakeClock } from '../helpers/clock.ts';
 import { expectError } from '../helpers/expect.ts';

@@ -3,7 +3,7 @@ import { Writable } from 'node:stream';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import pino from 'pino';
 import { closeDeps, createDeps, LOG_REDACT_PATHS } from '../../src/app-deps.ts';
-import type { DeliveryWorkerOptions } from '../../src/webhooks/delivery-worker.ts';
+import type { DeliveryWorkerOptions } from '../../src/jobs/webhook-delivery/worker.ts';
 import { loadConfig, type Config } from '../../src/config/config.ts';
 import { openDatabase, type Database } from '../../src/db/client.ts';
 import { applyMigrations } from '../../src/db/migrations.ts';

@@ -1,6 +1,6 @@
 import { newId } from '../../src/db/ids.ts';
 import { periodOf } from '../../src/domain/budgets/service.ts';
-import type { InferenceOutcome } from '../../src/domain/usage/record.ts';
+import type { InferenceOutcome } from '../../src/domain/usage/outcome.ts';
 
 /** A finished inference as the outcome writer receives it (a priced mock route), charged to the key and its project. */
 export function testOutcome(projectId: string, keyId: string, at: Date, costMicros = 0n): InferenceOutcome {

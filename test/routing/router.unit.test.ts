@@ -2,7 +2,6 @@ import { describe, expect, it } from 'vitest';
 import { MemoryResponseCache } from '../../src/domain/inference/cache.ts';
 import { CircuitBreaker } from '../../src/providers/circuit-breaker.ts';
 import type { ProviderSpec } from '../../src/providers/config-file.ts';
-import { costMicros, isExactPrice, priceUnits } from '../../src/providers/pricing.ts';
 import { ProviderRegistry } from '../../src/providers/router.ts';
 import { sseData } from '../../src/providers/sse.ts';
 import { redactCredentials, transportError } from '../../src/providers/openai.ts';
@@ -109,26 +108,6 @@ describe('CircuitBreaker', () => {
     expect(cb.tryAcquire()).toBe(true);
     cb.release();
     expect(cb.tryAcquire()).toBe(true);
-  });
-});
-
-describe('pricing', () => {
-  it('is exact to the micro-dollar, rounding once half up', () => {
-    const p = { inputUnits: priceUnits(0.15), outputUnits: priceUnits(0.6) };
-    expect(costMicros(1234, 567, p)).toBe(525n); // 525.3
-    expect(costMicros(1, 0, { inputUnits: priceUnits(0.5), outputUnits: 0n })).toBe(1n); // 0.5 → 1
-    expect(costMicros(1, 0, { inputUnits: priceUnits(0.499999), outputUnits: 0n })).toBe(0n);
-    expect(costMicros(1_000_000, 1_000_000, { inputUnits: priceUnits(2.5), outputUnits: priceUnits(10) })).toBe(12_500_000n);
-    // Far beyond floating-point exactness: 10^12 tokens at $0.000001 per million.
-    expect(costMicros(1e12, 0, { inputUnits: priceUnits(0.000001), outputUnits: 0n })).toBe(1_000_000n);
-  });
-
-  it('accepts prices with at most 6 decimals', () => {
-    expect(isExactPrice(0.15)).toBe(true);
-    expect(isExactPrice(0.000001)).toBe(true);
-    expect(isExactPrice(0.0000001)).toBe(false);
-    expect(isExactPrice(-1)).toBe(false);
-    expect(isExactPrice(Number.NaN)).toBe(false);
   });
 });
 

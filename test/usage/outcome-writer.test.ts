@@ -3,8 +3,10 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { newId } from '../../src/db/ids.ts';
 import { periodOf } from '../../src/domain/budgets/service.ts';
 import { testOutcome } from '../helpers/outcomes.ts';
-import { MemoryOutcomeWriter, RedisOutcomeWriter } from '../../src/domain/usage/outcome-writer.ts';
-import { encodeOutcome, persistOutcomes } from '../../src/domain/usage/record.ts';
+import { MemoryOutcomeWriter } from '../../src/jobs/outcomes/memory-queue.ts';
+import { RedisOutcomeWriter } from '../../src/jobs/outcomes/redis-stream.ts';
+import { encodeOutcome } from '../../src/jobs/outcomes/codec.ts';
+import { persistOutcomes } from '../../src/jobs/outcomes/persist-outcomes.ts';
 import { buildTestApp, client, seedProject, type Client, type TestApp } from '../helpers/app.ts';
 import { expectError } from '../helpers/expect.ts';
 import { REDIS_URL, uniqueName } from '../helpers/services.ts';
@@ -215,7 +217,7 @@ describe('the outcome writer', () => {
     // A key of the wrong type where the stream should be: every XADD fails.
     await raw.set(`${prefix}usage:outcomes`, 'not a stream');
     const writer = new RedisOutcomeWriter(
-      { db: t.deps.db, clock: t.deps.clock, log: t.deps.log, deps: () => t.deps, flushMs: 20 },
+      { db: t.deps.db, clock: t.deps.clock, log: t.deps.log, handoff: t.deps.webhooks.worker, alerts: t.deps.budgetAlerts, flushMs: 20 },
       t.deps.redis!,
       prefix,
       5_000,

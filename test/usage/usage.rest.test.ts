@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { emitDailyUsageSummaries } from '../../src/domain/usage/daily-summary.ts';
+import { emitDailyUsageSummaries } from '../../src/jobs/daily-summary/daily-summary.ts';
 import { buildTestApp, client, seedProject, type Client, type TestApp } from '../helpers/app.ts';
 import { expectError } from '../helpers/expect.ts';
 import { expectHiddenFrom, expectScopeRequired } from '../helpers/security.ts';

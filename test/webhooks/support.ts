@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { expect } from 'vitest';
 import type { Client, TestApp } from '../helpers/app.ts';
 import { testPki } from '../helpers/https-receiver.ts';
-import { DeliveryWorker, type DeliveryWorkerOptions } from '../../src/webhooks/delivery-worker.ts';
+import { DeliveryWorker, type DeliveryWorkerOptions } from '../../src/jobs/webhook-delivery/worker.ts';
 import type { EgressPolicy } from '../../src/webhooks/egress.ts';
 
 /** Test env: loopback receivers are reachable only because the allowlist says so (CONTRACT §1, "allowlisted egress"). */

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, client, createTestDatabase, seedProject, type Client, type TestApp, type TestDatabase } from '../helpers/app.ts';
 import { startReceiver, testPki, type Receiver } from '../helpers/https-receiver.ts';
-import { persistOutcomes } from '../../src/domain/usage/record.ts';
+import { persistOutcomes } from '../../src/jobs/outcomes/persist-outcomes.ts';
 import { testOutcome } from '../helpers/outcomes.ts';
 import { createWebhook, deliveriesOf, testWorker, webhookEnv } from './support.ts';
 

@@ -1,3 +1,6 @@
+import type { LRUCache } from 'lru-cache';
+import { loadingCache } from '../../kernel/cache.ts';
+import type { Clock } from '../../kernel/clock.ts';
 import type { Bus } from '../../pubsub/bus.ts';
 
 /** What authentication needs of a key row, cached by secret digest. */
@@ -15,52 +18,92 @@ export interface CachedKey {
   budgetMicros: bigint | null;
 }
 
+type LoadKey = () => Promise<CachedKey | null>;
+
 const CHANNEL = 'keys:changed';
 /** A safety net only: invalidation is pushed, so an entry this old is re-read even if a message was lost. */
 export const KEY_CACHE_TTL_MS = 60_000;
 const MAX_ENTRIES = 100_000;
 
 /**
- * In-process cache of authenticated keys, so that a steady-state request runs no SQL to authenticate. A rotate,
- * revoke or scope change evicts the key here before the response is sent and on every other replica through the bus.
- * Expiry and the end of a rotation overlap are checked on every request from the cached timestamps.
+ * In-process cache of authenticated keys (lru-cache, on the injected clock), so that a steady-state request runs no SQL
+ * to authenticate. A rotate, revoke or scope change evicts the key here before the response is sent and on every other
+ * replica through the bus. Expiry and the end of a rotation overlap are checked on every request from the cached
+ * timestamps. Only active keys are cached: unknown secrets must not be able to fill the cache.
  */
 export class KeyCache {
-  private readonly byHash = new Map<string, { key: CachedKey; loadedAt: number }>();
+  private readonly byHash: LRUCache<string, CachedKey, LoadKey>;
+  /** The digests cached per key (current and previous secret), so that an eviction by key id finds them. */
   private readonly hashesById = new Map<string, Set<string>>();
-  /** Bumped by every eviction: a row read before an eviction must not be cached after it (see loadToken). */
+  /**
+   * The digests being loaded by fetch(). Their key ids are not known until the row is read, so every eviction drops
+   * them all: a row read before an eviction must not be cached after it.
+   */
+  private readonly loading = new Set<{ hash: string }>();
+  /** The same for the callers that load themselves (get, loadToken, set). */
   private epoch = 0;
 
-  constructor(private readonly bus: Bus) {
+  constructor(
+    private readonly bus: Bus,
+    private readonly clock: Clock,
+  ) {
+    this.byHash = loadingCache<CachedKey, LoadKey>({
+      ttlMs: KEY_CACHE_TTL_MS,
+      max: MAX_ENTRIES,
+      now: () => clock.now(),
+      load: async (hash, load) => {
+        const loading = { hash };
+        this.loading.add(loading);
+        try {
+          const key = await load();
+          return key?.status === 'active' ? key : undefined;
+        } finally {
+          this.loading.delete(loading);
+        }
+      },
+      onInsert: (key, hash) => {
+        let hashes = this.hashesById.get(key.id);
+        if (!hashes) this.hashesById.set(key.id, (hashes = new Set()));
+        hashes.add(hash);
+      },
+      onRemove: (key, hash) => {
+        const hashes = this.hashesById.get(key.id);
+        hashes?.delete(hash);
+        if (hashes?.size === 0) this.hashesById.delete(key.id);
+      },
+    });
     bus.subscribe(CHANNEL, (keyId) => this.evictLocal(keyId));
     bus.onResync(() => this.clear());
   }
 
-  get(hash: string, nowMs: number): CachedKey | undefined {
-    const hit = this.byHash.get(hash);
-    if (!hit) return undefined;
-    if (nowMs - hit.loadedAt > KEY_CACHE_TTL_MS || nowMs < hit.loadedAt) {
-      this.byHash.delete(hash);
-      return undefined;
-    }
-    return hit.key;
+  /**
+   * The active key with this secret digest: cached, or loaded by `load` once for all the requests asking at the same
+   * time. A load that an eviction overtook (it may have read the row before the revoke committed) is answered but not
+   * cached, so a revoked key cannot come back from this cache.
+   */
+  async fetch(hash: string, load: LoadKey): Promise<CachedKey | undefined> {
+    this.dropIfClockWentBack(hash);
+    return this.byHash.fetch(hash, { context: load });
+  }
+
+  /** @deprecated The caller's own load: get, loadToken, read, set. fetch() does the same in one call, de-duplicated. */
+  get(hash: string, _nowMs?: number): CachedKey | undefined {
+    this.dropIfClockWentBack(hash);
+    return this.byHash.get(hash);
   }
 
   /**
-   * Take before reading a key row, pass to set(): a read that raced a revoke (it saw the row before the commit, the
-   * eviction ran before it returned) is then not cached, so the revoked key cannot come back from this cache.
+   * @deprecated See get(). Take before reading a key row, pass to set(): a read that raced a revoke (it saw the row
+   * before the commit, the eviction ran before it returned) is then not cached.
    */
   loadToken(): number {
     return this.epoch;
   }
 
-  set(hash: string, key: CachedKey, nowMs: number, token?: number): void {
+  /** @deprecated See get(). */
+  set(hash: string, key: CachedKey, _nowMs?: number, token?: number): void {
     if (token !== undefined && token !== this.epoch) return;
-    if (this.byHash.size >= MAX_ENTRIES) this.clear();
-    this.byHash.set(hash, { key, loadedAt: nowMs });
-    let set = this.hashesById.get(key.id);
-    if (!set) this.hashesById.set(key.id, (set = new Set()));
-    set.add(hash);
+    this.byHash.set(hash, key);
   }
 
   /** Evicts here at once, then tells the other replicas. Call after the change has committed. */
@@ -69,15 +112,22 @@ export class KeyCache {
     await this.bus.publish(CHANNEL, keyId);
   }
 
-  private evictLocal(keyId: string): void {
-    this.epoch++;
-    for (const hash of this.hashesById.get(keyId) ?? []) this.byHash.delete(hash);
-    this.hashesById.delete(keyId);
-  }
-
   clear(): void {
     this.epoch++;
     this.byHash.clear();
     this.hashesById.clear();
+  }
+
+  private evictLocal(keyId: string): void {
+    this.epoch++;
+    // Deleting a digest being loaded aborts its fetch: its callers get the row, the cache does not keep it.
+    const hashes = [...(this.hashesById.get(keyId) ?? []), ...[...this.loading].map((l) => l.hash)];
+    for (const hash of hashes) this.byHash.delete(hash);
+    this.hashesById.delete(keyId);
+  }
+
+  /** An entry loaded "in the future" (the clock was set back) is not trusted: its age is unknown. */
+  private dropIfClockWentBack(hash: string): void {
+    if (this.byHash.getRemainingTTL(hash) > KEY_CACHE_TTL_MS) this.byHash.delete(hash);
   }
 }

@@ -1,11 +1,12 @@
 import type { Tx } from '../../db/client.ts';
 import { SvcError, invalid } from '../../errors/svc-error.ts';
 import { recordAudit } from '../audit/service.ts';
-import type { Ctx, Deps } from '../context.ts';
+import type { Ctx } from '../context.ts';
 import { enqueueEvent, enqueueEvents, type NewEvent } from '../events/outbox.ts';
-import { MICROS_PER_USD, budgetMicros } from '../keys/service.ts';
+import { budgetMicros } from '../keys/service.ts';
+import { microsToUsd } from '../../kernel/money.ts';
 import { requireProjectId } from '../projects/service.ts';
-import { sendBudgetAlertEmail, type BudgetAlert } from './alert-mail.ts';
+import type { BudgetAlert } from './types.ts';
 import { addSpendBatch, budgetsOf, markThresholds, spentIn, type SpendRow } from './store.ts';
 
 export type { BudgetAlert };
@@ -15,7 +16,8 @@ export function periodOf(d: Date): string {
   return `${d.getUTCFullYear()}-${String(d.getUTCMonth() + 1).padStart(2, '0')}`;
 }
 
-export const microsToUsd = (m: bigint): number => Number(m) / MICROS_PER_USD;
+// The REST and GraphQL budget fields read it from here.
+export { microsToUsd };
 
 /** Alerts in the order they fire; `mark` is what budget_spend.thresholds_sent remembers for the month. */
 const LEVELS = [
@@ -178,7 +180,7 @@ export interface SpendEntry {
  * In the outcome writer's transaction: adds a batch's spend to budget_spend (aggregated per scope and month, one
  * statement) and fires what it crosses. Crossing 80% and 95% of a budget emits budget.threshold, reaching 100%
  * budget.exceeded: each once per scope and month (thresholds_sent, updated under the row lock that the add holds until
- * commit), all that the batch crosses, in that order. Returns the alerts to e-mail after commit (sendBudgetAlerts).
+ * commit), all that the batch crosses, in that order. Returns the alerts to e-mail after commit (BudgetAlertSender).
  */
 export async function applySpend(tx: Tx, entries: readonly SpendEntry[], now: Date): Promise<BudgetAlert[]> {
   const rows = new Map<string, SpendRow & { keyId: string | null }>();
@@ -237,22 +239,4 @@ export async function applySpend(tx: Tx, entries: readonly SpendEntry[], now: Da
   }
   await enqueueEvents(tx, events);
   return fired;
-}
-
-const pending = new WeakMap<Deps, Set<Promise<void>>>();
-
-/** After the batch that fired them has committed: best effort (see alert-mail.ts), tracked for flushBudgetAlerts. */
-export function sendBudgetAlerts(deps: Deps, alerts: readonly BudgetAlert[]): void {
-  for (const alert of alerts) {
-    let set = pending.get(deps);
-    if (!set) pending.set(deps, (set = new Set()));
-    const p = sendBudgetAlertEmail(deps.config, deps.log, alert).finally(() => set.delete(p));
-    set.add(p);
-  }
-}
-
-/** Persists the outcomes accepted so far (their alerts fire in that batch), then waits for the e-mails (shutdown, tests). */
-export async function flushBudgetAlerts(deps: Deps): Promise<void> {
-  await deps.outcomes?.flush();
-  await Promise.all([...(pending.get(deps) ?? [])]);
 }

@@ -1,4 +1,6 @@
+import type { LRUCache } from 'lru-cache';
 import type { Db } from '../../db/client.ts';
+import { loadingCache, readThrough } from '../../kernel/cache.ts';
 import type { RoutingStrategy, RoutingTarget } from '../../providers/router.ts';
 import type { Bus } from '../../pubsub/bus.ts';
 
@@ -54,91 +56,39 @@ export async function loadCachedProject(db: Db, projectId: string): Promise<Cach
   };
 }
 
-interface Entry {
-  project: CachedProject;
-  loadedAt: number;
-}
-
 /**
  * In-process cache of project rows and default routing policies, so that a steady-state inference reads no SQL for
  * them. Archive, budget update and routing policy create/update/delete evict the project here before they answer
  * (invalidate(), after commit) and on every other replica through the bus. Loads that raced an eviction are not kept.
- * Entries are refreshed in the background before the TTL ends, so steady traffic never waits for a reload.
+ * Entries are refreshed in the background before the TTL ends, so steady traffic never waits for a reload
+ * (kernel/cache.ts: lru-cache).
  */
 export class ProjectCache {
-  private readonly entries = new Map<string, Entry>();
-  private readonly loading = new Map<string, Promise<CachedProject | null>>();
-  private readonly generation = new Map<string, number>();
-  private epoch = 0;
+  private readonly entries: LRUCache<string, CachedProject>;
 
   constructor(
     private readonly bus: Bus,
-    private readonly load: (projectId: string) => Promise<CachedProject | null>,
-    private readonly monotonicNow: () => number = () => performance.now(),
-    private readonly ttlMs = PROJECT_CACHE_TTL_MS,
+    load: (projectId: string) => Promise<CachedProject | null>,
+    monotonicNow: () => number = () => performance.now(),
+    ttlMs = PROJECT_CACHE_TTL_MS,
   ) {
-    bus.subscribe(CHANNEL, (projectId) => this.evictLocal(projectId));
+    this.entries = loadingCache({ ttlMs, max: MAX_ENTRIES, now: monotonicNow, load: async (projectId) => (await load(projectId)) ?? undefined });
+    bus.subscribe(CHANNEL, (projectId) => this.entries.delete(projectId));
     bus.onResync(() => this.clear());
   }
 
   /** The project, or null when it does not exist (not cached). */
   async get(projectId: string): Promise<CachedProject | null> {
-    const hit = this.entries.get(projectId);
-    const now = this.monotonicNow();
-    if (hit) {
-      const age = now - hit.loadedAt;
-      if (age >= 0 && age < this.ttlMs) {
-        if (age >= this.ttlMs * REFRESH_AHEAD) void this.reload(projectId).catch(() => {});
-        return hit.project;
-      }
-    }
-    try {
-      return await this.reload(projectId);
-    } catch (err) {
-      // The database did not answer: the row it gave a minute ago beats failing the request.
-      if (hit) return hit.project;
-      throw err;
-    }
+    return (await readThrough(this.entries, projectId, REFRESH_AHEAD)) ?? null;
   }
 
   /** Evicts here at once, then tells the other replicas. Call after the change has committed. */
   async invalidate(projectId: string): Promise<void> {
-    this.evictLocal(projectId);
+    this.entries.delete(projectId);
     await this.bus.publish(CHANNEL, projectId);
   }
 
   clear(): void {
-    this.epoch++;
     this.entries.clear();
-    this.loading.clear();
-  }
-
-  private reload(projectId: string): Promise<CachedProject | null> {
-    const running = this.loading.get(projectId);
-    if (running) return running;
-    const token = `${this.epoch}:${this.generation.get(projectId) ?? 0}`;
-    const p = this.load(projectId).then(
-      (project) => {
-        if (this.loading.get(projectId) === p) this.loading.delete(projectId);
-        // Read before an eviction that has happened since: that row may be the old one, so it is not kept.
-        if (project && token === `${this.epoch}:${this.generation.get(projectId) ?? 0}`) {
-          if (this.entries.size >= MAX_ENTRIES) this.entries.clear();
-          this.entries.set(projectId, { project, loadedAt: this.monotonicNow() });
-        }
-        return project;
-      },
-      (err: unknown) => {
-        if (this.loading.get(projectId) === p) this.loading.delete(projectId);
-        throw err;
-      },
-    );
-    this.loading.set(projectId, p);
-    return p;
-  }
-
-  private evictLocal(projectId: string): void {
-    this.generation.set(projectId, (this.generation.get(projectId) ?? 0) + 1);
-    this.entries.delete(projectId);
-    this.loading.delete(projectId);
   }
 }

@@ -1,22 +1,17 @@
 import type { Logger } from 'pino';
-import type { Config } from '../config/config.ts';
-import type { Database, Db } from '../db/client.ts';
-import type { Clock } from '../domain/context.ts';
-import { DeliveryWorker, type DeliveryWorkerOptions } from './delivery-worker.ts';
-import { EgressPolicy } from './egress.ts';
-import { createSecretBox, type SecretBox } from './secret-box.ts';
+import type { Config } from '../../config/config.ts';
+import type { Database, Db } from '../../db/client.ts';
+import type { Clock } from '../../domain/context.ts';
+import type { WebhookRuntime } from '../../domain/events/ports.ts';
+import { EgressPolicy } from '../../webhooks/egress.ts';
+import { createSecretBox } from '../../webhooks/secret-box.ts';
+import { DeliveryWorker, type DeliveryWorkerOptions } from './worker.ts';
 
 /** What webhooks need process-wide: the secret encryption, the egress guard and the delivery worker (not started). */
-export interface WebhookRuntime {
-  secretBox: SecretBox;
-  egress: EgressPolicy;
-  worker: DeliveryWorker;
-}
-
 export function createWebhookRuntime(
   base: { config: Readonly<Config>; db: Db; database: Database; clock: Clock; log: Logger },
   workerOptions: DeliveryWorkerOptions = {},
-): WebhookRuntime {
+): WebhookRuntime & { worker: DeliveryWorker } {
   const { config, log } = base;
   const secretBox = createSecretBox({
     encryptionKey: config.encryptionKey,

@@ -1,0 +1,55 @@
+import { LRUCache } from 'lru-cache';
+
+export interface LoadingCacheOptions<V, C> {
+  ttlMs: number;
+  max: number;
+  /** The cache's time in ms (lru-cache's `perf`): the injected clock, or a monotonic one; tests pass their own. */
+  now: () => number;
+  /** Loads a missing or expired entry; undefined: nothing to cache (the caller gets undefined). */
+  load: (key: string, context: C) => Promise<V | undefined>;
+  /** Called with each entry that is added, and each that leaves (evicted, expired, deleted, replaced). */
+  onInsert?: (value: V, key: string) => void;
+  onRemove?: (value: V, key: string) => void;
+}
+
+/**
+ * lru-cache as the in-process caches (keys, projects, limits) use it: `fetch` loads an entry once however many requests
+ * ask for it at the same time; time is read from `now` on every call (ttlResolution 0: no timer, and a fake clock is
+ * obeyed at once); a load that an eviction overtook is answered to its callers but not kept (a `delete` aborts the
+ * fetch, ignoreFetchAbort lets it finish): the row it read may be the one the eviction was about. A failed reload
+ * leaves the entry it was refreshing in place (see readThrough).
+ */
+export function loadingCache<V extends {}, C = unknown>(opts: LoadingCacheOptions<V, C>): LRUCache<string, V, C> {
+  return new LRUCache<string, V, C>({
+    max: opts.max,
+    ttl: opts.ttlMs,
+    ttlResolution: 0,
+    perf: { now: opts.now },
+    fetchMethod: (key, _stale, { context }) => opts.load(key, context),
+    ignoreFetchAbort: true,
+    noDeleteOnFetchRejection: true,
+    onInsert: opts.onInsert,
+    dispose: opts.onRemove,
+  });
+}
+
+/**
+ * A read of rows that change rarely and are evicted when they do. Fresh: the cached entry; past `refreshAt` of its TTL
+ * it is still answered and a reload starts in the background, so steady traffic never waits for one. Missing or
+ * expired: the load, shared with any already running. The load failing (the database did not answer): the last entry,
+ * however old, beats failing the request.
+ */
+export async function readThrough<V extends {}>(cache: LRUCache<string, V, unknown>, key: string, refreshAt = 0.8): Promise<V | undefined> {
+  const left = cache.getRemainingTTL(key);
+  const fresh = left > 0;
+  if (fresh && left <= cache.ttl * (1 - refreshAt)) void cache.fetch(key, { forceRefresh: true, allowStale: true }).catch(() => {});
+  try {
+    // allowStale while fresh: during a background reload the entry being refreshed is answered, not waited for.
+    return await cache.fetch(key, { allowStale: fresh });
+  } catch (err) {
+    // A failed load leaves the entry it was reloading in place (noDeleteOnFetchRejection).
+    const last = cache.peek(key, { allowStale: true });
+    if (last !== undefined) return last;
+    throw err;
+  }
+}

@@ -1,0 +1,45 @@
+import { randomBytes } from 'node:crypto';
+
+// Crockford base32 in lower case: the ids sort as text in the order they were made, so an id is its own cursor.
+const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
+
+let lastMs = -1;
+let lastRandom: number[] = [];
+
+function encodeTime(ms: number): string {
+  let out = '';
+  for (let i = 0; i < 10; i++) {
+    out = ALPHABET[ms % 32] + out;
+    ms = Math.floor(ms / 32);
+  }
+  return out;
+}
+
+/** Within one millisecond the random part is incremented, so ids made by one process are strictly increasing. */
+function nextRandom(ms: number): number[] {
+  if (ms === lastMs) {
+    for (let i = lastRandom.length - 1; i >= 0; i--) {
+      if (lastRandom[i]! < 31) {
+        lastRandom[i]!++;
+        return lastRandom;
+      }
+      lastRandom[i] = 0;
+    }
+  }
+  lastMs = ms;
+  lastRandom = Array.from(randomBytes(16), (b) => b & 31);
+  return lastRandom;
+}
+
+export type IdPrefix = 'prj' | 'key' | 'req' | 'aud' | 'evt' | 'wh' | 'del' | 'att' | 'inf' | 'pol';
+
+/** Whether `value` has the form of an id newId makes with this prefix. */
+export function isId(prefix: IdPrefix, value: string): boolean {
+  return value.length === prefix.length + 27 && value.startsWith(`${prefix}_`) && [...value.slice(prefix.length + 1)].every((c) => ALPHABET.includes(c));
+}
+
+/** `<prefix>_` + 26 time-ordered characters (48-bit millisecond time, 80 random bits). */
+export function newId(prefix: IdPrefix, nowMs: number = Date.now()): string {
+  const ms = Math.max(nowMs, lastMs);
+  return `${prefix}_${encodeTime(ms)}${nextRandom(ms).map((n) => ALPHABET[n]).join('')}`;
+}
