@@ -100,7 +100,8 @@ builder.mutationFields((t) => ({
     type: CreateKeyPayload,
     nullable: true,
     authScopes: KEYS,
-    description: 'A key can only grant scopes it holds. Audits key.create.',
+    description:
+        'A key can only grant scopes it holds, and a budgetUsd / expiresAt no looser than its own (insufficient_scope naming budget_usd / expires_at). Audits key.create.',
     args: { input: t.arg({ type: CreateKeyInput, required: true }) },
     resolve: async (_root, { input }, { ctx }) => {
       const key = await createKey(ctx, {
@@ -117,7 +118,8 @@ builder.mutationFields((t) => ({
     type: RotateKeyPayload,
     nullable: true,
     authScopes: KEYS,
-    description: 'New secret for the same key id; the previous one stays valid overlapHours (0 to 168). Audits key.rotate, emits key.rotated.',
+    description:
+      'New secret for the same key id; the previous one stays valid overlapHours (0 to 168). A key rotates only keys whose scopes it holds and whose budget and expiry are within its own. Audits key.rotate, emits key.rotated.',
     args: { id: t.arg.id({ required: true }), overlapHours: t.arg.int() },
     resolve: async (_root, args, { ctx }) => {
       const key = await rotateKey(ctx, String(args.id), { overlap_hours: args.overlapHours });
@@ -128,7 +130,7 @@ builder.mutationFields((t) => ({
     type: ApiKeyRef,
     nullable: true,
     authScopes: KEYS,
-    description: 'Revoking twice returns the same key. Audits key.revoke, emits key.revoked.',
+    description: 'Revoking twice returns the same key. A key revokes only keys whose scopes it holds. Audits key.revoke, emits key.revoked.',
     args: { id: t.arg.id({ required: true }) },
     resolve: (_root, args, { ctx }) => revokeKey(ctx, String(args.id)),
   }),

@@ -92,8 +92,9 @@ describe('REST and GraphQL give the same stored state, audit rows and events', (
     for (const side of [rest, graph]) {
       await client(t.app, side.secret).post('/v1/webhooks', { project_id: side.projectId, url: 'https://127.0.0.1:9/hook', events: ['key.revoked'] });
     }
-    const restKey = (await operator.post('/v1/keys', { project_id: rest.projectId, name: 'doomed', scopes: ['usage:read'] })).body.id;
-    const graphKey = (await operator.post('/v1/keys', { project_id: graph.projectId, name: 'doomed', scopes: ['usage:read'] })).body.id;
+    // Scopes the revoking key holds: a key revokes only keys whose scopes it holds (issue 14).
+    const restKey = (await operator.post('/v1/keys', { project_id: rest.projectId, name: 'doomed', scopes: ['keys:manage'] })).body.id;
+    const graphKey = (await operator.post('/v1/keys', { project_id: graph.projectId, name: 'doomed', scopes: ['keys:manage'] })).body.id;
     for (let i = 0; i < 2; i++) {
       await client(t.app, rest.secret).post(`/v1/keys/${restKey}/revoke`);
       const res = await gql(`mutation($id: ID!) { revokeKey(id: $id) { status } }`, { id: graphKey }, { key: graph.secret });

@@ -3,10 +3,12 @@ import { isUniqueViolation, type Tx } from '../../db/client.ts';
 import { newId } from '../../db/ids.ts';
 import { SvcError, invalid } from '../../errors/svc-error.ts';
 import { recordAudit } from '../audit/service.ts';
+import { recordReadAudit } from '../audit/console-session.ts';
 import type { Ctx } from '../context.ts';
 import { enqueueEvent } from '../events/outbox.ts';
 import { paginate, type Page, type PageQuery } from '../pagination.ts';
 import { requireProjectId, visibleProjectId } from '../projects/service.ts';
+import { keyNameFold, normalizeKeyName } from './names.ts';
 import { isScope, type Scope } from './scopes.ts';
 import { generateSecret, hashSecret } from './secrets.ts';
 
@@ -39,10 +41,7 @@ export function budgetMicros(usd: number): bigint {
 }
 
 function validateKeyInput(ctx: Ctx, input: CreateKeyInput): { name: string; scopes: Scope[]; budgetMicros: bigint | null; expiresAt: Date | null } {
-  // Characters are code points: 100 emoji are 100 characters, not 200 UTF-16 units.
-  if (typeof input.name !== 'string' || input.name.trim().length === 0 || [...input.name].length > 100) {
-    throw invalid('name', 'name must be a non-empty string of at most 100 characters.');
-  }
+  const name = normalizeKeyName(input.name);
   if (!Array.isArray(input.scopes) || input.scopes.length === 0) {
     throw invalid('scopes', 'scopes must be a non-empty array of scopes.');
   }
@@ -67,24 +66,56 @@ function validateKeyInput(ctx: Ctx, input: CreateKeyInput): { name: string; scop
     if (input.expires_at > 253_402_300_799) throw invalid('expires_at', 'expires_at is too far in the future.');
     expiresAt = new Date(input.expires_at * 1000);
   }
-  return { name: input.name, scopes, budgetMicros: budget, expiresAt };
+  return { name, scopes, budgetMicros: budget, expiresAt };
 }
 
+type KeyAction = 'grant' | 'rotate' | 'revoke';
+
 /**
- * A key may only hand out scopes it holds itself (CONTRACT §3): on create, and on rotate, whose answer is the rotated
- * key's new secret (a keys:manage key rotating an admin key would otherwise get the admin's powers).
+ * A key may only hand out scopes it holds itself (CONTRACT §3): on create; on rotate, whose answer is the rotated
+ * key's new secret (a keys:manage key rotating an admin key would otherwise get the admin's powers); and on revoke
+ * (a keys:manage key may not switch off a key more powerful than itself). The operator acts on any key.
  */
-function assertScopeSubset(ctx: Ctx, scopes: readonly string[], action: 'grant' | 'rotate'): void {
+function assertScopeSubset(ctx: Ctx, scopes: readonly string[], action: KeyAction): void {
   if (ctx.caller.kind === 'operator') return;
   const held = new Set(ctx.caller.scopes);
   const extra = scopes.filter((s) => !held.has(s as Scope));
   if (extra.length > 0) {
+    const message = {
+      grant: `A key cannot grant scopes it does not hold: ${extra.join(', ')}.`,
+      rotate: `A key cannot rotate a key holding scopes it does not hold: ${extra.join(', ')}.`,
+      revoke: `A key cannot revoke a key holding scopes it does not hold: ${extra.join(', ')}.`,
+    }[action];
+    throw new SvcError('insufficient_scope', { param: action === 'grant' ? 'scopes' : 'key_id', message });
+  }
+}
+
+/**
+ * A key's hard stops travel with what it hands out: the key it creates, or the key whose new secret it gets by
+ * rotating, must have a budget_usd no higher than the caller's and an expires_at no later than the caller's when the
+ * caller has one (none counts as looser). Else 403 insufficient_scope, param budget_usd / expires_at on create and
+ * key_id on rotate. `db` is the open transaction when there is one (PGlite has a single connection).
+ */
+async function assertNoLooserThanCaller(
+  ctx: Ctx,
+  db: Tx,
+  child: { budgetMicros: bigint | null; expiresAt: Date | null },
+  action: 'grant' | 'rotate',
+): Promise<void> {
+  if (ctx.caller.kind === 'operator') return;
+  const own = await db.apiKey.findUnique({ where: { id: ctx.caller.keyId }, select: { budgetMicros: true, expiresAt: true } });
+  if (!own) throw new SvcError('invalid_api_key');
+  const verb = action === 'grant' ? 'create' : 'rotate';
+  if (own.budgetMicros !== null && (child.budgetMicros === null || child.budgetMicros > own.budgetMicros)) {
     throw new SvcError('insufficient_scope', {
-      param: action === 'grant' ? 'scopes' : 'key_id',
-      message:
-        action === 'grant'
-          ? `A key cannot grant scopes it does not hold: ${extra.join(', ')}.`
-          : `A key cannot rotate a key holding scopes it does not hold: ${extra.join(', ')}.`,
+      param: action === 'grant' ? 'budget_usd' : 'key_id',
+      message: `A key with budget_usd ${Number(own.budgetMicros) / MICROS_PER_USD} cannot ${verb} a key without a budget_usd or with a higher one.`,
+    });
+  }
+  if (own.expiresAt !== null && (child.expiresAt === null || child.expiresAt.getTime() > own.expiresAt.getTime())) {
+    throw new SvcError('insufficient_scope', {
+      param: action === 'grant' ? 'expires_at' : 'key_id',
+      message: `A key expiring at ${Math.floor(own.expiresAt.getTime() / 1000)} cannot ${verb} a key without an expires_at or with a later one.`,
     });
   }
 }
@@ -93,6 +124,7 @@ function assertScopeSubset(ctx: Ctx, scopes: readonly string[], action: 'grant' 
 export async function createKey(ctx: Ctx, input: CreateKeyInput): Promise<KeyWithSecret> {
   const valid = validateKeyInput(ctx, input);
   assertScopeSubset(ctx, valid.scopes, 'grant');
+  await assertNoLooserThanCaller(ctx, ctx.db, valid, 'grant');
   const projectId = await requireProjectId(ctx, input.project_id);
   const secret = generateSecret();
   const now = ctx.now();
@@ -103,7 +135,7 @@ export async function createKey(ctx: Ctx, input: CreateKeyInput): Promise<KeyWit
           id: newId('key', now.getTime()),
           projectId,
           name: valid.name,
-          activeName: valid.name,
+          activeName: keyNameFold(valid.name),
           scopes: valid.scopes,
           secretHash: hashSecret(secret),
           secretLast4: secret.slice(-4),
@@ -141,10 +173,11 @@ export async function listKeys(ctx: Ctx, query: ListKeysQuery): Promise<Page<Api
       ctx.db.apiKey.findMany({ where: cursor ? { ...where, id: cursor } : where, orderBy: { id: order }, take }),
     exists: async (id) => (await ctx.db.apiKey.count({ where: { ...where, id } })) > 0,
   });
-  await recordAudit(ctx.db, ctx, 'key.list', {
+  // From the admin console, at most once per session and page (audit/console-session.ts); API callers every time.
+  await recordReadAudit(ctx, 'key.list', {
     projectId: projectId ?? null,
     data: { count: page.data.length, ...pickDefined(query) },
-  });
+  }, query);
   return page;
 }
 
@@ -195,6 +228,7 @@ export async function rotateKey(ctx: Ctx, keyId: string, input: RotateKeyInput =
     const status = keyStatus(found, now);
     if (status !== 'active') throw invalid('key_id', `A ${status} key cannot be rotated.`);
     assertScopeSubset(ctx, found.scopes, 'rotate');
+    await assertNoLooserThanCaller(ctx, tx, found, 'rotate');
     const rotated = await tx.apiKey.update({
       where: { id: found.id },
       data: {
@@ -226,6 +260,7 @@ export async function revokeKey(ctx: Ctx, keyId: string): Promise<ApiKey> {
   const projectId = await visibleProjectId(ctx, null);
   const key = await ctx.db.$transaction(async (tx) => {
     const found = await findVisibleKey(ctx, tx, keyId, projectId);
+    assertScopeSubset(ctx, found.scopes, 'revoke');
     if (found.status === 'revoked') return found;
     const revoked = await tx.apiKey.update({
       where: { id: found.id },
