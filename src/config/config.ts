@@ -19,6 +19,8 @@ export interface Config {
   webhookRetryHorizonS: number;
   /** The receiver's deadline per attempt (spec 6.1.2: 10 s). */
   webhookTimeoutMs: number;
+  /** Active webhooks a project may have (disabled ones do not count); Stripe's default endpoint limit is 16. */
+  maxWebhooksPerProject: number;
   egressAllowlist: string[];
   smtpUrl: string | null;
   alertEmailFrom: string | null;
@@ -134,6 +136,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     webhookRetryScheduleS,
     webhookRetryHorizonS: int(env, 'SVC_WEBHOOK_RETRY_HORIZON_S', 86_400, 1, 30 * 86_400),
     webhookTimeoutMs: int(env, 'SVC_WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000),
+    maxWebhooksPerProject: int(env, 'SVC_MAX_WEBHOOKS_PER_PROJECT', 16, 1, 1000),
     egressAllowlist: (str(env, 'SVC_EGRESS_ALLOWLIST') ?? '').split(',').map((s) => s.trim()).filter(Boolean),
     smtpUrl: url(env, 'SVC_SMTP_URL', ['smtp:', 'smtps:']),
     alertEmailFrom: emailAddress(env, 'SVC_ALERT_EMAIL_FROM'),

@@ -43,6 +43,27 @@ const disableIntrospection: Plugin = {
   },
 };
 
+/**
+ * graphql-js appends " Did you mean …?" to validation and variable errors (an unknown field, argument, type, enum value
+ * or input field), which names parts of the schema. With introspection off the schema is not public, so the
+ * suggestion is dropped: the error still says what was wrong ("Cannot query field "kees" on type "Query".").
+ * graphql-armor's block-field-suggestions covers validation errors only and misses "Did you mean the enum value …",
+ * so this covers every error of the result, before useErrorShape reads the messages.
+ */
+const SUGGESTION = / Did you mean .*\?$/s;
+export const hideSuggestions: Plugin = {
+  onResultProcess({ result }) {
+    if (Array.isArray(result) || !('errors' in result) || !result.errors) return;
+    for (const error of result.errors) {
+      if (SUGGESTION.test(error.message)) (error as { message: string }).message = error.message.replace(SUGGESTION, '');
+    }
+  },
+};
+
+/** What POST /graphql reads (README): a JSON request object, or the query itself as application/graphql. */
+const POST_MEDIA_TYPES = new Set(['application/json', 'application/graphql']);
+const mediaTypeOf = (contentType: string | undefined) => (contentType ?? '').split(';')[0]!.trim().toLowerCase();
+
 const graphiqlOptions = {
   title: 'svc gateway GraphQL',
   endpoint: GRAPHQL_PATH,
@@ -68,7 +89,7 @@ export function createGraphQLServer(deps: Deps) {
     logging: yogaLogger(deps.log),
     plugins: [
       ...queryLimits(),
-      ...(deps.config.graphqlIntrospection ? [] : [disableIntrospection]),
+      ...(deps.config.graphqlIntrospection ? [] : [disableIntrospection, hideSuggestions]),
       useErrorShape(),
     ],
   });
@@ -108,6 +129,12 @@ export const graphqlRoutes: FastifyPluginAsync = async (app) => {
       // A JSON body that is not a GraphQL request object ({}, [], null, a number): yoga would read the consumed stream
       // again and call it invalid JSON.
       const body = req.body as unknown;
+      // Only the media types README promises. Yoga itself would also run a form post (application/x-www-form-urlencoded,
+      // which a browser sends cross-site without a preflight: CSRF once a cookie session exists) and
+      // application/graphql+json; everything else is 415 in GraphQL's error shape, before anything is parsed or run.
+      if (req.method === 'POST' && !POST_MEDIA_TYPES.has(mediaTypeOf(req.headers['content-type']))) {
+        return reply.code(415).type('application/json; charset=utf-8').send(requestError(req, 415, EMPTY_BODY_ERRORS[415]!));
+      }
       if (body === INVALID_JSON) {
         return reply.code(400).type('application/json; charset=utf-8').send(requestError(req, 400, 'The body is not valid JSON.'));
       }

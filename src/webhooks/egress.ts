@@ -40,6 +40,25 @@ type Rule =
   | { kind: 'suffix'; suffix: string }
   | { kind: 'range'; range: [ipaddr.IPv4 | ipaddr.IPv6, number]; exact: string | null };
 
+/**
+ * Names that mean this machine whatever DNS says: RFC 6761 §6.3 (`localhost` and every name under `.localhost`), and
+ * the loopback names of common /etc/hosts files. Lower case, without the trailing dot.
+ */
+const LOOPBACK_NAMES = new Set(['localhost', 'localhost.localdomain', 'ip6-localhost', 'ip6-loopback']);
+export function isLoopbackName(hostname: string): boolean {
+  const host = hostname.toLowerCase().replace(/\.+$/, '');
+  return LOOPBACK_NAMES.has(host) || host.endsWith('.localhost');
+}
+
+/**
+ * The one answer for a host name that does not resolve, resolves to a refused address, or does not answer in time: a
+ * caller must not learn which (that would map internal DNS names). Delivery checks the addresses again at connect.
+ */
+export const UNREACHABLE_HOST =
+  'url host must resolve to a public address: it does not resolve, or resolves to a private, loopback, link-local or otherwise non-public address (allow such a destination with SVC_EGRESS_ALLOWLIST).';
+
+const LOOPBACK_NAME = 'url host is a loopback name (localhost, *.localhost: RFC 6761); allow it with SVC_EGRESS_ALLOWLIST.';
+
 const HOSTNAME = /^(?=.{1,253}$)([a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*\.?$/i;
 
 /** SVC_EGRESS_ALLOWLIST entries: a hostname (`hooks.corp`), a suffix (`*.corp`), an IP or a CIDR. Throws on a bad one. */
@@ -91,6 +110,18 @@ export class EgressPolicy {
     return this.rules.some((r) => (r.kind === 'host' ? r.host === host : r.kind === 'suffix' ? host.endsWith(r.suffix) : false));
   }
 
+  /**
+   * A loopback name may be used when the allowlist names it (`localhost`, `*.localhost`) or allows a loopback address
+   * (`127.0.0.1`, `::1`): it can only reach this machine, and only its allowlisted addresses are ever connected to.
+   */
+  private loopbackNameAllowed(hostname: string): boolean {
+    if (this.hostAllowed(hostname)) return true;
+    return ['127.0.0.1', '::1'].some((a) => {
+      const ip = ipaddr.parse(a);
+      return this.rules.some((r) => r.kind === 'range' && r.range[0].kind() === ip.kind() && ip.match(r.range));
+    });
+  }
+
   /** Null when the address may be reached (for `hostname`, if it was resolved from one), else why not. */
   refusal(address: string, hostname: string | null = null): string | null {
     let ip: ipaddr.IPv4 | ipaddr.IPv6;
@@ -112,8 +143,10 @@ export class EgressPolicy {
   }
 
   /**
-   * Checks a webhook url when it is created: HTTPS, no credentials, and a host that is not (and does not resolve to) a
-   * refused address. A host that does not resolve now is accepted: it is checked again at every delivery.
+   * Checks a webhook url when it is created: HTTPS, no credentials, not a loopback name, and a host that is, or resolves
+   * to, an allowed address. A name that does not resolve (or not within 3 s) is refused with the same message as one
+   * that resolves to a refused address (UNREACHABLE_HOST), so that creation tells nothing about internal DNS. The
+   * addresses are checked again at every delivery (lookup below).
    */
   async vetUrl(raw: string): Promise<URL> {
     let url: URL;
@@ -131,13 +164,14 @@ export class EgressPolicy {
       if (why) throw new EgressRefused(`url host ${why}; allow it with SVC_EGRESS_ALLOWLIST.`);
       return url;
     }
-    let addresses: LookupAddress[];
+    if (isLoopbackName(host) && !this.loopbackNameAllowed(host)) throw new EgressRefused(LOOPBACK_NAME);
     try {
-      addresses = await withTimeout(this.resolver(host), 3_000);
+      const addresses = await withTimeout(this.resolver(host), 3_000);
+      if (addresses.length === 0) throw new Error('no address');
+      this.vet(host, addresses);
     } catch {
-      return url;
+      throw new EgressRefused(UNREACHABLE_HOST);
     }
-    this.vet(host, addresses);
     return url;
   }
 
@@ -171,6 +205,8 @@ export class EgressPolicy {
   }
 
   async resolveVetted(hostname: string): Promise<LookupAddress[]> {
+    // A webhook stored before loopback names were refused at creation is refused here, whatever DNS answers.
+    if (isLoopbackName(hostname) && !this.loopbackNameAllowed(hostname)) throw new EgressRefused(LOOPBACK_NAME);
     const addresses = await this.resolver(hostname);
     if (addresses.length === 0) throw Object.assign(new Error(`${hostname} does not resolve`), { code: 'ENOTFOUND' });
     return this.vet(hostname, addresses);

@@ -415,3 +415,134 @@ describe('GraphiQL and introspection', () => {
     }
   });
 });
+
+describe('hardening (issue 14)', () => {
+  const CREATE_KEY = `mutation($i: CreateKeyInput!) { createKey(input: $i) { secret key { id } } }`;
+
+  it('replays an Idempotency-Key only to the key that made the first request; another key of the project gets 409', async () => {
+    const scopes = ['keys:manage', 'usage:read'];
+    const { projectId, secret } = await seedProject(operator, { scopes });
+    const twin = await operator.post('/v1/keys', { project_id: projectId, name: 'gql-twin', scopes });
+    const headers = { 'idempotency-key': 'gql-owner-only' };
+    const vars = { i: { projectId, name: 'made-by-first', scopes: ['usage:read'] } };
+    const first = await gql(CREATE_KEY, vars, { key: secret, headers });
+    expect(first.body.data?.createKey?.secret, first.raw).toMatch(/^svc_sk_/);
+
+    const other = await gql(CREATE_KEY, vars, { key: twin.body.secret, headers });
+    expect(other.status).toBe(409);
+    expect(other.body.error).toMatchObject({ code: 'idempotency_conflict', param: 'Idempotency-Key' });
+    expect(other.headers['idempotent-replayed']).toBeUndefined();
+    expect(other.raw).not.toContain(first.body.data.createKey.secret);
+    // Nor the operator.
+    const byOperator = await gql(CREATE_KEY, vars, { headers });
+    expect(byOperator.status).toBe(409);
+    expect(byOperator.raw).not.toContain(first.body.data.createKey.secret);
+
+    const own = await gql(CREATE_KEY, vars, { key: secret, headers });
+    expect(own.headers['idempotent-replayed']).toBe('true');
+    expect(own.body).toEqual(first.body);
+  });
+
+  it('answers JSON nested 100,000 levels with an Idempotency-Key as without it (400 invalid_request), never 500', async () => {
+    const deepArray = '['.repeat(100_000) + ']'.repeat(100_000);
+    const deepObject = '{"a":'.repeat(100_000) + '1' + '}'.repeat(100_000);
+    const post = (payload: string, idem?: string) =>
+      t.app.inject({
+        method: 'POST',
+        url: '/graphql',
+        headers: { authorization: `Bearer ${MASTER_KEY}`, 'content-type': 'application/json', ...(idem ? { 'idempotency-key': idem } : {}) },
+        payload,
+      });
+    for (const [name, payload] of [
+      ['array', deepArray],
+      ['object', deepObject],
+      ['query', `{"query":${deepArray}}`],
+    ] as const) {
+      const without = await post(payload);
+      const withKey = await post(payload, `deep-${name}`);
+      expect({ name, status: withKey.statusCode }).toEqual({ name, status: 400 });
+      const err = JSON.parse(withKey.body).errors[0];
+      expect(err.extensions).toMatchObject({ code: 'invalid_request', http_status: 400, request_id: withKey.headers['x-svc-request-id'] });
+      expect(err.message).toBe(JSON.parse(without.body).errors[0].message);
+    }
+    // Unused deep variables are ignored by GraphQL, with or without the header.
+    const vars = `{"query":"{ viewer { keyId } }","variables":{"a":${deepArray}}}`;
+    const ran = await post(vars, 'deep-vars');
+    expect(ran.statusCode).toBe(200);
+    expect(JSON.parse(ran.body)).toEqual({ data: { viewer: { keyId: 'key_master' } } });
+    expect(t.logs.text).not.toMatch(/Maximum call stack|RangeError/);
+  });
+
+  it('names no field in suggestions when introspection is off (they would leak the schema)', async () => {
+    const probes: [string, Record<string, unknown>][] = [
+      ['{ kees { edges { cursor } } }', {}], // unknown root field
+      ['{ viewer { keyid } }', {}], // unknown field
+      ['{ keys(frist: 1) { edges { cursor } } }', {}], // unknown argument
+      ['query($i: CreatKeyInput!) { viewer { keyId } }', {}], // unknown type
+      [CREATE_KEY, { i: { projectid: 'prj_x', name: 'n', scopes: ['usage:read'] } }], // unknown input field (variables)
+    ];
+    // Outside production graphql-js suggests names: what the production setting must take away.
+    const dev = await gql(probes[0]![0]);
+    expect(dev.body.errors[0].message).toMatch(/Did you mean "keys"/);
+
+    const prod = await buildTestApp({ database: db, env: { NODE_ENV: 'production' } });
+    const off = await buildTestApp({ database: db, env: { SVC_GRAPHQL_INTROSPECTION: 'false' } });
+    try {
+      for (const app of [prod.app, off.app]) {
+        for (const [query, variables] of probes) {
+          const res = await gqlClient(app)(query, variables);
+          expect(res.status, query).toBe(400);
+          const err = expectGqlError(res, 'invalid_request', { httpStatus: 400 });
+          expect(res.raw).not.toMatch(/Did you mean/i);
+          // No name the client did not write itself.
+          for (const name of ['keys', 'keyId', 'first', 'CreateKeyInput', 'projectId'].filter((n) => !query.includes(n))) {
+            expect(err.message, query).not.toContain(`"${name}"`);
+          }
+        }
+      }
+      const unknown = await gqlClient(prod.app)('{ kees { edges { cursor } } }');
+      expect(unknown.body.errors[0].message).toBe('Cannot query field "kees" on type "Query".');
+    } finally {
+      await prod.close();
+      await off.close();
+    }
+  });
+
+  it('answers POST bodies other than application/json and application/graphql with 415 in GraphQL\'s shape, running nothing', async () => {
+    const name = `csrf-${Date.now()}`;
+    const mutation = `mutation { createProject(input: { name: "${name}" }) { id } }`;
+    const post = (contentType: string, payload: string) =>
+      t.app.inject({ method: 'POST', url: '/graphql', headers: { authorization: `Bearer ${MASTER_KEY}`, 'content-type': contentType }, payload });
+    const boundary = '----svc';
+    const multipart = `--${boundary}\r\nContent-Disposition: form-data; name="query"\r\n\r\n${mutation}\r\n--${boundary}--\r\n`;
+    for (const [contentType, payload] of [
+      ['application/x-www-form-urlencoded', new URLSearchParams({ query: mutation }).toString()],
+      ['application/x-www-form-urlencoded; charset=utf-8', new URLSearchParams({ query: mutation }).toString()],
+      [`multipart/form-data; boundary=${boundary}`, multipart],
+      ['text/plain', JSON.stringify({ query: mutation })],
+      ['application/graphql+json', JSON.stringify({ query: mutation })],
+    ] as const) {
+      const res = await post(contentType, payload);
+      expect({ contentType, status: res.statusCode }).toEqual({ contentType, status: 415 });
+      const body = JSON.parse(res.body);
+      expect(body.data).toBeUndefined();
+      expect(body.errors[0].extensions).toMatchObject({ code: 'invalid_request', http_status: 415, request_id: res.headers['x-svc-request-id'] });
+    }
+    // A mutation over GET is refused too (405).
+    const get = await t.app.inject({ method: 'GET', url: '/graphql', query: { query: mutation }, headers: { authorization: `Bearer ${MASTER_KEY}`, accept: 'application/json' } });
+    expect(get.statusCode).toBe(405);
+    const named = await t.app.inject({
+      method: 'GET',
+      url: '/graphql',
+      query: { query: `query Q { viewer { keyId } } ${mutation.replace('mutation', 'mutation M')}`, operationName: 'M' },
+      headers: { authorization: `Bearer ${MASTER_KEY}`, accept: 'application/json' },
+    });
+    expect(named.statusCode).toBe(405);
+    const projects = await operator.get('/v1/projects', { query: { limit: 100 } });
+    expect(projects.body.data.filter((p: { name: string }) => p.name === name)).toEqual([]);
+
+    // JSON with a charset parameter and application/graphql still run.
+    const json = await post('application/json; charset=utf-8', JSON.stringify({ query: '{ viewer { keyId } }' }));
+    expect(JSON.parse(json.body)).toEqual({ data: { viewer: { keyId: 'key_master' } } });
+  });
+});

@@ -1,5 +1,7 @@
+import type { LookupAddress } from 'node:dns';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, client, seedProject, type Client, type TestApp } from '../helpers/app.ts';
+import { EgressPolicy, UNREACHABLE_HOST } from '../../src/webhooks/egress.ts';
 import { webhookEnv } from '../webhooks/support.ts';
 import { expectGqlError, expectGqlHiddenFrom, expectGqlScopeRequired, gqlClient, type Gql } from './gql.ts';
 
@@ -166,6 +168,52 @@ describe('errors', () => {
     ] as const) {
       expectGqlError(await gql(query, {}, { key: secret }), 'not_found', { param, httpStatus: 404, path: [field] });
     }
+  });
+});
+
+describe('hardening (issue 14)', () => {
+  const createAt = (url: string, projectId: string, key: string) => gql(CREATE, { i: { projectId, url, events: ['key.revoked'] } }, { key });
+
+  it('refuses loopback names up front, and answers "does not resolve" and "resolves privately" alike', async () => {
+    const { projectId, secret } = await seedProject(operator, { scopes: ['governance:manage'] });
+    const saved = t.deps.webhooks.egress;
+    const zone: Record<string, string> = { 'internal.example.com': '10.0.0.8', 'public.example.com': '93.184.216.34', 'x.localhost': '93.184.216.34' };
+    t.deps.webhooks.egress = new EgressPolicy([], async (host): Promise<LookupAddress[]> => {
+      if (!zone[host]) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: 'ENOTFOUND' });
+      return [{ address: zone[host]!, family: 4 }];
+    });
+    try {
+      for (const url of ['https://localhost./x', 'https://x.localhost/x', 'https://localhost.localdomain/x', 'https://ip6-localhost/x']) {
+        const res = await createAt(url, projectId, secret);
+        expect(res.body.data.createWebhook, url).toBeNull();
+        const err = expectGqlError(res, 'invalid_request', { httpStatus: 400, param: 'url', path: ['createWebhook'] });
+        expect(err.message).toMatch(/loopback name/);
+      }
+      const unresolved = expectGqlError(await createAt('https://nowhere.example.com/x', projectId, secret), 'invalid_request', { param: 'url' });
+      const internal = expectGqlError(await createAt('https://internal.example.com/x', projectId, secret), 'invalid_request', { param: 'url' });
+      expect(unresolved.message).toBe(internal.message);
+      expect(internal.message).toBe(UNREACHABLE_HOST);
+      expect((await createAt('https://public.example.com/x', projectId, secret)).body.data.createWebhook.webhook.url).toBe('https://public.example.com/x');
+    } finally {
+      t.deps.webhooks.egress = saved;
+    }
+  });
+
+  it('caps active webhooks per project (SVC_MAX_WEBHOOKS_PER_PROJECT, 16): disabled ones do not count', async () => {
+    const { projectId, secret } = await seedProject(operator, { scopes: ['governance:manage'] });
+    const ids: string[] = [];
+    for (let i = 0; i < 16; i++) {
+      const res = await createAt(`https://127.0.0.1:9/gql-cap/${i}`, projectId, secret);
+      expect(res.body.errors, res.raw).toBeUndefined();
+      ids.push(res.body.data.createWebhook.webhook.id);
+    }
+    const refused = await createAt('https://127.0.0.1:9/gql-cap/16', projectId, secret);
+    expect(refused.body.data.createWebhook).toBeNull();
+    const err = expectGqlError(refused, 'invalid_request', { httpStatus: 400, param: 'url', path: ['createWebhook'] });
+    expect(err.message).toMatch(/already has 16 active webhooks/);
+    const disabled = await gql(`mutation($id: ID!) { disableWebhook(id: $id) { status } }`, { id: ids[0] }, { key: secret });
+    expect(disabled.body.data.disableWebhook.status).toBe('disabled');
+    expect((await createAt('https://127.0.0.1:9/gql-cap/17', projectId, secret)).body.errors).toBeUndefined();
   });
 });
 

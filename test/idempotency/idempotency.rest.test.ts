@@ -88,10 +88,11 @@ describe('Idempotency-Key', () => {
     expect(second.headers['x-svc-project']).toBe(projectId);
   });
 
-  it('replays to another key of the project with the same scopes, never to one with other scopes (no secret it could not get itself)', async () => {
+  it('replays only to the key that made the first request: any other key of the project gets 409, whatever its scopes', async () => {
     const body = { project_id: projectId, name: 'idem-scopes', scopes: ['inference:write'] };
     const first = await api.post('/v1/keys', body, idem('scopes'));
     expect(first.status).toBe(200);
+    expect(first.body.secret).toMatch(/^svc_sk_/);
     const narrow = await operator.post('/v1/keys', { project_id: projectId, name: 'idem-narrow', scopes: ['keys:manage'] });
     const refused = await client(t.app, narrow.body.secret).post('/v1/keys', body, idem('scopes'));
     expectError(refused, 409, 'idempotency_conflict', 'Idempotency-Key');
@@ -99,15 +100,44 @@ describe('Idempotency-Key', () => {
     // Without the header it would be 403: it may not grant inference:write.
     expectError(await client(t.app, narrow.body.secret).post('/v1/keys', body), 403, 'insufficient_scope', 'scopes');
 
-    const sameScopes = await operator.post('/v1/keys', {
+    // A twin with exactly the same scopes is another caller too: 409, not the secret of the key the first one created.
+    const twin = await operator.post('/v1/keys', {
       project_id: projectId,
       name: 'idem-twin',
       scopes: ['keys:manage', 'audit:read', 'inference:write', 'governance:manage', 'usage:read'],
     });
-    const replayed = await client(t.app, sameScopes.body.secret).post('/v1/keys', body, idem('scopes'));
-    expect(replayed.headers['idempotent-replayed']).toBe('true');
-    expect(replayed.body).toEqual(first.body);
+    const twinRes = await client(t.app, twin.body.secret).post('/v1/keys', body, idem('scopes'));
+    expectError(twinRes, 409, 'idempotency_conflict', 'Idempotency-Key');
+    expect(twinRes.headers['idempotent-replayed']).toBeUndefined();
+    expect(twinRes.raw).not.toContain(first.body.secret);
+    expect(twinRes.raw).not.toContain(first.body.id);
     expect(await t.deps.db.apiKey.count({ where: { projectId, name: 'idem-scopes' } })).toBe(1);
+
+    // The key that asked first still gets its answer replayed, after the others' attempts.
+    const again = await api.post('/v1/keys', body, idem('scopes'));
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.body).toEqual(first.body);
+  });
+
+  it('replays to the same key after it is rotated (the same key id)', async () => {
+    const own = await operator.post('/v1/keys', { project_id: projectId, name: 'idem-rotating', scopes: ['keys:manage'] });
+    const body = { project_id: projectId, name: 'idem-by-rotating', scopes: ['keys:manage'] };
+    const first = await client(t.app, own.body.secret).post('/v1/keys', body, idem('rotating'));
+    expect(first.status).toBe(200);
+    const rotated = await operator.post(`/v1/keys/${own.body.id}/rotate`, {});
+    expect(rotated.status).toBe(200);
+    const replay = await client(t.app, rotated.body.secret).post('/v1/keys', body, idem('rotating'));
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+    expect(replay.body).toEqual(first.body);
+  });
+
+  it('never replays the operator\'s response to a project key, nor a key\'s to the operator', async () => {
+    const body = { project_id: projectId, name: 'key-made', scopes: ['usage:read'] };
+    const first = await api.post('/v1/keys', body, idem('key-first'));
+    expect(first.status).toBe(200);
+    const refused = await operator.post('/v1/keys', body, idem('key-first'));
+    expectError(refused, 409, 'idempotency_conflict', 'Idempotency-Key');
+    expect(refused.raw).not.toContain(first.body.secret);
   });
 
   it("never replays the operator's response to a project key, even one holding every scope", async () => {
@@ -171,6 +201,29 @@ describe('Idempotency-Key', () => {
   it('refuses a key over 255 characters', async () => {
     const res = await api.post('/v1/keys', { project_id: projectId, name: 'idem-long', scopes: ['keys:manage'] }, idem('x'.repeat(256)));
     expectError(res, 400, 'invalid_request', 'Idempotency-Key');
+  });
+});
+
+describe('deeply nested JSON (issue 14)', () => {
+  const deepArray = (levels: number) => '['.repeat(levels) + ']'.repeat(levels);
+  const deepObject = (levels: number) => '{"a":'.repeat(levels) + '1' + '}'.repeat(levels);
+
+  it.each([
+    ['/v1/keys', deepObject(100_000)],
+    ['/v1/keys', deepArray(100_000)],
+    ['/v1/webhooks', `{"project_id":"${'x'}","url":"https://127.0.0.1:9/x","events":${deepArray(100_000)}}`],
+    ['/v1/inference', `{"model":"auto","messages":${deepArray(100_000)}}`],
+  ])('100,000 levels on %s with an Idempotency-Key: 400 invalid_request, as without the header', async (url, payload) => {
+    const without = await api.post(url, payload);
+    expect(without.status).toBe(400);
+    const withKey = await api.post(url, payload, idem(`deep-${url}-${payload.length}-${payload[1]}`));
+    expectError(withKey, 400, 'invalid_request', without.body.error.param);
+    expect(withKey.body.error.message).toBe(without.body.error.message);
+    expect(t.logs.text).not.toMatch(/Maximum call stack|RangeError/);
+    // Kept like any 400: the retry is replayed.
+    const again = await api.post(url, payload, idem(`deep-${url}-${payload.length}-${payload[1]}`));
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expectError(again, 400, 'invalid_request', without.body.error.param);
   });
 });
 

@@ -376,3 +376,46 @@ describe('concurrency', () => {
     }
   });
 });
+
+describe('idempotent replays (issue 14)', () => {
+  it.each([
+    ['/v1/inference', (projectId: string) => ({ project_id: projectId, model: 'auto', messages: [{ role: 'user', content: 'hi' }] })],
+    ['/v1/chat/completions', () => ({ model: 'auto', messages: [{ role: 'user', content: 'hi' }] })],
+  ])('on %s take a request: with the window exhausted a replay is 429, not the stored answer', async (route, bodyOf) => {
+    const { projectId, secret } = await seedProject(operator);
+    await setLimits(projectId, 3, 100_000, 0);
+    const api = client(t.app, secret);
+    const body = bodyOf(projectId);
+    const idem = { headers: { 'idempotency-key': `replay-${route}` } };
+    const first = await api.post(route, body, idem);
+    expect(first.status, first.raw).toBe(200);
+    expect(rl(first)).toMatchObject({ limit: 3, remaining: 2, resource: 'requests' });
+
+    const replay = await api.post(route, body, idem);
+    expect(replay.status).toBe(200);
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+    expect(replay.body).toEqual(first.body);
+    expect(rl(replay)).toMatchObject({ limit: 3, remaining: 1, resource: 'requests' });
+
+    expect((await api.post(route, body, idem)).headers['idempotent-replayed']).toBe('true'); // the third request
+    const refused = [];
+    for (let i = 0; i < 20; i++) refused.push(await api.post(route, body, idem));
+    for (const res of refused) {
+      expectError(res, 429, 'rate_limit_exceeded', null);
+      expect(res.headers['idempotent-replayed']).toBeUndefined();
+      expect(res.raw).not.toContain(first.body.id);
+      // Reset: the second at which one more request passes (3/min: one request refills in 20 s).
+      expect(rl(res)).toEqual({ limit: 3, remaining: 0, reset: fullAt(1, 3), resource: 'requests' });
+      expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
+    }
+    // A different body with the same Idempotency-Key is refused by the window first too.
+    expectError(await api.post(route, { ...body, max_tokens: 5 }, idem), 429, 'rate_limit_exceeded', null);
+    // Once the window refills, the replay is served again (the stored answer was kept).
+    const start = t.clock.now();
+    t.clock.ms = fullAt(1, 3) * 1000;
+    const later = await api.post(route, body, idem);
+    expect(later.headers['idempotent-replayed']).toBe('true');
+    expect(later.body).toEqual(first.body);
+    t.clock.ms = start;
+  });
+});

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { newId } from '../../src/db/ids.ts';
+import { newId } from '../../src/kernel/ids.ts';
 import { assertWithinBudget, chargeSpend, estimateTokens, reserveTokens, settleTokens } from '../../src/limits/index.ts';
 import { ROUTE_ACCESS } from '../../src/rest/scopes.ts';
 

@@ -2,7 +2,7 @@ import type { LookupAddress } from 'node:dns';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, client, seedProject, type Client, type TestApp } from '../helpers/app.ts';
 import { expectError } from '../helpers/expect.ts';
-import { EgressPolicy } from '../../src/webhooks/egress.ts';
+import { EgressPolicy, UNREACHABLE_HOST } from '../../src/webhooks/egress.ts';
 import { createWebhook, emitKeyRotated, webhookEnv } from './support.ts';
 
 let t: TestApp;
@@ -85,18 +85,94 @@ describe('url', () => {
     },
   );
 
-  it('accepts a public host, the allowlisted loopback address, and a host that does not resolve yet, as given', async () => {
+  it('accepts a public host and the allowlisted loopback address, as given', async () => {
     for (const url of [
       'https://hooks.example.com/x',
       'https://HOOKS.example.com',
       'https://127.0.0.1:8443/x',
       'https://[::ffff:127.0.0.1]/x',
       'https://loopback.example.com/x', // 127.0.0.1 and ::1: only the allowlisted 127.0.0.1 will be connected to
-      'https://not-yet.example.com/x',
     ]) {
       const res = await create({ url });
       expect({ url, status: res.status, echoed: res.body.url }).toEqual({ url, status: 200, echoed: url });
     }
+  });
+
+  it('answers a name that does not resolve exactly as one that resolves privately: creation is no oracle of internal DNS', async () => {
+    const answers = [];
+    for (const url of [
+      'https://not-yet.example.com/x', // does not resolve
+      'https://internal.example.com/x', // 10.20.30.40
+      'https://metadata.example.com/x', // 169.254.169.254
+      'https://ula.example.com/x', // fd12:3456::1
+      'https://rebind.example.com/x', // public and private
+    ]) {
+      const res = await create({ url });
+      expectError(res, 400, 'invalid_request', 'url');
+      answers.push(res.body.error.message);
+    }
+    expect(new Set(answers).size).toBe(1);
+    expect(answers[0]).toBe(UNREACHABLE_HOST);
+    // A resolver that fails or answers nothing is the same answer.
+    const saved = t.deps.webhooks.egress;
+    try {
+      t.deps.webhooks.egress = new EgressPolicy(t.config.egressAllowlist, async () => []);
+      expect((await create({ url: 'https://empty.example.com/x' })).body.error.message).toBe(UNREACHABLE_HOST);
+      t.deps.webhooks.egress = new EgressPolicy(t.config.egressAllowlist, async () => {
+        throw Object.assign(new Error('queryA ESERVFAIL'), { code: 'ESERVFAIL' });
+      });
+      expect((await create({ url: 'https://servfail.example.com/x' })).body.error.message).toBe(UNREACHABLE_HOST);
+    } finally {
+      t.deps.webhooks.egress = saved;
+    }
+  });
+
+  describe('loopback names (RFC 6761)', () => {
+    const LOOPBACK_NAMES = [
+      'localhost',
+      'localhost.',
+      'LOCALHOST',
+      'hooks.localhost',
+      'a.b.localhost.',
+      'localhost.localdomain',
+      'ip6-localhost',
+      'ip6-loopback',
+    ];
+    /** A DNS that claims every name is public: the names must be refused without asking it. */
+    const lookups: string[] = [];
+    const publicDns = async (host: string): Promise<LookupAddress[]> => {
+      lookups.push(host);
+      return [{ address: '93.184.216.34', family: 4 }];
+    };
+
+    it.each(LOOPBACK_NAMES)('refuses https://%s/ up front with 400 invalid_request param url', async (name) => {
+      const saved = t.deps.webhooks.egress;
+      t.deps.webhooks.egress = new EgressPolicy([], publicDns);
+      try {
+        lookups.length = 0;
+        const res = await create({ url: `https://${name}:8443/hook` });
+        expectError(res, 400, 'invalid_request', 'url');
+        expect(res.body.error.message).toMatch(/loopback name/);
+        expect(lookups).toEqual([]);
+      } finally {
+        t.deps.webhooks.egress = saved;
+      }
+    });
+
+    it('accepts them when SVC_EGRESS_ALLOWLIST names them, or allows a loopback address (then only that address is connected to)', async () => {
+      const saved = t.deps.webhooks.egress;
+      try {
+        t.deps.webhooks.egress = new EgressPolicy(['localhost', '*.localhost'], async () => [{ address: '127.0.0.1', family: 4 }]);
+        for (const url of ['https://localhost/x', 'https://localhost./x', 'https://hooks.localhost/x']) {
+          expect({ url, status: (await create({ url })).status }).toEqual({ url, status: 200 });
+        }
+        expectError(await create({ url: 'https://ip6-localhost/x' }), 400, 'invalid_request', 'url');
+        t.deps.webhooks.egress = new EgressPolicy(['127.0.0.1'], async () => [{ address: '127.0.0.1', family: 4 }]);
+        expect((await create({ url: 'https://localhost.localdomain/x' })).status).toBe(200);
+      } finally {
+        t.deps.webhooks.egress = saved;
+      }
+    });
   });
 });
 

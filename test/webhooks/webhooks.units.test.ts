@@ -175,3 +175,23 @@ describe('retry schedule', () => {
     expect(nextAttemptAt(first, 1, [0, 30], 31)).toEqual(at(30));
   });
 });
+
+describe('SVC_MAX_WEBHOOKS_PER_PROJECT', () => {
+  it('defaults to 16 and stops the start with a line naming the variable when it is not a whole number from 1 to 1000', () => {
+    expect(loadConfig({}).maxWebhooksPerProject).toBe(16);
+    expect(loadConfig({ SVC_MAX_WEBHOOKS_PER_PROJECT: '100' }).maxWebhooksPerProject).toBe(100);
+    for (const bad of ['0', '-1', '1001', 'sixteen', '2.5']) {
+      expect(() => loadConfig({ SVC_MAX_WEBHOOKS_PER_PROJECT: bad })).toThrow(/^SVC_MAX_WEBHOOKS_PER_PROJECT: must be/);
+    }
+  });
+});
+
+describe('loopback names at delivery', () => {
+  it('are refused whatever DNS answers, for a webhook stored before creation refused them', async () => {
+    const policy = new EgressPolicy([], async (): Promise<LookupAddress[]> => [{ address: '93.184.216.34', family: 4 }]);
+    for (const name of ['localhost', 'hooks.localhost', 'localhost.', 'ip6-loopback']) {
+      await expect(policy.resolveVetted(name)).rejects.toThrow(/loopback name/);
+    }
+    expect(await policy.resolveVetted('hooks.example.com')).toEqual([{ address: '93.184.216.34', family: 4 }]);
+  });
+});

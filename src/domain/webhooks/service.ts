@@ -66,7 +66,11 @@ function assertHttps(url: unknown): void {
   }
 }
 
-/** Audits webhook.create. The signing secret is returned here only; it is stored encrypted (AES-256-GCM). */
+/**
+ * Audits webhook.create. The signing secret is returned here only; it is stored encrypted (AES-256-GCM). A project
+ * has at most SVC_MAX_WEBHOOKS_PER_PROJECT active webhooks (16 by default, Stripe's endpoint limit): one event fans out
+ * to every subscribed webhook, so the cap bounds the connections one inference can cause. Disabled ones do not count.
+ */
 export async function createWebhook(ctx: Ctx, input: CreateWebhookInput): Promise<WebhookWithSecret> {
   assertHttps(input.url);
   const events = validateEvents(input.events);
@@ -76,6 +80,15 @@ export async function createWebhook(ctx: Ctx, input: CreateWebhookInput): Promis
   const now = ctx.now();
   const id = newId('wh', now.getTime());
   const webhook = await ctx.db.$transaction(async (tx) => {
+    await store.lockProject(tx, projectId);
+    const max = ctx.deps.config.maxWebhooksPerProject;
+    if ((await store.countActiveWebhooks(tx, projectId)) >= max) {
+      // 400 invalid_request naming url (the spec has no quota code): the input is fine, this project may not add one.
+      throw invalid(
+        'url',
+        `The project already has ${max} active webhooks, the most allowed (SVC_MAX_WEBHOOKS_PER_PROJECT); disable one first.`,
+      );
+    }
     const webhook = await store.insertWebhook(tx, {
       id,
       projectId,

@@ -11,6 +11,18 @@ export function findInProject(tx: Tx, projectId: string | undefined, webhookId: 
   return tx.webhook.findFirst({ where: { ...inProject(projectId), id: webhookId } });
 }
 
+/**
+ * Holds the project's row until the transaction ends, so that creates in one project run one after the other: the
+ * count of active webhooks a create checks stays true until it inserts (two racing creates cannot both pass the cap).
+ */
+export async function lockProject(tx: Tx, projectId: string): Promise<void> {
+  await tx.$queryRaw`SELECT id FROM projects WHERE id = ${projectId} FOR UPDATE`;
+}
+
+export function countActiveWebhooks(tx: Tx, projectId: string): Promise<number> {
+  return tx.webhook.count({ where: { projectId, status: 'active' } });
+}
+
 export function insertWebhook(tx: Tx, data: Prisma.WebhookUncheckedCreateInput): Promise<Webhook> {
   return tx.webhook.create({ data });
 }

@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { IdempotencyStore } from '../../domain/idempotency/store.ts';
 import { isId } from '../../db/ids.ts';
 import { SvcError, invalid } from '../../errors/svc-error.ts';
+import { takePendingRequest } from '../../limits/requests.ts';
 import { projectIdOf } from './auth.ts';
 
 declare module 'fastify' {
@@ -15,16 +16,42 @@ declare module 'fastify' {
   }
 }
 
-/** Key order must not change the fingerprint: {"a":1,"b":2} and {"b":2,"a":1} are the same request. */
+/**
+ * Key order must not change the fingerprint: {"a":1,"b":2} and {"b":2,"a":1} are the same request. Written without
+ * recursion (an explicit stack): a body nested 100,000 levels deep is hashed like any other and then refused by
+ * validation exactly as without the header, instead of overflowing the call stack (500).
+ */
 export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value !== null && typeof value === 'object') {
-    const entries = Object.keys(value as object)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`);
-    return `{${entries.join(',')}}`;
+  const out: string[] = [];
+  // Each entry is a value still to write, or a literal piece of text (a separator or a closing bracket).
+  const stack: ({ text: string } | { value: unknown })[] = [{ value }];
+  while (stack.length > 0) {
+    const item = stack.pop()!;
+    if ('text' in item) {
+      out.push(item.text);
+      continue;
+    }
+    const v = item.value;
+    if (Array.isArray(v)) {
+      out.push('[');
+      stack.push({ text: ']' });
+      for (let i = v.length - 1; i >= 0; i--) {
+        stack.push({ value: v[i] });
+        if (i > 0) stack.push({ text: ',' });
+      }
+    } else if (v !== null && typeof v === 'object') {
+      const keys = Object.keys(v as object).sort();
+      out.push('{');
+      stack.push({ text: '}' });
+      for (let i = keys.length - 1; i >= 0; i--) {
+        stack.push({ value: (v as Record<string, unknown>)[keys[i]!] });
+        stack.push({ text: `${i > 0 ? ',' : ''}${JSON.stringify(keys[i])}:` });
+      }
+    } else {
+      out.push(JSON.stringify(v) ?? 'null');
+    }
   }
-  return JSON.stringify(value) ?? 'null';
+  return out.join('');
 }
 
 /**
@@ -100,10 +127,12 @@ export function registerIdempotency(app: FastifyInstance, store: IdempotencyStor
       (req.routeOptions.url === '/graphql' ? graphqlProjectId(body) : null) ??
       req.ctx.headerProjectId ??
       req.ctx.caller.keyId;
-    // Who asks is part of the request: a key of the same project with other scopes does not get the first response
-    // replayed (it could hold a secret, e.g. a key created with scopes this caller may not grant), and a key never gets
-    // the operator's (which can show every project), even holding every scope.
-    const caller = `${req.ctx.caller.kind} ${[...req.ctx.caller.scopes].sort().join(' ')}`;
+    // Who asks is part of the request: only the caller that made the first request (the same key id; the operator for
+    // the operator's) gets it replayed. Any other key of the project, whatever its scopes, gets 409: a stored response
+    // can hold a secret (a created key's svc_sk_…, a webhook's whsec_…) or the operator's view of every project. The
+    // namespace stays the project (CONTRACT §5): the other caller's own request with that Idempotency-Key is refused,
+    // not run.
+    const caller = `${req.ctx.caller.kind} ${req.ctx.caller.keyId}`;
     const hash = createHash('sha256').update(`${req.routeOptions.url}\n${req.url}\n${caller}\n${canonicalJson(req.body ?? null)}`).digest('hex');
     const result = await store.begin(scope, key, hash, app.deps.clock.now());
     if (result.kind === 'conflict') {
@@ -112,10 +141,14 @@ export function registerIdempotency(app: FastifyInstance, store: IdempotencyStor
         message:
           result.reason === 'in_progress'
             ? 'A request with this Idempotency-Key is still being processed; retry after it finishes.'
-            : 'This Idempotency-Key was already used with a different request (another body, or a key with other scopes).',
+            : 'This Idempotency-Key was already used in this project with a different request (another body, or another caller).',
       });
     }
     if (result.kind === 'replay') {
+      // A replay is a request like any other (CONTRACT §7): inference defers its request to the token reservation,
+      // which a replay never reaches, so it is taken here, and an exhausted window answers 429 instead of the replay.
+      // (A conflict is thrown above: the error handler takes the deferred request the same way.)
+      await takePendingRequest(req.ctx);
       reply.header('Idempotent-Replayed', 'true');
       // A replayed error keeps its request id (X-Svc-Request-Id equals error.request_id, spec §7; GraphQL errors
       // too, even in a 200); a replayed success has this request's own id. The operator's X-Svc-Project is the project the request addressed (CONTRACT §2),

@@ -1,6 +1,8 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { deferRequest, rateLimitHeaders, takePendingRequest, takeRequest } from '../../limits/requests.ts';
 import { accessFor } from '../../rest/scopes.ts';
+import { SvcError } from '../../errors/svc-error.ts';
+import { errorBody } from '../error-body.ts';
 
 /**
  * Routes whose request is taken together with their token reservation (limits/requests.ts deferRequest): one Redis
@@ -29,8 +31,19 @@ export async function rateLimitRequest(req: FastifyRequest): Promise<void> {
  */
 export function registerRateLimitHeaders(app: FastifyInstance): void {
   app.addHook('onSend', async (req, reply, payload) => {
-    // A deferred request that ended without reserving tokens or erring (an idempotent replay, say) is counted now.
-    if (req.ctx?.requestPending) await takePendingRequest(req.ctx).catch(() => {});
+    // Every way out of a deferred request takes it (the token reservation, the error handler, a cache hit, an
+    // idempotent replay). One that did not is counted now, and an exhausted window still answers 429 with its headers:
+    // a request is never served past its window (CONTRACT §7).
+    if (req.ctx?.requestPending) {
+      try {
+        await takePendingRequest(req.ctx);
+      } catch (err) {
+        if (!(err instanceof SvcError)) throw err;
+        reply.removeHeader('Idempotent-Replayed');
+        reply.code(err.http).headers(err.headers ?? {}).type('application/json; charset=utf-8');
+        payload = JSON.stringify(errorBody(req, err.code, err.message, err.param));
+      }
+    }
     const state = req.ctx?.rateLimit;
     if (state) {
       const { 'Retry-After': _retryAfter, ...headers } = rateLimitHeaders(state);
