@@ -1,3 +1,4 @@
+import { AUDIT_ACTION_NAMES } from '../domain/audit/actions.ts';
 import { AUDIT_MAX_PAGE_SIZE, listAuditEvents } from '../domain/audit/service.ts';
 import { builder } from './builder.ts';
 import { serviceConnection } from './connections.ts';
@@ -17,6 +18,13 @@ export const AuditEventRef = builder.prismaObject('AuditEvent', {
 });
 
 builder.queryFields((t) => ({
+  auditActions: t.stringList({
+    // Nullable like every scoped field: a refusal leaves the query's other fields their data.
+    nullable: { list: true, items: false },
+    authScopes: { scope: 'audit:read' },
+    description: 'Every action the audit log can hold (the values auditEvents(action:) filters on), from one table.',
+    resolve: () => AUDIT_ACTION_NAMES,
+  }),
   auditEvents: t.connection(
     {
       type: AuditEventRef,

@@ -51,6 +51,22 @@ const isUnreadableParameters = (error: unknown): boolean =>
 export const isClientFault = (error: unknown): boolean => isUnreadableParameters(error) || isNulCharacterError(originalOf(error));
 
 /**
+ * The field a variable's value was refused for, by REST's name (CONTRACT §4: wrong types name the param):
+ * `Variable "$i" got invalid value 2147483648 at "i.requestsPerMinute"; …` is requests_per_minute, and a missing or
+ * unknown field of an input object names that field. The variable itself is the client's name, so it is left out;
+ * a top-level variable's own error keeps param null.
+ */
+function variableParam(message: string): string | null {
+  const variable = /^Variable "\$(\w+)" got invalid value /.exec(message)?.[1];
+  if (!variable) return null;
+  let path = new RegExp(` at "${variable}((?:\\.\\w+|\\[\\d+\\])+)"; `).exec(message)?.[1] ?? '';
+  const field = /; Field "(\w+)" (?:of required type .* was not provided|is not defined by type .*)\.$/.exec(message)?.[1];
+  if (field) path += `.${field}`;
+  if (!path.startsWith('.')) return null;
+  return path.slice(1).replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+}
+
+/**
  * Yoga's maskError: the only place a GraphQL error is shaped. A SvcError keeps its code, param and message; a
  * GraphQL error about the request (syntax, validation, depth and cost limits, bad variables) is invalid_request;
  * anything else becomes internal_error, and yoga logs the original with its stack.
@@ -74,7 +90,7 @@ export function maskError(error: unknown): Error {
     // Yoga's own `extensions.http` stays: it sets the response status (400, 405 for a mutation over GET) and is
     // removed from the body.
     const status = (gqlError.extensions?.http as { status?: number } | undefined)?.status;
-    return setExtensions(gqlError, { code: 'invalid_request', param: null, http_status: status ?? 400 });
+    return setExtensions(gqlError, { code: 'invalid_request', param: variableParam(gqlError.message), http_status: status ?? 400 });
   }
   if (isUnreadableParameters(error)) {
     return new GraphQLError('The request\'s variables or extensions are not valid JSON.', {

@@ -13,6 +13,7 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
   // The admin console's static files; the page itself calls /graphql with the key the user enters.
   'GET /admin': 'public',
   'GET /admin/*': 'public',
+  'GET /favicon.ico': 'public',
 
   // Projects: create and archive are operator-only, enforced by the project service for both surfaces.
   'POST /v1/projects': 'authenticated',

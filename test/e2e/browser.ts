@@ -3,7 +3,8 @@ import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-export const SCREENSHOTS = path.resolve(import.meta.dirname, 'screenshots');
+/** E2E_SCREENSHOTS moves them (e.g. to /tmp) to look at them without touching the tree. */
+export const SCREENSHOTS = process.env.E2E_SCREENSHOTS ?? path.resolve(import.meta.dirname, 'screenshots');
 
 /**
  * Debian's chromium, never a downloaded browser. The flags keep it from reaching out to the network (this machine

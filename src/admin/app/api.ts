@@ -24,12 +24,15 @@ interface GraphQLErrorJson {
 export async function gql<T>(query: string, variables: Record<string, unknown> = {}): Promise<T> {
   const key = session.key();
   const project = session.project();
+  const consoleSession = session.consoleSession();
   const res = await fetch('/graphql', {
     method: 'POST',
     headers: {
       'content-type': 'application/json',
       ...(key ? { authorization: `Bearer ${key}` } : {}),
       ...(project ? { 'x-svc-project': project } : {}),
+      // Lets the audit log record the console's key listings once per session and page, not on every visit.
+      ...(consoleSession ? { 'x-svc-console-session': consoleSession } : {}),
     },
     body: JSON.stringify({ query, variables }),
   });

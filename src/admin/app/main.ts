@@ -2,7 +2,7 @@ import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { gql } from './api.ts';
 import { session } from './session.ts';
-import { ErrorBox, html, useQuery } from './ui.ts';
+import { Card, ErrorBox, Pager, Status, fmtTime, html, usePager, useQuery } from './ui.ts';
 import { AuditScreen } from './screens/audit.ts';
 import { KeysScreen } from './screens/keys.ts';
 import { LimitsScreen } from './screens/limits.ts';
@@ -34,9 +34,17 @@ const SCREENS: Screen[] = [
 
 const VIEWER = `query Viewer { viewer { kind keyId projectId scopes } }`;
 
+/** The product's mark and name: the sign-in page and the top bar. */
+function Brand({ tag }: { tag: 'h1' | 'div' }) {
+  const name = html`<img src=${`${import.meta.env.BASE_URL}favicon.svg`} alt="" width="28" height="28" /><span>svc gateway</span> <small>Admin console</small>`;
+  return tag === 'h1' ? html`<h1 class="brand">${name}</h1>` : html`<div class="brand">${name}</div>`;
+}
+
 function SignIn({ onSignIn, error }: { onSignIn: (key: string) => void; error: unknown }) {
   const [key, setKey] = useState('');
   return html`<main class="signin">
+    <${Brand} tag="h1" />
+    <p class="muted tagline">Project keys, limits, budgets, webhooks and the audit log of your inference gateway.</p>
     <section class="card">
       <h2>Sign in</h2>
       <p class="muted">Enter an API key (<code>svc_sk_…</code>). The console can do exactly what the key's scopes allow.
@@ -52,15 +60,82 @@ function SignIn({ onSignIn, error }: { onSignIn: (key: string) => void; error: u
   </main>`;
 }
 
+interface ProjectRow {
+  id: string;
+  name: string;
+  plan: string;
+  region: string | null;
+  status: string;
+  createdAt: number;
+}
+
+const PROJECTS = `query Projects($after: String) {
+  projects(first: 100, after: $after) { edges { node { id name plan region status createdAt } } pageInfo { hasNextPage endCursor } }
+}`;
+const CREATE_PROJECT = `mutation CreateProject($input: CreateProjectInput!) { createProject(input: $input) { id name } }`;
+
+/** The operator's project: create one, or pick one from a filterable table. */
+function CreateProjectForm({ onCreated }: { onCreated: (id: string) => void }) {
+  const [name, setName] = useState('');
+  const [plan, setPlan] = useState('starter');
+  const [region, setRegion] = useState('');
+  const [error, setError] = useState<unknown>(null);
+  const [busy, setBusy] = useState(false);
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    setBusy(true);
+    try {
+      const r = await gql<{ createProject: { id: string } }>(CREATE_PROJECT, { input: { name: name.trim(), plan, region: region.trim() || null } });
+      setError(null);
+      onCreated(r.createProject.id);
+    } catch (err) {
+      setError(err);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return html`<form class="inline" onSubmit=${submit} aria-label="Create a project">
+    <label>Name <input name="name" required maxlength="100" value=${name} onInput=${(e: Event) => setName((e.target as HTMLInputElement).value)} /></label>
+    <label>Plan <select name="plan" value=${plan} onChange=${(e: Event) => setPlan((e.target as HTMLSelectElement).value)}>
+      <option value="starter">starter (60 req/min)</option><option value="growth">growth (300 req/min)</option><option value="enterprise">enterprise</option>
+    </select></label>
+    <label>Region (optional) <input name="region" placeholder="eu-west-1" value=${region} onInput=${(e: Event) => setRegion((e.target as HTMLInputElement).value)} /></label>
+    <button class="primary" type="submit" disabled=${busy}>Create project</button>
+  </form>
+  <${ErrorBox} error=${error} />`;
+}
+
 function ProjectPicker({ onPick }: { onPick: (id: string) => void }) {
-  const q = useQuery(() => gql<{ projects: { edges: { node: { id: string; name: string; status: string } }[] } }>(
-    `query Projects { projects(first: 100) { edges { node { id name status } } } }`,
-  ), []);
-  return html`<section class="card"><h2>Choose a project</h2>
-    <p class="muted">The operator key sees every project.</p>
-    <${ErrorBox} error=${q.error} />
-    <ul>${q.data?.projects.edges.map(({ node }) => html`<li><button type="button" onClick=${() => onPick(node.id)}>${node.name}</button> <code>${node.id}</code> <span class="muted">${node.status}</span></li>`)}</ul>
-  </section>`;
+  const pager = usePager();
+  const [filter, setFilter] = useState('');
+  const q = useQuery(
+    () => gql<{ projects: { edges: { node: ProjectRow }[]; pageInfo: { hasNextPage: boolean; endCursor: string | null } } }>(PROJECTS, { after: pager.after }),
+    [pager.after],
+  );
+  const all = q.data?.projects.edges.map((e) => e.node) ?? [];
+  const needle = filter.trim().toLowerCase();
+  const rows = needle ? all.filter((p) => `${p.name} ${p.id} ${p.plan} ${p.status} ${p.region ?? ''}`.toLowerCase().includes(needle)) : all;
+  return html`
+    <${Card} title="Choose a project">
+      <p class="muted">The operator key sees every project. Open one to manage its keys, limits, webhooks and audit log.</p>
+      <label class="filter">Filter <input type="search" name="filter" placeholder="name, id, plan or status" value=${filter}
+        onInput=${(e: Event) => setFilter((e.target as HTMLInputElement).value)} /></label>
+      <${ErrorBox} error=${q.error} />
+      <table class="projects">
+        <thead><tr><th>Name</th><th>Project id</th><th>Plan</th><th>Status</th><th>Region</th><th>Created</th><th></th></tr></thead>
+        <tbody>${rows.map((p) => html`<tr data-project-id=${p.id}>
+          <td><strong>${p.name}</strong></td><td class="mono">${p.id}</td><td>${p.plan}</td><td><${Status} value=${p.status} /></td>
+          <td>${p.region ?? 'any'}</td><td>${fmtTime(p.createdAt)}</td>
+          <td><button type="button" aria-label=${`Open ${p.name}`} onClick=${() => onPick(p.id)}>Open</button></td>
+        </tr>`)}</tbody>
+      </table>
+      ${q.data && rows.length === 0 ? html`<p class="empty">${all.length === 0 ? 'No projects yet: create the first one below.' : `No project on this page matches “${filter}”.`}</p>` : null}
+      <p class="muted">${needle ? `${rows.length} of ${all.length} on this page match.` : null}</p>
+      <${Pager} pager=${pager} hasNext=${q.data?.projects.pageInfo.hasNextPage ?? false} endCursor=${q.data?.projects.pageInfo.endCursor ?? null} />
+    <//>
+    <${Card} title="Create a project">
+      <${CreateProjectForm} onCreated=${onPick} />
+    <//>`;
 }
 
 function useHashRoute(): string {
@@ -107,7 +182,7 @@ function App() {
 
   return html`
     <header class="top">
-      <h1>svc gateway · admin</h1>
+      <${Brand} tag="h1" />
       <span class="who">key <code>${viewer.keyId}</code>${projectId ? html` · project <code>${projectId}</code>` : null}</span>
       ${viewer.kind === 'operator' && projectId ? html`<button type="button" onClick=${() => { session.setProject(null); setProject(null); }}>Switch project</button>` : null}
       <button type="button" onClick=${signOut}>Sign out</button>

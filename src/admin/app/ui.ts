@@ -2,6 +2,7 @@ import { h, type ComponentChildren } from 'preact';
 import { useCallback, useEffect, useState } from 'preact/hooks';
 import htm from 'htm';
 import { ApiError } from './api.ts';
+import type { Group } from './catalog.ts';
 
 export const html = htm.bind(h);
 
@@ -16,7 +17,7 @@ export function Status({ value }: { value: string }) {
 }
 
 /** Shows an API error with its code and request id; a 429 says when to retry. */
-export function ErrorBox({ error }: { error: unknown }) {
+export function ErrorBox({ error, headline }: { error: unknown; headline?: string }) {
   if (!error) return null;
   if (error instanceof ApiError) {
     const retry =
@@ -24,7 +25,7 @@ export function ErrorBox({ error }: { error: unknown }) {
         ? html`<div>Retry after ${fmtTime(error.retryAt)} (in ${Math.max(0, Math.ceil(error.retryAt - Date.now() / 1000))} s).</div>`
         : null;
     return html`<div class="error" role="alert">
-      <strong>${error.message}</strong>
+      <strong>${headline ?? error.message}</strong>
       <div>code <code>${error.code}</code>${error.param ? html`, param <code>${error.param}</code>` : null}
         ${error.requestId ? html`, request id <code>${error.requestId}</code>` : null}</div>
       ${retry}
@@ -77,13 +78,51 @@ export function Pager({ pager, hasNext, endCursor }: { pager: ReturnType<typeof 
   </div>`;
 }
 
+/**
+ * "Copied" belongs to the value that was copied: when the same button is shown a new value (a rotated secret), it
+ * offers to copy again. A clipboard the browser refuses is said, never shown as copied.
+ */
 export function Copy({ text, label }: { text: string; label: string }) {
-  const [copied, setCopied] = useState(false);
+  const [copied, setCopied] = useState<{ text: string; ok: boolean } | null>(null);
+  const state = copied?.text === text ? copied : null;
   return html`<button
     type="button"
     onClick=${async () => {
-      await navigator.clipboard.writeText(text).catch(() => {});
-      setCopied(true);
+      const ok = await navigator.clipboard.writeText(text).then(() => true, () => false);
+      setCopied({ text, ok });
     }}
-  >${copied ? 'Copied' : label}</button>`;
+  >${state ? (state.ok ? 'Copied' : 'Copy failed: select the text') : label}</button>`;
+}
+
+/**
+ * Checkboxes grouped by area, each with its one-line description. `only` narrows the choice (a key can grant only the
+ * scopes it holds); an area with nothing left is not shown.
+ */
+export function GroupedChecks({ legend, name, groups, only, selected, onToggle }: {
+  legend: string;
+  name: string;
+  groups: Group[];
+  only?: string[];
+  selected: string[];
+  onToggle: (value: string) => void;
+}) {
+  const known = new Set(groups.flatMap((g) => g.entries.map((e) => e.name)));
+  const other = (only ?? []).filter((n) => !known.has(n)).map((n) => ({ name: n, description: '' }));
+  const shown = [...groups, { area: 'Other', entries: other }]
+    .map((g) => ({ ...g, entries: g.entries.filter((e) => !only || only.includes(e.name)) }))
+    .filter((g) => g.entries.length > 0);
+  return html`<fieldset class="grouped"><legend>${legend}</legend>
+    <div class="groups">${shown.map((g) => html`<div class="group" role="group" aria-label=${g.area}>
+      <h3>${g.area}</h3>
+      ${g.entries.map((e) => {
+        const id = `${name}-${e.name.replace(/[^a-z0-9]/gi, '-')}`;
+        return html`<div class="check">
+          <input type="checkbox" id=${id} name=${name} value=${e.name} checked=${selected.includes(e.name)}
+            aria-describedby=${`${id}-desc`} onChange=${() => onToggle(e.name)} />
+          <label for=${id}><code>${e.name}</code></label>
+          <span class="desc" id=${`${id}-desc`}>${e.description}</span>
+        </div>`;
+      })}
+    </div>`)}</div>
+  </fieldset>`;
 }

@@ -5,6 +5,7 @@ import { invalid } from '../../errors/svc-error.ts';
 import type { Ctx } from '../context.ts';
 import { paginate, type Page, type PageQuery } from '../pagination.ts';
 import { visibleProjectId } from '../projects/service.ts';
+import type { AuditAction } from './actions.ts';
 
 export const AUDIT_MAX_PAGE_SIZE = 500;
 
@@ -15,7 +16,7 @@ export interface AuditInput {
 }
 
 /** Written in the caller's transaction, so an audit row exists exactly when the change it describes does. */
-export async function recordAudit(tx: Tx, ctx: Ctx, action: string, input: AuditInput): Promise<AuditEvent> {
+export async function recordAudit(tx: Tx, ctx: Ctx, action: AuditAction, input: AuditInput): Promise<AuditEvent> {
   const now = ctx.now();
   return tx.auditEvent.create({
     data: {
@@ -36,7 +37,7 @@ export async function recordAudit(tx: Tx, ctx: Ctx, action: string, input: Audit
 export async function recordSystemAudit(
   tx: Tx,
   now: Date,
-  action: string,
+  action: AuditAction,
   input: AuditInput,
 ): Promise<AuditEvent> {
   return tx.auditEvent.create({

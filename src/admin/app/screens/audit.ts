@@ -19,11 +19,13 @@ const LIST = `query Audit($projectId: ID, $action: String, $after: String) {
   }
 }`;
 
-const ACTIONS = ['', 'key.create', 'key.list', 'key.rotate', 'key.revoke', 'project.create', 'project.archive', 'policy.updated', 'webhook.delivery.failed'];
+// The gateway's one table of audit actions (domain/audit/actions.ts), so the filter never misses one.
+const ACTIONS = `query AuditActions { auditActions }`;
 
 export function AuditScreen({ projectId }: { projectId: string }) {
   const pager = usePager();
   const [action, setAction] = useState('');
+  const actions = useQuery(() => gql<{ auditActions: string[] }>(ACTIONS), []);
   const q = useQuery(
     () => gql<{ auditEvents: { edges: { node: AuditEvent }[]; pageInfo: { hasNextPage: boolean; endCursor: string | null } } }>(LIST, {
       projectId,
@@ -34,11 +36,12 @@ export function AuditScreen({ projectId }: { projectId: string }) {
   );
   return html`<${Card} title="Audit log">
     <label>Action
-      <select value=${action} onChange=${(e: Event) => { setAction((e.target as HTMLSelectElement).value); pager.reset(); }}>
-        ${ACTIONS.map((a) => html`<option value=${a}>${a || 'all actions'}</option>`)}
+      <select value=${action} disabled=${!actions.data} onChange=${(e: Event) => { setAction((e.target as HTMLSelectElement).value); pager.reset(); }}>
+        <option value="">all actions</option>
+        ${actions.data?.auditActions.map((a) => html`<option value=${a}>${a}</option>`)}
       </select>
     </label>
-    <${ErrorBox} error=${q.error} />
+    <${ErrorBox} error=${actions.error ?? q.error} />
     <table>
       <thead><tr><th>Time</th><th>Action</th><th>Actor</th><th>Target</th><th>Request</th><th>Data</th></tr></thead>
       <tbody>${q.data?.auditEvents.edges.map(({ node: e }) => html`<tr>

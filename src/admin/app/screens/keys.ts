@@ -1,7 +1,8 @@
 import { useState } from 'preact/hooks';
 import { gql } from '../api.ts';
 import type { Viewer } from '../main.ts';
-import { Card, Copy, ErrorBox, Pager, Status, fmtTime, fmtUsd, html, usePager, useQuery } from '../ui.ts';
+import { SCOPE_GROUPS } from '../catalog.ts';
+import { Card, Copy, ErrorBox, GroupedChecks, Pager, Status, fmtTime, fmtUsd, html, usePager, useQuery } from '../ui.ts';
 
 interface Key {
   id: string;
@@ -63,10 +64,8 @@ function CreateKeyForm({ viewer, projectId, onCreated }: { viewer: Viewer; proje
       <label>Name <input name="name" value=${name} required maxlength="100" onInput=${(e: Event) => setName((e.target as HTMLInputElement).value)} /></label>
       <label>Monthly budget (USD, optional) <input name="budget" type="number" min="0" step="0.01" value=${budget} onInput=${(e: Event) => setBudget((e.target as HTMLInputElement).value)} /></label>
     </div>
-    <fieldset><legend>Scopes (a key can only grant scopes it holds)</legend>
-      ${viewer.scopes.map((s) => html`<label style="flex-direction:row;gap:.3rem;display:inline-flex;margin-right:.8rem">
-        <input type="checkbox" name="scope" value=${s} checked=${scopes.includes(s)} onChange=${() => toggle(s)} /> ${s}</label>`)}
-    </fieldset>
+    <${GroupedChecks} legend="Scopes (a key can only grant scopes it holds)" name="scope" groups=${SCOPE_GROUPS} only=${viewer.scopes}
+      selected=${scopes} onToggle=${toggle} />
     <p><button class="primary" type="submit" disabled=${busy}>Create key</button></p>
     <${ErrorBox} error=${error} />
   </form>`;

@@ -15,18 +15,33 @@ const UPDATE = `mutation UpdateLimits($projectId: ID!, $input: RateLimitsInput!)
 }`;
 
 type FieldName = 'requestsPerMinute' | 'tokensPerMinute' | 'burst';
+
+/** The API's bounds (domain/rate-limits/service.ts): the columns are PostgreSQL integers, as GraphQL's Int is. */
+const MAX_LIMIT = 2_147_483_647;
 const FIELDS: { name: FieldName; label: string; min: number; param: string }[] = [
   { name: 'requestsPerMinute', label: 'Requests per minute', min: 1, param: 'requests_per_minute' },
   { name: 'tokensPerMinute', label: 'Tokens per minute', min: 1, param: 'tokens_per_minute' },
   { name: 'burst', label: 'Burst (above requests per minute)', min: 0, param: 'burst' },
 ];
 
-/** The spec's rules, shown inline before the request is sent; the gateway checks them again. */
+const fmtInt = (n: number) => n.toLocaleString('en-US');
+
+/** The API's rules, shown inline before the request is sent; the gateway checks them again. */
 function problem(value: string, min: number): string | null {
-  if (value.trim() === '') return 'Required.';
-  if (!/^\d+$/.test(value.trim())) return 'A whole number.';
-  if (Number(value) < min) return `At least ${min}.`;
+  const v = value.trim();
+  if (v === '') return 'Required.';
+  if (!/^-?\d+$/.test(v)) return `A whole number from ${min} to ${fmtInt(MAX_LIMIT)}.`;
+  const n = Number(v);
+  if (n < min) return `At least ${min}.`;
+  if (n > MAX_LIMIT) return `At most ${fmtInt(MAX_LIMIT)}.`;
   return null;
+}
+
+/** The gateway's own message, except GraphQL's wording of an Int it could not read, said here in the form's terms. */
+function refusal(error: ApiError, min: number): string {
+  return error.message.startsWith('Variable "$')
+    ? `The gateway refused this value: a whole number from ${min} to ${fmtInt(MAX_LIMIT)}.`
+    : error.message;
 }
 
 export function LimitsScreen({ projectId }: { projectId: string }) {
@@ -65,15 +80,16 @@ export function LimitsScreen({ projectId }: { projectId: string }) {
       requests per minute and does not raise the token window. Last change: ${fmtTime(q.data?.rateLimits.updatedAt)}.</p>
     <form class="inline" onSubmit=${submit} aria-label="Edit rate limits" novalidate>
       ${FIELDS.map((f) => {
-        const msg = problems[f.name] ?? (serverParam === f.param ? (error as ApiError).message : null);
+        const msg = problems[f.name] ?? (serverParam === f.param ? refusal(error as ApiError, f.min) : null);
         return html`<div class="field"><label for=${`limit-${f.name}`}>${f.label}</label>
           <input id=${`limit-${f.name}`} name=${f.name} inputmode="numeric" value=${form[f.name]} aria-invalid=${msg ? 'true' : 'false'} aria-describedby=${`${f.name}-error`}
-            onInput=${(e: Event) => { setSaved(false); setDirty(true); setForm({ ...form, [f.name]: (e.target as HTMLInputElement).value }); }} />
+            onInput=${(e: Event) => { setSaved(false); setDirty(true); setError(null); setForm({ ...form, [f.name]: (e.target as HTMLInputElement).value }); }} />
           <span class="field-error" id=${`${f.name}-error`} aria-live="polite">${msg ?? ''}</span></div>`;
       })}
       <button class="primary" type="submit" disabled=${Object.values(problems).some(Boolean)}>Save limits</button>
     </form>
     ${saved ? html`<div class="notice" role="status">Saved: new limits apply from the next request on every replica.</div>` : null}
-    <${ErrorBox} error=${error} />
+    <${ErrorBox} error=${error}
+      headline=${FIELDS.some((f) => f.param === serverParam) ? 'Not saved: the gateway refused a value (shown at its field).' : undefined} />
   <//>`;
 }

@@ -1,13 +1,14 @@
 import { gql } from '../api.ts';
 import type { Viewer } from '../main.ts';
 import { Card, ErrorBox, fmtTime, fmtUsd, html, useQuery } from '../ui.ts';
+import { UsageChart, type UsageDay } from '../usage-chart.ts';
 
 interface Overview {
   project: { id: string; name: string; plan: string; region: string | null; status: string; createdAt: number } | null;
 }
 interface Limits { rateLimits: { requestsPerMinute: number; tokensPerMinute: number; burst: number } }
 interface Budget { budget: { budgetUsd: number | null; spentUsd: number; period: string } }
-interface UsageDays { usageByDay: { date: string; requests: number; costUsd: number; promptTokens: number; completionTokens: number }[] }
+interface UsageDays { usageByDay: UsageDay[] }
 
 const has = (v: Viewer, scope: string) => v.scopes.includes(scope);
 
@@ -25,16 +26,6 @@ function BudgetBar({ budget, spent }: { budget: number; spent: number }) {
   </div>`;
 }
 
-function UsageChart({ days }: { days: UsageDays['usageByDay'] }) {
-  if (days.length === 0) return html`<p class="muted">No usage yet.</p>`;
-  const max = Math.max(...days.map((d) => d.requests), 1);
-  return html`<div class="chart" role="img" aria-label=${`Requests per day, ${days.length} days`}>
-      ${days.map((d) => html`<div class="bar" title=${`${d.date}: ${d.requests} requests, ${fmtUsd(d.costUsd)}`} style=${`height:${(d.requests / max) * 100}%`}></div>`)}
-    </div>
-    <table><thead><tr><th>Day</th><th>Requests</th><th>Tokens</th><th>Cost</th></tr></thead>
-      <tbody>${days.slice(-7).reverse().map((d) => html`<tr><td>${d.date}</td><td>${d.requests}</td><td>${d.promptTokens + d.completionTokens}</td><td>${fmtUsd(d.costUsd)}</td></tr>`)}</tbody></table>`;
-}
-
 export function OverviewScreen({ viewer, projectId }: { viewer: Viewer; projectId: string }) {
   const p = useQuery(() => gql<Overview>(`query P($id: ID!) { project(id: $id) { id name plan region status createdAt } }`, { id: projectId }), [projectId]);
   const l = useQuery(
@@ -45,10 +36,13 @@ export function OverviewScreen({ viewer, projectId }: { viewer: Viewer; projectI
     () => (has(viewer, 'budgets:manage') ? gql<Budget>(`query B($id: ID!) { budget(projectId: $id) { budgetUsd spentUsd period } }`, { id: projectId }) : Promise.resolve(null)),
     [projectId],
   );
+  // The last 30 UTC days, today included.
+  const [start, end] = [new Date(Date.now() - 29 * 86_400_000).toISOString().slice(0, 10), new Date().toISOString().slice(0, 10)];
   const u = useQuery(
-    () => (has(viewer, 'usage:read') ? gql<UsageDays>(`query U($id: ID!, $start: String) { usageByDay(projectId: $id, startDate: $start) { date requests costUsd promptTokens completionTokens } }`, {
+    () => (has(viewer, 'usage:read') ? gql<UsageDays>(`query U($id: ID!, $start: String, $end: String) { usageByDay(projectId: $id, startDate: $start, endDate: $end) { date requests costUsd promptTokens completionTokens } }`, {
             id: projectId,
-            start: new Date(Date.now() - 29 * 86_400_000).toISOString().slice(0, 10),
+            start,
+            end,
           }) : Promise.resolve(null)),
     [projectId],
   );
@@ -80,6 +74,6 @@ export function OverviewScreen({ viewer, projectId }: { viewer: Viewer; projectI
         : html`<${Needs} scope="budgets:manage" />`}
     <//>
     <${Card} title="Usage per day">
-      ${has(viewer, 'usage:read') ? html`<${ErrorBox} error=${u.error} />${u.data ? html`<${UsageChart} days=${[...u.data.usageByDay].sort((a, b) => a.date.localeCompare(b.date))} />` : null}` : html`<${Needs} scope="usage:read" />`}
+      ${has(viewer, 'usage:read') ? html`<${ErrorBox} error=${u.error} />${u.data ? html`<${UsageChart} days=${u.data.usageByDay} start=${start} end=${end} />` : null}` : html`<${Needs} scope="usage:read" />`}
     <//>`;
 }

@@ -1,6 +1,7 @@
 import { useState } from 'preact/hooks';
 import { gql } from '../api.ts';
-import { Card, Copy, ErrorBox, Pager, Status, fmtTime, html, usePager, useQuery } from '../ui.ts';
+import { EVENT_GROUPS } from '../catalog.ts';
+import { Card, Copy, ErrorBox, GroupedChecks, Pager, Status, fmtTime, html, usePager, useQuery } from '../ui.ts';
 
 interface Attempt {
   attempt: number;
@@ -29,12 +30,6 @@ interface Webhook {
   createdAt: number;
 }
 
-const EVENT_TYPES = [
-  'inference.completed', 'usage.daily_summary', 'budget.threshold', 'budget.exceeded', 'key.rotated', 'key.revoked',
-  'policy.updated', 'approval.approved', 'approval.rejected', 'eval.run.completed', 'dev.review.completed',
-  'dev.pull_request.summarized', 'ops.incident.opened', 'ops.incident.closed', 'ops.slo.burn', 'risk.case.closed',
-  'risk.report.approved',
-];
 
 const LIST = `query Webhooks($projectId: ID, $after: String) {
   webhooks(projectId: $projectId, first: 20, after: $after) { edges { node { id url events status createdAt } } pageInfo { hasNextPage endCursor } }
@@ -121,10 +116,8 @@ export function WebhooksScreen({ projectId }: { projectId: string }) {
     <${Card} title="Create a webhook">
       <form onSubmit=${create} aria-label="Create a webhook">
         <label>HTTPS URL <input name="url" type="url" required value=${url} placeholder="https://example.com/hooks/svc" onInput=${(e: Event) => setUrl((e.target as HTMLInputElement).value)} /></label>
-        <fieldset><legend>Events</legend>
-          ${EVENT_TYPES.map((t) => html`<label style="flex-direction:row;gap:.3rem;display:inline-flex;margin-right:.8rem">
-            <input type="checkbox" checked=${events.includes(t)} onChange=${() => setEvents(events.includes(t) ? events.filter((x) => x !== t) : [...events, t])} /> ${t}</label>`)}
-        </fieldset>
+        <${GroupedChecks} legend="Events" name="event" groups=${EVENT_GROUPS} selected=${events}
+          onToggle=${(t: string) => setEvents(events.includes(t) ? events.filter((x) => x !== t) : [...events, t])} />
         <p><button class="primary" type="submit">Create webhook</button></p>
         <${ErrorBox} error=${error} />
       </form>

@@ -1,0 +1,108 @@
+/**
+ * Scopes and event types grouped by area, with the spec's one-line descriptions (scope table §5, event catalog §6.2).
+ * test/e2e checks that the groups hold each of the gateway's scopes and event types exactly once.
+ */
+export interface Entry {
+  name: string;
+  description: string;
+}
+export interface Group {
+  area: string;
+  entries: Entry[];
+}
+
+export const SCOPE_GROUPS: Group[] = [
+  {
+    area: 'Keys and audit',
+    entries: [
+      { name: 'keys:manage', description: 'Create, rotate, revoke and list keys.' },
+      { name: 'audit:read', description: 'Export audit events.' },
+    ],
+  },
+  {
+    area: 'Inference',
+    entries: [
+      { name: 'inference:write', description: 'Create inference requests.' },
+      { name: 'inference:read', description: 'Read retained inference responses and status.' },
+      { name: 'models:read', description: 'List available models.' },
+    ],
+  },
+  {
+    area: 'Governance and spend',
+    entries: [
+      { name: 'governance:manage', description: 'Webhooks, residency, dual-control policy, rate limits.' },
+      { name: 'budgets:manage', description: 'Create and modify budgets.' },
+      { name: 'usage:read', description: 'Read usage and cost data.' },
+    ],
+  },
+  {
+    area: 'Content and evaluation',
+    entries: [
+      { name: 'templates:manage', description: 'Create and modify prompt templates.' },
+      { name: 'rag:write', description: 'Upload and manage RAG documents.' },
+      { name: 'evals:write', description: 'Create evaluation runs.' },
+    ],
+  },
+  {
+    area: 'Verticals',
+    entries: [
+      { name: 'dev:read', description: 'Dev: read repositories, reviews, Q&A, tests.' },
+      { name: 'dev:write', description: 'Dev: repositories, reviews, Q&A, tests.' },
+      { name: 'legal:read', description: 'Legal: read matters, contracts, mappings, redlines.' },
+      { name: 'legal:write', description: 'Legal: matters, contracts, mappings, redlines.' },
+      { name: 'ops:read', description: 'Ops: read incidents, logs, post-mortems, connectors.' },
+      { name: 'ops:write', description: 'Ops: incidents, logs, post-mortems, connectors.' },
+      { name: 'risk:read', description: 'Risk: read cases, evidence, assessments, reports.' },
+      { name: 'risk:write', description: 'Risk: cases, evidence, assessments, reports.' },
+      { name: 'risk:approve', description: 'Risk: approve gated actions (dual control).' },
+    ],
+  },
+];
+
+export const EVENT_GROUPS: Group[] = [
+  {
+    area: 'Inference and usage',
+    entries: [
+      { name: 'inference.completed', description: 'An inference finished, success or error.' },
+      { name: 'usage.daily_summary', description: 'The daily usage rollup.' },
+    ],
+  },
+  {
+    area: 'Budgets',
+    entries: [
+      { name: 'budget.threshold', description: 'Spend crossed an alert threshold (80%, 95%).' },
+      { name: 'budget.exceeded', description: 'The monthly hard stop was reached.' },
+    ],
+  },
+  {
+    area: 'Keys',
+    entries: [
+      { name: 'key.rotated', description: 'A key got a new secret.' },
+      { name: 'key.revoked', description: 'A key was revoked.' },
+    ],
+  },
+  {
+    area: 'Governance',
+    entries: [
+      { name: 'policy.updated', description: 'A governance change was applied (limits, budget, routing).' },
+      { name: 'approval.approved', description: 'Dual control approved.' },
+      { name: 'approval.rejected', description: 'Dual control rejected.' },
+    ],
+  },
+  {
+    area: 'Evaluations',
+    entries: [{ name: 'eval.run.completed', description: 'An evaluation run finished.' }],
+  },
+  {
+    area: 'Verticals',
+    entries: [
+      { name: 'dev.review.completed', description: 'Dev: a review finished.' },
+      { name: 'dev.pull_request.summarized', description: 'Dev: a pull request summary finished.' },
+      { name: 'ops.incident.opened', description: 'Ops: an incident was created.' },
+      { name: 'ops.incident.closed', description: 'Ops: an incident was closed.' },
+      { name: 'ops.slo.burn', description: 'Ops: the error budget is burning.' },
+      { name: 'risk.case.closed', description: 'Risk: a case disposition was recorded.' },
+      { name: 'risk.report.approved', description: 'Risk: a report was approved by dual control.' },
+    ],
+  },
+];

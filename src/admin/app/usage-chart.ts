@@ -1,0 +1,160 @@
+import { useEffect, useRef } from 'preact/hooks';
+import uPlot from 'uplot';
+import 'uplot/dist/uPlot.min.css';
+import { fmtUsd, html } from './ui.ts';
+
+export interface UsageDay {
+  date: string;
+  requests: number;
+  costUsd: number;
+  promptTokens: number;
+  completionTokens: number;
+}
+
+const DAY_S = 86_400;
+const utcSeconds = (date: string) => Date.parse(`${date}T00:00:00Z`) / 1000;
+const dayOf = (unix: number) => new Date(unix * 1000).toISOString().slice(0, 10);
+const fmtCount = (n: number) => n.toLocaleString('en-US');
+
+/** Every day of the window, a day without usage as zero: one day of data is one bar on a dated axis. */
+export function fillDays(days: UsageDay[], start: string, end: string): UsageDay[] {
+  const byDate = new Map(days.map((d) => [d.date, d]));
+  const out: UsageDay[] = [];
+  for (let t = utcSeconds(start); t <= utcSeconds(end); t += DAY_S) {
+    const date = dayOf(t);
+    out.push(byDate.get(date) ?? { date, requests: 0, costUsd: 0, promptTokens: 0, completionTokens: 0 });
+  }
+  return out;
+}
+
+/** A tooltip over the plot for the day under the cursor (uPlot draws no tooltip of its own). */
+function tooltip(days: UsageDay[]): uPlot.Plugin {
+  let tip: HTMLDivElement;
+  return {
+    hooks: {
+      init: (u) => {
+        tip = document.createElement('div');
+        tip.className = 'chart-tip';
+        tip.setAttribute('role', 'tooltip');
+        tip.hidden = true;
+        u.over.appendChild(tip);
+      },
+      setCursor: (u) => {
+        const i = u.cursor.idx;
+        if (i === null || i === undefined || u.cursor.left === undefined || u.cursor.left < 0) {
+          tip.hidden = true;
+          return;
+        }
+        const d = days[i]!;
+        tip.textContent = '';
+        for (const line of [
+          d.date,
+          `${fmtCount(d.requests)} request${d.requests === 1 ? '' : 's'}`,
+          `${fmtCount(d.promptTokens + d.completionTokens)} tokens`,
+          `${fmtUsd(d.costUsd)} cost`,
+        ]) {
+          const div = document.createElement('div');
+          div.textContent = line;
+          tip.appendChild(div);
+        }
+        tip.hidden = false;
+        const x = u.valToPos(utcSeconds(d.date), 'x');
+        tip.style.left = `${Math.min(x + 10, u.over.clientWidth - tip.offsetWidth)}px`;
+        tip.style.top = `${Math.max(0, (u.cursor.top ?? 0) - tip.offsetHeight - 8)}px`;
+      },
+    },
+  };
+}
+
+/** Dollar ticks with as many decimals as the tick step needs ($0.002, $0.50, $12). */
+function usdTicks(splits: number[], incr: number): string[] {
+  const decimals = Math.min(6, Math.max(0, -Math.floor(Math.log10(incr || 1))));
+  return splits.map((s) => `$${s.toFixed(decimals)}`);
+}
+
+function options(days: UsageDay[], width: number): uPlot.Options {
+  const text = '#5b6577';
+  const grid = { stroke: '#eef1f5', width: 1 };
+  // Cost gets its own axis and line only when there is any (the built-in mock provider is free).
+  const hasCost = days.some((d) => d.costUsd > 0);
+  const axes: uPlot.Axis[] = [
+    { stroke: text, grid, ticks: grid, values: (_u, splits) => splits.map((s) => new Date(s * 1000).toISOString().slice(5, 10)) },
+    {
+      scale: 'requests',
+      label: 'Requests per day',
+      stroke: text,
+      grid,
+      ticks: grid,
+      values: (_u, splits) => splits.map((s) => (Number.isInteger(s) ? fmtCount(s) : '')),
+    },
+  ];
+  const series: uPlot.Series[] = [
+    {},
+    {
+      label: 'Requests',
+      scale: 'requests',
+      fill: '#2457c5cc',
+      stroke: '#2457c5',
+      paths: uPlot.paths.bars!({ size: [0.7, 48], align: 0 }),
+      points: { show: false },
+    },
+  ];
+  if (hasCost) {
+    axes.push({
+      scale: 'usd',
+      side: 1,
+      label: 'Cost (USD)',
+      size: 70,
+      stroke: '#a15c00',
+      grid: { show: false },
+      ticks: grid,
+      values: (_u, splits, _axis, _space, incr) => usdTicks(splits, incr),
+    });
+    series.push({ label: 'Cost (USD)', scale: 'usd', stroke: '#a15c00', width: 2, points: { show: true, size: 6 } });
+  }
+  return {
+    width,
+    height: 220,
+    // Dates are UTC days (usage is bucketed by UTC date), whatever the browser's time zone.
+    tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'),
+    cursor: { drag: { x: false, y: false }, points: { show: false } },
+    legend: { show: false },
+    scales: {
+      // Half a day either side, so the first and last bars are whole.
+      x: { time: true, range: (_u, min, max) => [min - DAY_S / 2, max + DAY_S / 2] },
+      requests: { range: (_u, _min, max) => [0, Math.max(1, max) * 1.15] },
+      usd: { range: (_u, _min, max) => [0, max * 1.15] },
+    },
+    axes,
+    series,
+    plugins: [tooltip(days)],
+  };
+}
+
+/** Requests per day as bars and cost as a line, on UTC dates; an empty state when the window holds no usage. */
+export function UsageChart({ days, start, end }: { days: UsageDay[]; start: string; end: string }) {
+  const host = useRef<HTMLDivElement>(null);
+  const filled = fillDays(days, start, end);
+  const total = filled.reduce((n, d) => n + d.requests, 0);
+  useEffect(() => {
+    const el = host.current;
+    if (!el || total === 0) return;
+    // A day without requests has no bar (a zero-height bar would still draw its outline).
+    const data: uPlot.AlignedData = [filled.map((d) => utcSeconds(d.date)), filled.map((d) => d.requests || null)];
+    if (filled.some((d) => d.costUsd > 0)) data.push(filled.map((d) => d.costUsd));
+    const plot = new uPlot(options(filled, el.clientWidth || 600), data, el);
+    const resize = new ResizeObserver(() => plot.setSize({ width: el.clientWidth, height: 220 }));
+    resize.observe(el);
+    return () => {
+      resize.disconnect();
+      plot.destroy();
+    };
+  }, [JSON.stringify(filled)]);
+  if (total === 0) return html`<p class="empty" data-testid="usage-empty">No requests from ${start} to ${end} (UTC).</p>`;
+  return html`${filled.some((d) => d.costUsd > 0) ? null : html`<p class="muted">No cost in this period (free models only).</p>`}
+    <div class="usage-chart" ref=${host} role="img"
+    aria-label=${`Requests and cost per day from ${start} to ${end}: ${fmtCount(total)} requests in all`}></div>
+    <table><thead><tr><th>Day (UTC)</th><th>Requests</th><th>Tokens</th><th>Cost</th></tr></thead>
+      <tbody>${filled.filter((d) => d.requests > 0).slice(-7).reverse().map((d) => html`<tr><td>${d.date}</td><td>${fmtCount(d.requests)}</td>
+        <td>${fmtCount(d.promptTokens + d.completionTokens)}</td><td>${fmtUsd(d.costUsd)}</td></tr>`)}</tbody></table>`;
+}

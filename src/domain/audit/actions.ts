@@ -1,0 +1,27 @@
+/**
+ * Every audit action the gateway writes, once: recordAudit and recordSystemAudit accept only these, so an action
+ * cannot be written without appearing here, and GraphQL's `auditActions` (the console's filter) lists exactly them.
+ * Spec §5 and §6.3 name the key.* actions and webhook.delivery.failed; the others follow CONTRACT part two
+ * (`<resource>.<verb>`), except policy.updated, which shares the event's name (CONTRACT §7).
+ */
+export const AUDIT_ACTIONS = {
+  'key.create': 'A key was created.',
+  'key.list': 'Keys were listed (from the console: once per session and page).',
+  'key.rotate': 'A key got a new secret.',
+  'key.revoke': 'A key was revoked.',
+  'project.create': 'A project was created.',
+  'project.archive': 'A project was archived.',
+  'policy.updated': 'Rate limits or a budget were changed.',
+  'routing_policy.create': 'A routing policy was created.',
+  'routing_policy.update': 'A routing policy was changed.',
+  'routing_policy.delete': 'A routing policy was deleted.',
+  'webhook.create': 'A webhook was created.',
+  'webhook.disable': 'A webhook was disabled.',
+  'webhook.delivery.replay': 'A failed delivery was replayed.',
+  'webhook.delivery.failed': 'A delivery failed for 24 hours and stopped retrying.',
+} as const satisfies Record<string, string>;
+
+export type AuditAction = keyof typeof AUDIT_ACTIONS;
+
+/** In the table's order (by resource). */
+export const AUDIT_ACTION_NAMES = Object.keys(AUDIT_ACTIONS) as AuditAction[];
