@@ -1,7 +1,8 @@
 import { closeDeps, createDeps } from './app-deps.ts';
 import { ConfigError, loadConfig, runsBackgroundWork } from './config/config.ts';
 import { buildApp, buildHealthApp } from './http/app.ts';
-import { startDailyUsageSummaries } from './domain/usage/daily-summary.ts';
+import { DRAIN_MARGIN_MS, drainOnClose } from './http/server-lifecycle.ts';
+import { startDailyUsageSummaries } from './jobs/daily-summary/daily-summary.ts';
 
 async function main(): Promise<void> {
   // A signal that comes before the gateway is built (the first start's migrations, say) is held until startup has
@@ -38,6 +39,9 @@ async function main(): Promise<void> {
   // SVC_ROLE (README "Running several replicas"): api serves HTTP only; worker does the background work only.
   const background = runsBackgroundWork(config);
   const app = config.role === 'worker' ? await buildHealthApp(deps) : await buildApp(deps);
+  // README "Configuration" (the drain): answers in flight go out with Connection: close, idle connections are closed,
+  // and whatever is still open after SVC_ROUTING_TIMEOUT_MS + 5 s is cut; on every role.
+  const http = drainOnClose(app, { deadlineMs: config.routingTimeoutMs + DRAIN_MARGIN_MS, log: deps.log });
   let usageSummaries: { stop(): void } | null = null;
 
   let closing = false;
@@ -48,7 +52,7 @@ async function main(): Promise<void> {
     usageSummaries?.stop();
     try {
       // Webhook attempts in flight finish (each within its deadline) while HTTP requests drain.
-      await Promise.all([app.close(), deps.webhooks.worker.stop()]);
+      await Promise.all([http.close(), deps.webhooks.worker.stop()]);
       await closeDeps(deps);
       process.exit(0);
     } catch (err) {
