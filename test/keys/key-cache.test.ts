@@ -86,26 +86,24 @@ describe('KeyCache (lru-cache on the injected clock)', () => {
     expect(await Promise.all(after)).toEqual([undefined, undefined, undefined, undefined]);
   });
 
-  it('still serves the callers that load themselves (get, loadToken, set), with the same race rule', async () => {
+  it('answers a cached key synchronously with get(), and nothing once it is evicted or past the TTL', async () => {
     const { cache, clock } = setup();
-    const token = cache.loadToken();
-    cache.set('h1', key('key_1', 'h1'), clock.now(), token);
-    expect(cache.get('h1', clock.now())?.id).toBe('key_1');
+    expect(cache.get('h1')).toBeUndefined();
+    await cache.fetch('h1', async () => key('key_1', 'h1'));
+    expect(cache.get('h1')?.id).toBe('key_1');
 
-    const stale = cache.loadToken();
     await cache.invalidate('key_1');
-    cache.set('h1', key('key_1', 'h1'), clock.now(), stale);
-    expect(cache.get('h1', clock.now())).toBeUndefined();
+    expect(cache.get('h1')).toBeUndefined();
 
-    cache.set('h1', key('key_1', 'h1'), clock.now(), cache.loadToken());
+    await cache.fetch('h1', async () => key('key_1', 'h1'));
     clock.advance(KEY_CACHE_TTL_MS + 1);
-    expect(cache.get('h1', clock.now())).toBeUndefined();
+    expect(cache.get('h1')).toBeUndefined();
   });
 
   it('does not trust an entry when the clock was set back', async () => {
     const { cache, clock } = setup();
-    cache.set('h1', key('key_1', 'h1'), clock.now(), cache.loadToken());
+    await cache.fetch('h1', async () => key('key_1', 'h1'));
     clock.advance(-1_000);
-    expect(cache.get('h1', clock.now())).toBeUndefined();
+    expect(cache.get('h1')).toBeUndefined();
   });
 });

@@ -40,8 +40,6 @@ export class KeyCache {
    * them all: a row read before an eviction must not be cached after it.
    */
   private readonly loading = new Set<{ hash: string }>();
-  /** The same for the callers that load themselves (get, loadToken, set). */
-  private epoch = 0;
 
   constructor(
     private readonly bus: Bus,
@@ -86,24 +84,10 @@ export class KeyCache {
     return this.byHash.fetch(hash, { context: load });
   }
 
-  /** @deprecated The caller's own load: get, loadToken, read, set. fetch() does the same in one call, de-duplicated. */
-  get(hash: string, _nowMs?: number): CachedKey | undefined {
+  /** The cached active key, if any: synchronous, for the hit path. A miss goes through fetch(). */
+  get(hash: string): CachedKey | undefined {
     this.dropIfClockWentBack(hash);
     return this.byHash.get(hash);
-  }
-
-  /**
-   * @deprecated See get(). Take before reading a key row, pass to set(): a read that raced a revoke (it saw the row
-   * before the commit, the eviction ran before it returned) is then not cached.
-   */
-  loadToken(): number {
-    return this.epoch;
-  }
-
-  /** @deprecated See get(). */
-  set(hash: string, key: CachedKey, _nowMs?: number, token?: number): void {
-    if (token !== undefined && token !== this.epoch) return;
-    this.byHash.set(hash, key);
   }
 
   /** Evicts here at once, then tells the other replicas. Call after the change has committed. */
@@ -113,13 +97,11 @@ export class KeyCache {
   }
 
   clear(): void {
-    this.epoch++;
     this.byHash.clear();
     this.hashesById.clear();
   }
 
   private evictLocal(keyId: string): void {
-    this.epoch++;
     // Deleting a digest being loaded aborts its fetch: its callers get the row, the cache does not keep it.
     const hashes = [...(this.hashesById.get(keyId) ?? []), ...[...this.loading].map((l) => l.hash)];
     for (const hash of hashes) this.byHash.delete(hash);

@@ -28,27 +28,9 @@ export async function authenticate(deps: Deps, header: string | undefined): Prom
     return { kind: 'operator', keyId: OPERATOR_KEY_ID, projectId: null, scopes: SCOPES };
   }
   const now = deps.clock.now();
-  let key: CachedKey | null | undefined = deps.keyCache.get(hash, now);
-  if (!key) {
-    const token = deps.keyCache.loadToken();
-    key = await deps.db.apiKey.findFirst({
-      where: { OR: [{ secretHash: hash }, { previousSecretHash: hash }] },
-      select: {
-        id: true,
-        projectId: true,
-        scopes: true,
-        status: true,
-        expiresAt: true,
-        secretHash: true,
-        previousSecretHash: true,
-        previousExpiresAt: true,
-        lastUsedAt: true,
-        budgetMicros: true,
-      },
-    });
-    // Only valid keys are cached: unknown secrets must not be able to fill the cache.
-    if (key && key.status === 'active') deps.keyCache.set(hash, key, now, token);
-  }
+  // A hit is synchronous (no promise on the hot path); a miss loads once for every request asking at the same time.
+  // Only active keys are cached: unknown secrets must not be able to fill the cache.
+  const key: CachedKey | undefined = deps.keyCache.get(hash) ?? (await deps.keyCache.fetch(hash, () => loadKey(deps, hash)));
   if (!key || key.status !== 'active') throw invalidKey();
   if (key.expiresAt && key.expiresAt.getTime() <= now) throw invalidKey();
   const current = safeEqualHex(hash, key.secretHash);
@@ -68,4 +50,22 @@ export async function authenticate(deps: Deps, header: string | undefined): Prom
       .catch((err: unknown) => deps.log.warn({ err, keyId: key.id }, 'could not record last_used_at'));
   }
   return { kind: 'key', keyId: key.id, projectId: key.projectId, scopes: key.scopes as Scope[], budgetMicros: key.budgetMicros };
+}
+
+function loadKey(deps: Deps, hash: string): Promise<CachedKey | null> {
+  return deps.db.apiKey.findFirst({
+    where: { OR: [{ secretHash: hash }, { previousSecretHash: hash }] },
+    select: {
+      id: true,
+      projectId: true,
+      scopes: true,
+      status: true,
+      expiresAt: true,
+      secretHash: true,
+      previousSecretHash: true,
+      previousExpiresAt: true,
+      lastUsedAt: true,
+      budgetMicros: true,
+    },
+  });
 }

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { redisHealthOf, type RedisHealth } from '../../limits/redis-health.ts';
 import type { ChatMessage, Sampling } from '../../providers/types.ts';
-import type { Clock } from '../context.ts';
+import type { Clock } from '../../kernel/clock.ts';
 
 /** What a hit gives back: the answer and where it came from (a hit itself costs zero tokens). */
 export interface CachedAnswer {

@@ -1,0 +1,36 @@
+/**
+ * The import rule (docs/ARCHITECTURE.md), checked in CI by `npm run check:imports`:
+ *   http, rest, graphql  ->  domain  ->  db, limits, providers, webhooks, pubsub, errors, config, kernel
+ *   jobs                 ->  domain (and the layers below it); nothing imports jobs but the composition root
+ * and no import circles anywhere in src/.
+ */
+const LOWER = '^src/(db|limits|providers|webhooks|pubsub|errors|config|kernel)/';
+module.exports = {
+  forbidden: [
+    { name: 'no-circular', severity: 'error', comment: 'An import circle: break it with a port or by moving the shared piece down.',
+      from: { path: '^src/' }, to: { circular: true } },
+    { name: 'lower-layers-do-not-import-up', severity: 'error',
+      comment: 'Modules below the domain take what they need as parameters (a Clock, a callback), never from domain/, jobs/ or the adapters.',
+      from: { path: LOWER }, to: { path: '^src/(domain|jobs|http|rest|graphql|admin)/' } },
+    { name: 'domain-does-not-import-adapters-or-jobs', severity: 'error',
+      comment: 'The domain names ports; jobs and adapters implement or call them.',
+      from: { path: '^src/domain/' }, to: { path: '^src/(jobs|http|rest|graphql|admin)/' } },
+    { name: 'jobs-are-not-imported-by-the-request-layers', severity: 'error',
+      from: { path: '^src/(http|rest|graphql)/' }, to: { path: '^src/jobs/' } },
+    { name: 'surfaces-do-not-import-each-other', severity: 'error',
+      from: { path: '^src/rest/' }, to: { path: '^src/graphql/' } },
+    { name: 'graphql-does-not-import-rest', severity: 'error',
+      from: { path: '^src/graphql/' }, to: { path: '^src/rest/' } },
+    { name: 'domain-does-not-import-frameworks', severity: 'error',
+      from: { path: '^src/domain/' }, to: { path: 'node_modules/(fastify|graphql-yoga|@pothos)' } },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    exclude: { path: '^src/(generated|admin)/' },
+    tsConfig: { fileName: 'tsconfig.json' },
+    tsPreCompilationDeps: true,
+    // TypeScript 7 has no JavaScript compiler API: swc parses the sources.
+    parser: 'swc',
+    enhancedResolveOptions: { extensions: ['.ts', '.js'] },
+  },
+};
