@@ -1,6 +1,10 @@
 import path from 'node:path';
+import { Type, type Static, type TSchema } from 'typebox';
+import { Format } from 'typebox/format';
+import { Default, Errors } from 'typebox/value';
 import { parseAllowlist } from '../webhooks/egress.ts';
 import { BUILTIN_PROVIDERS, loadProvidersFile, ProvidersFileError, type ProviderSpec } from '../providers/config-file.ts';
+import { pointer, problemFor, says, show, valueAt } from './schema-errors.ts';
 
 /** One typed, frozen view of the environment (CONTRACT §1). A bad value throws ConfigError naming the variable. */
 export interface Config {
@@ -64,104 +68,175 @@ export class ConfigError extends Error {
 
 type Env = Record<string, string | undefined>;
 
-function str(env: Env, name: string): string | null {
-  const v = env[name];
-  return v === undefined || v.trim() === '' ? null : v.trim();
-}
+Format.Set('whatwg-url', (v) => URL.canParse(v));
 
-function int(env: Env, name: string, fallback: number, min: number, max: number): number {
-  const raw = str(env, name);
-  if (raw === null) return fallback;
-  if (!/^\d+$/.test(raw)) throw new ConfigError(name, `must be a whole number, got "${raw}"`);
-  const n = Number(raw);
-  if (n < min || n > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${n}`);
-  return n;
-}
+const RANGE = 'must be between {minimum} and {maximum}, got {value}';
+const EMAIL = '^[^\\s@,]+@[^\\s@,]+$';
 
-function url(env: Env, name: string, protocols: string[]): string | null {
-  const raw = str(env, name);
-  if (raw === null) return null;
-  let parsed: URL;
-  try {
-    parsed = new URL(raw);
-  } catch {
-    throw new ConfigError(name, 'is not a valid URL');
+/** A whole number from the environment (digits only). */
+const whole = (fallback: number, minimum: number, maximum: number, description: string) =>
+  Type.Integer({ default: fallback, minimum, maximum, description, ...says({ type: 'must be a whole number, got {value}', minimum: RANGE, maximum: RANGE }) });
+
+/** A URL (WHATWG parser) with one of `schemes`, kept as written; unset: null. */
+const url = (schemes: string[], description: string) =>
+  Type.Optional(
+    Type.String({
+      description,
+      format: 'whatwg-url',
+      // The scheme case-insensitively, as URL's protocol reads it.
+      pattern: `^(?:${schemes.map((s) => s.replace(/[a-z]/g, (c) => `[${c}${c.toUpperCase()}]`)).join('|')}):`,
+      ...says({ format: 'is not a valid URL', pattern: `must start with ${schemes.map((s) => `${s}://`).join(' or ')}` }),
+    }),
+  );
+
+const text = (description: string) => Type.Optional(Type.String({ description }));
+
+/**
+ * Every variable the gateway reads (README "Configuration"), with its type, bounds, default and wording. A value is
+ * trimmed (blank is unset) and decoded by its node's type before the check (see readEnvironment); rules across
+ * variables or beyond a schema follow in loadConfig. Property order is the order in which problems are reported.
+ */
+export const EnvironmentSchema = Type.Object({
+  SVC_WEBHOOK_RETRY_SCHEDULE: Type.String({
+    default: '0,30,120,600,3600,21600',
+    pattern: '^\\s*\\d+\\s*(?:,\\s*\\d+\\s*)*$',
+    description: 'when each webhook attempt is due, in seconds after the first attempt (never decreasing)',
+    ...says('must be comma-separated whole seconds, e.g. 0,30,120'),
+  }),
+  SVC_PUBLIC_URL: url(['http', 'https'], 'base of error.doc_url links; unset: the request host'),
+  HOST: Type.String({ default: '127.0.0.1', description: 'where the HTTP server listens' }),
+  PORT: whole(8080, 0, 65535, 'where the HTTP server listens'),
+  DATABASE_URL: url(['postgresql', 'postgres'], 'PostgreSQL; unset: embedded PGlite'),
+  SVC_DATA_DIR: Type.String({ default: './.svc-data', description: 'directory of the embedded database and generated local secrets' }),
+  REDIS_URL: url(['redis', 'rediss'], 'Redis; unset: in-process store'),
+  SVC_REDIS_PREFIX: Type.String({ default: 'svc:', description: 'prefix of every Redis key' }),
+  SVC_REDIS_COMMAND_TIMEOUT_MS: whole(500, 10, 60_000, 'a Redis command not answered by then fails'),
+  SVC_MASTER_KEY: text('operator key: begins svc_sk_, at least 32 characters; unset: generated at first start'),
+  SVC_PROVIDERS_FILE: text('JSON or YAML providers file; unset: the built-in mock provider'),
+  SVC_WEBHOOK_RETRY_HORIZON_S: whole(86_400, 1, 30 * 86_400, 'seconds without success after which a delivery is failed'),
+  SVC_WEBHOOK_TIMEOUT_MS: whole(10_000, 100, 60_000, "a webhook receiver's deadline per attempt"),
+  SVC_MAX_WEBHOOKS_PER_PROJECT: whole(16, 1, 1000, 'active webhooks a project may have'),
+  SVC_EGRESS_ALLOWLIST: Type.Array(Type.String(), { default: [], description: 'comma-separated hosts/IPs/CIDRs webhooks may reach although private' }),
+  SVC_SMTP_URL: url(['smtp', 'smtps'], 'server for budget alert e-mails; unset: e-mail alerts skipped'),
+  SVC_ALERT_EMAIL_FROM: Type.Optional(
+    Type.String({ pattern: EMAIL, description: 'sender of budget alert e-mails', ...says('{value} is not an e-mail address') }),
+  ),
+  SVC_ALERT_EMAIL_TO: Type.Array(Type.String({ pattern: EMAIL, ...says('{value} is not an e-mail address; use comma-separated addresses') }), {
+    default: [],
+    description: 'comma-separated recipients of budget alert e-mails; empty: the sender address',
+  }),
+  SVC_OPERATOR_RPM: whole(6_000, 1, 2_147_483_647, "the operator key's own requests per minute"),
+  SVC_ENCRYPTION_KEY: text('32 bytes (64 hex characters or base64) encrypting secrets at rest; unset: generated in SVC_DATA_DIR'),
+  SVC_BODY_LIMIT_BYTES: whole(1_048_576, 1024, 100 * 1_048_576, 'larger request bodies are refused'),
+  LOG_LEVEL: Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
+    default: 'info',
+    description: 'pino level',
+    ...says('must be one of fatal, error, warn, info, debug, trace, silent'),
+  }),
+  SVC_GRAPHQL_INTROSPECTION: Type.Optional(
+    Type.Boolean({ description: 'GraphQL introspection; unset: on unless NODE_ENV=production', ...says({ type: 'must be true or false, got {value}' }) }),
+  ),
+  SVC_ROUTING_TIMEOUT_MS: whole(30_000, 100, 600_000, 'all provider hops of one inference together'),
+  SVC_CIRCUIT_FAILURES: whole(5, 1, 1000, "consecutive failures that open a provider's circuit breaker"),
+  SVC_CIRCUIT_COOLDOWN_MS: whole(30_000, 1, 3_600_000, 'how long an open circuit skips its provider before one probe'),
+  SVC_OUTCOME_FLUSH_MS: whole(20, 1, 10_000, 'how often a batch of usage records is written'),
+  SVC_OUTCOME_LEASE_MS: whole(5_000, 500, 3_600_000, 'with Redis: how long a read usage-stream entry may stay unwritten'),
+  SVC_ROLE: Type.Enum(['all', 'api', 'worker'], {
+    default: 'all',
+    'x-lowercase': true,
+    description: 'what this process runs: all, api (HTTP only) or worker (background work)',
+    ...says('must be all, api or worker, got {value}'),
+  }),
+});
+export type Environment = Static<typeof EnvironmentSchema>;
+
+const TRUE = ['1', 'true', 'yes', 'on'];
+const FALSE = ['0', 'false', 'no', 'off'];
+
+/** A trimmed, non-blank value as its schema node's type; left as it is when it does not read as one (the check says why). */
+function decode(node: TSchema, raw: string): unknown {
+  switch ((node as { type?: unknown }).type) {
+    case 'integer':
+      return /^\d+$/.test(raw) ? Number(raw) : raw;
+    case 'boolean':
+      return TRUE.includes(raw.toLowerCase()) ? true : FALSE.includes(raw.toLowerCase()) ? false : raw;
+    case 'array':
+      return raw.split(',').map((s) => s.trim()).filter(Boolean);
+    default:
+      return (node as { 'x-lowercase'?: boolean })['x-lowercase'] ? raw.toLowerCase() : raw;
   }
-  if (!protocols.includes(parsed.protocol)) {
-    throw new ConfigError(name, `must start with ${protocols.map((p) => `${p}//`).join(' or ')}`);
-  }
-  return raw;
 }
 
-function bool(env: Env, name: string, fallback: boolean): boolean {
-  const raw = str(env, name);
-  if (raw === null) return fallback;
-  if (['1', 'true', 'yes', 'on'].includes(raw.toLowerCase())) return true;
-  if (['0', 'false', 'no', 'off'].includes(raw.toLowerCase())) return false;
-  throw new ConfigError(name, `must be true or false, got "${raw}"`);
+/** The environment through EnvironmentSchema; its first problem throws a ConfigError naming the variable. */
+export function readEnvironment(env: Env): Environment {
+  const decoded: Record<string, unknown> = {};
+  for (const [name, node] of Object.entries(EnvironmentSchema.properties)) {
+    const raw = env[name]?.trim();
+    if (raw) decoded[name] = decode(node, raw);
+  }
+  const values = Default(EnvironmentSchema, decoded);
+  const [error] = Errors(EnvironmentSchema, values);
+  if (error) {
+    const at = pointer(error.instancePath);
+    const problem = problemFor(EnvironmentSchema, pointer(error.schemaPath.slice(1)), error);
+    throw new ConfigError(at[0]!, problem.replace('{value}', () => show(valueAt(values, at))));
+  }
+  return values as Environment;
 }
+
+// Printable ASCII without spaces: it is sent as `Authorization: Bearer <key>`.
+const MASTER_KEY = /^svc_sk_[\x21-\x7e]{25,}$/;
 
 export function loadConfig(env: Env = process.env): Readonly<Config> {
-  const masterKey = str(env, 'SVC_MASTER_KEY');
-  // Printable ASCII without spaces: it is sent as `Authorization: Bearer <key>`.
-  if (masterKey !== null && (!masterKey.startsWith('svc_sk_') || masterKey.length < 32 || !/^[\x21-\x7e]+$/.test(masterKey))) {
+  const e = readEnvironment(env);
+  if (e.SVC_MASTER_KEY !== undefined && !MASTER_KEY.test(e.SVC_MASTER_KEY)) {
     throw new ConfigError('SVC_MASTER_KEY', 'must begin with svc_sk_ and be at least 32 characters, without spaces');
   }
-
-  const scheduleRaw = str(env, 'SVC_WEBHOOK_RETRY_SCHEDULE') ?? '0,30,120,600,3600,21600';
-  const schedule = scheduleRaw.split(',').map((s) => s.trim());
-  if (schedule.some((s) => !/^\d+$/.test(s))) {
-    throw new ConfigError('SVC_WEBHOOK_RETRY_SCHEDULE', 'must be comma-separated whole seconds, e.g. 0,30,120');
-  }
-  const webhookRetryScheduleS = schedule.map(Number);
+  const webhookRetryScheduleS = e.SVC_WEBHOOK_RETRY_SCHEDULE.split(',').map(Number);
   for (let i = 1; i < webhookRetryScheduleS.length; i++) {
     if (webhookRetryScheduleS[i]! < webhookRetryScheduleS[i - 1]!) {
       throw new ConfigError('SVC_WEBHOOK_RETRY_SCHEDULE', 'delays must not decrease');
     }
   }
-
+  // As set, untrimmed (not a gateway variable of its own).
   const production = (env.NODE_ENV ?? '') === 'production';
-  const publicUrl = url(env, 'SVC_PUBLIC_URL', ['http:', 'https:']);
 
   const config: Config = {
-    host: str(env, 'HOST') ?? '127.0.0.1',
-    port: int(env, 'PORT', 8080, 0, 65535),
-    databaseUrl: url(env, 'DATABASE_URL', ['postgresql:', 'postgres:']),
-    dataDir: path.resolve(str(env, 'SVC_DATA_DIR') ?? './.svc-data'),
-    redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
-    redisPrefix: str(env, 'SVC_REDIS_PREFIX') ?? 'svc:',
-    redisCommandTimeoutMs: int(env, 'SVC_REDIS_COMMAND_TIMEOUT_MS', 500, 10, 60_000),
-    masterKey,
-    providersFile: str(env, 'SVC_PROVIDERS_FILE'),
+    host: e.HOST,
+    port: e.PORT,
+    databaseUrl: e.DATABASE_URL ?? null,
+    dataDir: path.resolve(e.SVC_DATA_DIR),
+    redisUrl: e.REDIS_URL ?? null,
+    redisPrefix: e.SVC_REDIS_PREFIX,
+    redisCommandTimeoutMs: e.SVC_REDIS_COMMAND_TIMEOUT_MS,
+    masterKey: e.SVC_MASTER_KEY ?? null,
+    providersFile: e.SVC_PROVIDERS_FILE ?? null,
     webhookRetryScheduleS,
-    webhookRetryHorizonS: int(env, 'SVC_WEBHOOK_RETRY_HORIZON_S', 86_400, 1, 30 * 86_400),
-    webhookTimeoutMs: int(env, 'SVC_WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000),
-    maxWebhooksPerProject: int(env, 'SVC_MAX_WEBHOOKS_PER_PROJECT', 16, 1, 1000),
-    egressAllowlist: (str(env, 'SVC_EGRESS_ALLOWLIST') ?? '').split(',').map((s) => s.trim()).filter(Boolean),
-    smtpUrl: url(env, 'SVC_SMTP_URL', ['smtp:', 'smtps:']),
-    alertEmailFrom: emailAddress(env, 'SVC_ALERT_EMAIL_FROM'),
-    alertEmailTo: emails(env, 'SVC_ALERT_EMAIL_TO'),
-    operatorRequestsPerMinute: int(env, 'SVC_OPERATOR_RPM', 6_000, 1, 2_147_483_647),
-    publicUrl: publicUrl ? publicUrl.replace(/\/+$/, '') : null,
-    encryptionKey: str(env, 'SVC_ENCRYPTION_KEY'),
-    bodyLimitBytes: int(env, 'SVC_BODY_LIMIT_BYTES', 1_048_576, 1024, 100 * 1_048_576),
-    logLevel: str(env, 'LOG_LEVEL') ?? 'info',
+    webhookRetryHorizonS: e.SVC_WEBHOOK_RETRY_HORIZON_S,
+    webhookTimeoutMs: e.SVC_WEBHOOK_TIMEOUT_MS,
+    maxWebhooksPerProject: e.SVC_MAX_WEBHOOKS_PER_PROJECT,
+    egressAllowlist: e.SVC_EGRESS_ALLOWLIST,
+    smtpUrl: e.SVC_SMTP_URL ?? null,
+    alertEmailFrom: e.SVC_ALERT_EMAIL_FROM ?? null,
+    alertEmailTo: e.SVC_ALERT_EMAIL_TO,
+    operatorRequestsPerMinute: e.SVC_OPERATOR_RPM,
+    publicUrl: e.SVC_PUBLIC_URL?.replace(/\/+$/, '') ?? null,
+    encryptionKey: e.SVC_ENCRYPTION_KEY ?? null,
+    bodyLimitBytes: e.SVC_BODY_LIMIT_BYTES,
+    logLevel: e.LOG_LEVEL,
     production,
-    graphqlIntrospection: bool(env, 'SVC_GRAPHQL_INTROSPECTION', !production),
-    routingTimeoutMs: int(env, 'SVC_ROUTING_TIMEOUT_MS', 30_000, 100, 600_000),
-    providers: providersFrom(env),
-    circuitFailureThreshold: int(env, 'SVC_CIRCUIT_FAILURES', 5, 1, 1000),
-    circuitCooldownMs: int(env, 'SVC_CIRCUIT_COOLDOWN_MS', 30_000, 1, 3_600_000),
-    outcomeFlushMs: int(env, 'SVC_OUTCOME_FLUSH_MS', 20, 1, 10_000),
-    outcomeLeaseMs: int(env, 'SVC_OUTCOME_LEASE_MS', 5_000, 500, 3_600_000),
-    role: role(env),
+    graphqlIntrospection: e.SVC_GRAPHQL_INTROSPECTION ?? !production,
+    routingTimeoutMs: e.SVC_ROUTING_TIMEOUT_MS,
+    providers: providersFrom(e.SVC_PROVIDERS_FILE, env),
+    circuitFailureThreshold: e.SVC_CIRCUIT_FAILURES,
+    circuitCooldownMs: e.SVC_CIRCUIT_COOLDOWN_MS,
+    outcomeFlushMs: e.SVC_OUTCOME_FLUSH_MS,
+    outcomeLeaseMs: e.SVC_OUTCOME_LEASE_MS,
+    role: e.SVC_ROLE,
   };
   if (config.role !== 'all' && (config.databaseUrl === null || config.redisUrl === null)) {
     // Without them the usage records wait in this process's memory and the database is this process's own.
     throw new ConfigError('SVC_ROLE', `${config.role} needs DATABASE_URL and REDIS_URL (shared by the api and worker processes)`);
-  }
-  if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(config.logLevel)) {
-    throw new ConfigError('LOG_LEVEL', 'must be one of fatal, error, warn, info, debug, trace, silent');
   }
   try {
     parseAllowlist(config.egressAllowlist);
@@ -179,30 +254,6 @@ export function runsBackgroundWork(config: Pick<Config, 'role'>): boolean {
   return config.role !== 'api';
 }
 
-function role(env: Env): Config['role'] {
-  const raw = (str(env, 'SVC_ROLE') ?? 'all').toLowerCase();
-  if (raw !== 'all' && raw !== 'api' && raw !== 'worker') throw new ConfigError('SVC_ROLE', `must be all, api or worker, got "${raw}"`);
-  return raw;
-}
-
-/** One e-mail address, or null when unset. */
-function emailAddress(env: Env, name: string): string | null {
-  const value = str(env, name);
-  if (value === null) return null;
-  if (!EMAIL.test(value.trim())) throw new ConfigError(name, `"${value}" is not an e-mail address`);
-  return value.trim();
-}
-
-const EMAIL = /^[^\s@,]+@[^\s@,]+$/;
-
-/** Comma-separated e-mail addresses. */
-function emails(env: Env, name: string): string[] {
-  const list = (str(env, name) ?? '').split(',').map((s) => s.trim()).filter(Boolean);
-  const bad = list.find((a) => !EMAIL.test(a));
-  if (bad !== undefined) throw new ConfigError(name, `"${bad}" is not an e-mail address; use comma-separated addresses`);
-  return list;
-}
-
 /** 32 bytes from hex or base64, or null when it is neither. */
 export function decodeKey(raw: string): Buffer | null {
   if (/^[0-9a-fA-F]{64}$/.test(raw)) return Buffer.from(raw, 'hex');
@@ -211,9 +262,8 @@ export function decodeKey(raw: string): Buffer | null {
 }
 
 /** CONTRACT §8: the providers file is checked at start; any problem stops the process with the field named. */
-function providersFrom(env: Env): readonly ProviderSpec[] {
-  const file = str(env, 'SVC_PROVIDERS_FILE');
-  if (file === null) return BUILTIN_PROVIDERS;
+function providersFrom(file: string | undefined, env: Env): readonly ProviderSpec[] {
+  if (file === undefined) return BUILTIN_PROVIDERS;
   try {
     return loadProvidersFile(path.resolve(file), env);
   } catch (err) {

@@ -4,6 +4,7 @@ import { Type, type Static } from 'typebox';
 import type { TLocalizedValidationError } from 'typebox/error';
 import { Errors } from 'typebox/value';
 import { parse as parseYaml } from 'yaml';
+import { pointer, problemFor, says, show, valueAt } from '../config/schema-errors.ts';
 import { isExactPrice, MAX_PRICE_USD_PER_MTOK } from '../kernel/money.ts';
 
 /** A secret that prints as [redacted] everywhere (JSON, util.inspect, pino): only reveal() gives the value. */
@@ -68,12 +69,6 @@ export const BUILTIN_PROVIDERS: readonly ProviderSpec[] = Object.freeze([
   },
 ]);
 
-/**
- * What a refusal says after the field's path (see refusal()): `{value}` stands for the value found. Kept on the schema
- * node it explains, so a rule and its wording are written once.
- */
-const says = (problem: string) => ({ 'x-problem': problem });
-
 const PRICE_PROBLEM = `must be a number of USD per million tokens from 0 to ${MAX_PRICE_USD_PER_MTOK} with at most 6 decimals, got {value}`;
 const BASE_URL_PROBLEM = 'is required for kind openai and must be a URL, got {value}';
 
@@ -119,7 +114,6 @@ export const ProvidersDocument = Type.Object(
 
 type Env = Record<string, string | undefined>;
 
-const show = (v: unknown) => (typeof v === 'string' ? `"${v}"` : JSON.stringify(v) ?? String(v));
 const fail = (field: string, problem: string, value?: unknown): never => {
   throw new ProvidersFileError(`${field} ${problem.replace('{value}', () => show(value))}`);
 };
@@ -209,8 +203,7 @@ function providerUrl(value: string | undefined, field: string): string {
 
 /**
  * The schema's first error as the one line the operator sees: the field's path as written in the file
- * (`providers[0].timeout_ms`, from the error's instancePath) and the wording on the deepest schema node of its
- * schemaPath that has one (a union's branches use their union's).
+ * (`providers[0].timeout_ms`, from the error's instancePath) and the wording from the schema (problemFor).
  */
 function refusal(error: TLocalizedValidationError, doc: unknown): never {
   const instance = pointer(error.instancePath);
@@ -230,16 +223,8 @@ function refusal(error: TLocalizedValidationError, doc: unknown): never {
     const allowed = Object.keys(valueAt(ProvidersDocument, schema)?.properties ?? {}).join(', ');
     fail(`${instance.length > 0 ? fieldPath(instance, doc) : '(root)'}.${unknown}`, `is not a known field (allowed: ${allowed})`);
   }
-  let problem = `${error.message}, got {value}`;
-  for (let i = 0; i <= schema.length; i++) problem = valueAt(ProvidersDocument, schema.slice(0, i))?.['x-problem'] ?? problem;
-  return fail(fieldPath(instance, doc), problem, valueAt(doc, instance));
+  return fail(fieldPath(instance, doc), problemFor(ProvidersDocument, schema, error), valueAt(doc, instance));
 }
-
-/** JSON pointer (RFC 6901) segments. */
-const pointer = (p: string): string[] => (p === '' ? [] : p.slice(1).split('/').map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~')));
-
-/** The node `segments` lead to in a document or a schema, if any. */
-const valueAt = (root: unknown, segments: string[]): any => segments.reduce<any>((node, s) => node?.[s], root);
 
 /** `providers[0].models[1].id`; "the document" for the root. */
 function fieldPath(segments: string[], doc: unknown): string {
