@@ -34,6 +34,26 @@ export function loadingCache<V extends {}, C = unknown>(opts: LoadingCacheOption
 }
 
 /**
+ * lru-cache's rejection of a fetch that an eviction, delete or replacement overtook and whose load found nothing: with
+ * ignoreFetchAbort a load that returns a value is answered, but one that returns undefined rejects with the abort's
+ * reason (Error('deleted') etc.). For the caller that is "nothing found", not a failure (a key revoked while it was being
+ * read must get 401, not 500).
+ */
+export function isAbortOfEmptyLoad(err: unknown): boolean {
+  return err instanceof Error && (err.message === 'deleted' || err.message === 'evicted' || err.message === 'replaced');
+}
+
+/** cache.fetch, with an overtaken load that found nothing answered as undefined (see isAbortOfEmptyLoad). */
+export async function fetchEntry<V extends {}, C>(cache: LRUCache<string, V, C>, key: string, options: LRUCache.FetchOptions<string, V, C>): Promise<V | undefined> {
+  try {
+    return await cache.fetch(key, options as never);
+  } catch (err) {
+    if (isAbortOfEmptyLoad(err)) return undefined;
+    throw err;
+  }
+}
+
+/**
  * A read of rows that change rarely and are evicted when they do. Fresh: the cached entry; past `refreshAt` of its TTL
  * it is still answered and a reload starts in the background, so steady traffic never waits for one. Missing or
  * expired: the load, shared with any already running. The load failing (the database did not answer): the last entry,
@@ -47,6 +67,7 @@ export async function readThrough<V extends {}>(cache: LRUCache<string, V, unkno
     // allowStale while fresh: during a background reload the entry being refreshed is answered, not waited for.
     return await cache.fetch(key, { allowStale: fresh });
   } catch (err) {
+    if (isAbortOfEmptyLoad(err)) return undefined;
     // A failed load leaves the entry it was reloading in place (noDeleteOnFetchRejection).
     const last = cache.peek(key, { allowStale: true });
     if (last !== undefined) return last;

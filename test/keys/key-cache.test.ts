@@ -86,6 +86,20 @@ describe('KeyCache (lru-cache on the injected clock)', () => {
     expect(await Promise.all(after)).toEqual([undefined, undefined, undefined, undefined]);
   });
 
+  it('answers undefined, not an error, when a revoke overtakes a read that then finds the key revoked', async () => {
+    const { cache } = setup();
+    const db = reads();
+    await cache.fetch('h1', async () => key('key_1', 'h1'));
+    await cache.invalidate('key_1');
+    // The next request reads the row; the revoke's message (another replica's) arrives while it is being read.
+    const reading = cache.fetch('h1', db.load);
+    await flush();
+    await cache.invalidate('key_1');
+    db.pending[0]!(key('key_1', 'h1', 'revoked'));
+    await expect(reading).resolves.toBeUndefined();
+    expect(cache.get('h1')).toBeUndefined();
+  });
+
   it('answers a cached key synchronously with get(), and nothing once it is evicted or past the TTL', async () => {
     const { cache, clock } = setup();
     expect(cache.get('h1')).toBeUndefined();

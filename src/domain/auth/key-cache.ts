@@ -1,5 +1,5 @@
 import type { LRUCache } from 'lru-cache';
-import { loadingCache } from '../../kernel/cache.ts';
+import { fetchEntry, loadingCache } from '../../kernel/cache.ts';
 import type { Clock } from '../../kernel/clock.ts';
 import type { Bus } from '../../pubsub/bus.ts';
 
@@ -81,7 +81,7 @@ export class KeyCache {
    */
   async fetch(hash: string, load: LoadKey): Promise<CachedKey | undefined> {
     this.dropIfClockWentBack(hash);
-    return this.byHash.fetch(hash, { context: load });
+    return fetchEntry(this.byHash, hash, { context: load });
   }
 
   /** The cached active key, if any: synchronous, for the hit path. A miss goes through fetch(). */
