@@ -8,7 +8,7 @@ import type { KeyCache } from './auth/key-cache.ts';
 import type { Scope } from './keys/scopes.ts';
 import type { ProviderRegistry } from '../providers/router.ts';
 import type { ResponseCache } from './inference/cache.ts';
-import type { Limiter, RateLimitState } from '../limits/limiter.ts';
+import type { Limiter } from '../limits/limiter.ts';
 import type { ProjectCache } from './projects/cache.ts';
 import type { SpendCounters } from './budgets/counters.ts';
 import type { OutcomeQueue } from './usage/ports.ts';
@@ -72,12 +72,8 @@ export interface Ctx {
   headerProjectId: string | null;
   /** REST: the `project_id` of the query or body, if sent; every route takes it (CONTRACT §2, §3). */
   namedProjectId: string | null;
-  /** The project the call turned out to address (for the operator's identity header). */
+  /** The project the call turned out to address (for the operator's identity header); set only by tenancy.ts addressed(). */
   projectId: string | null;
-  /** The binding rate-limit window after the last limiter call; written as X-Svc-RateLimit-* headers on send. */
-  rateLimit?: RateLimitState;
-  /** The request windows' take is deferred to the token reservation (inference; see limits/requests.ts). */
-  requestPending?: boolean;
   now(): Date;
 }
 

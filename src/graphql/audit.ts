@@ -21,7 +21,7 @@ builder.queryFields((t) => ({
   auditActions: t.stringList({
     // Nullable like every scoped field: a refusal leaves the query's other fields their data.
     nullable: { list: true, items: false },
-    authScopes: { scope: 'audit:read' },
+    authScopes: { action: 'audit.read' },
     description: 'Every action the audit log can hold (the values auditEvents(action:) filters on), from one table.',
     resolve: () => AUDIT_ACTION_NAMES,
   }),
@@ -29,7 +29,7 @@ builder.queryFields((t) => ({
     {
       type: AuditEventRef,
       nullable: true,
-      authScopes: { scope: 'audit:read' },
+      authScopes: { action: 'audit.read' },
       description: `Newest first; first/last up to ${AUDIT_MAX_PAGE_SIZE}, as GET /v1/audit/events.`,
       args: { projectId: t.arg.id(), action: t.arg.string() },
       resolve: (_root, args, { ctx }) =>

@@ -1,8 +1,6 @@
 import { getBudget, microsToUsd, updateBudget, type ProjectBudget } from '../domain/budgets/service.ts';
 import { builder } from './builder.ts';
 
-const BUDGETS = { scope: 'budgets:manage' } as const;
-
 /** REST's svc.budget object: the project's monthly budget and this calendar month's spend (UTC). */
 export const BudgetRef = builder.objectRef<ProjectBudget>('Budget').implement({
   fields: (t) => ({
@@ -22,7 +20,7 @@ builder.queryField('budget', (t) =>
   t.field({
     type: BudgetRef,
     nullable: true,
-    authScopes: BUDGETS,
+    authScopes: { action: 'budget.read' },
     args: { projectId: t.arg.id({ required: true }) },
     resolve: (_root, args, { ctx }) => getBudget(ctx, String(args.projectId)),
   }),
@@ -32,7 +30,7 @@ builder.mutationField('updateBudget', (t) =>
   t.field({
     type: BudgetRef,
     nullable: true,
-    authScopes: BUDGETS,
+    authScopes: { action: 'budget.update' },
     description: 'budgetUsd null removes the budget; the argument must be given. Audits and emits policy.updated.',
     args: { projectId: t.arg.id({ required: true }), budgetUsd: t.arg.float() },
     // Absent and null differ, as in REST's body: absent is 400 invalid_request, null removes the budget.

@@ -4,7 +4,7 @@ import RelayPlugin from '@pothos/plugin-relay';
 import ScopeAuthPlugin from '@pothos/plugin-scope-auth';
 import { GraphQLError, Kind } from './graphql-js.ts';
 import type { Ctx } from '../domain/context.ts';
-import type { Scope } from '../domain/keys/scopes.ts';
+import { allows, scopeWords, scopesFor, type Action } from '../domain/auth/actions.ts';
 import { SvcError } from '../errors/svc-error.ts';
 import type PrismaTypes from '../generated/pothos-types.ts';
 import { getDatamodel } from '../generated/pothos-types.ts';
@@ -18,7 +18,8 @@ export interface GraphQLContext {
 export const builder = new SchemaBuilder<{
   Context: GraphQLContext;
   PrismaTypes: PrismaTypes;
-  AuthScopes: { scope: Scope; operator: boolean };
+  // A field names its action (domain/auth/actions.ts), the table REST's routes read too.
+  AuthScopes: { action: Action; operator: boolean };
   Scalars: {
     UnixSeconds: { Input: number; Output: Date | number };
     JSON: { Input: unknown; Output: unknown };
@@ -49,7 +50,7 @@ export const builder = new SchemaBuilder<{
   scopeAuth: {
     // The operator holds every scope (CONTRACT §2); its Caller already lists them all.
     authScopes: (context) => ({
-      scope: (scope: Scope) => context.ctx.caller.scopes.includes(scope),
+      action: (action: Action) => allows(action, context.ctx.caller.scopes),
       operator: context.ctx.caller.kind === 'operator',
     }),
     unauthorizedError: (_parent, _context, info, result) => {
@@ -65,9 +66,9 @@ export const builder = new SchemaBuilder<{
 
 type Failure = { kind?: string; scope?: string; parameter?: unknown; failures?: Failure[] };
 
-/** The scope a scope-auth failure is about (`{ scope: 'keys:manage' }` fails as an AuthScope inside AnyAuthScopes). */
+/** The scopes a scope-auth failure is about (`{ action: 'key.create' }` fails as an AuthScope inside AnyAuthScopes). */
 function missingScope(failure: Failure): string | null {
-  if (failure.kind === 'AuthScope' && failure.scope === 'scope') return String(failure.parameter);
+  if (failure.kind === 'AuthScope' && failure.scope === 'action') return scopeWords(scopesFor(failure.parameter as Action)) || null;
   for (const inner of failure.failures ?? []) {
     const found = missingScope(inner);
     if (found) return found;

@@ -70,14 +70,12 @@ const CreateKeyInput = builder.inputType('CreateKeyInput', {
   }),
 });
 
-const KEYS = { scope: 'keys:manage' } as const;
-
 builder.queryFields((t) => ({
   keys: t.connection(
     {
       type: ApiKeyRef,
       nullable: true,
-      authScopes: KEYS,
+      authScopes: { action: 'key.list' },
       description: 'Newest first. Audits key.list, as GET /v1/keys does.',
       args: { projectId: t.arg.id() },
       resolve: (_root, args, { ctx }) =>
@@ -89,7 +87,7 @@ builder.queryFields((t) => ({
   key: t.field({
     type: ApiKeyRef,
     nullable: true,
-    authScopes: KEYS,
+    authScopes: { action: 'key.read' },
     args: { id: t.arg.id({ required: true }) },
     resolve: (_root, args, { ctx }) => getKey(ctx, String(args.id)),
   }),
@@ -99,7 +97,7 @@ builder.mutationFields((t) => ({
   createKey: t.field({
     type: CreateKeyPayload,
     nullable: true,
-    authScopes: KEYS,
+    authScopes: { action: 'key.create' },
     description:
         'A key can only grant scopes it holds, and a budgetUsd / expiresAt no looser than its own (insufficient_scope naming budget_usd / expires_at). Audits key.create.',
     args: { input: t.arg({ type: CreateKeyInput, required: true }) },
@@ -117,7 +115,7 @@ builder.mutationFields((t) => ({
   rotateKey: t.field({
     type: RotateKeyPayload,
     nullable: true,
-    authScopes: KEYS,
+    authScopes: { action: 'key.rotate' },
     description:
       'New secret for the same key id; the previous one stays valid overlapHours (0 to 168). A key rotates only keys whose scopes it holds and whose budget and expiry are within its own. Audits key.rotate, emits key.rotated.',
     args: { id: t.arg.id({ required: true }), overlapHours: t.arg.int() },
@@ -129,7 +127,7 @@ builder.mutationFields((t) => ({
   revokeKey: t.field({
     type: ApiKeyRef,
     nullable: true,
-    authScopes: KEYS,
+    authScopes: { action: 'key.revoke' },
     description: 'Revoking twice returns the same key. A key revokes only keys whose scopes it holds. Audits key.revoke, emits key.revoked.',
     args: { id: t.arg.id({ required: true }) },
     resolve: (_root, args, { ctx }) => revokeKey(ctx, String(args.id)),

@@ -21,11 +21,12 @@ const CreateProjectInput = builder.inputType('CreateProjectInput', {
   }),
 });
 
-// Projects need any valid key, as on REST: a key sees its own project, the operator all; the service decides.
+// Any valid key, as on REST (domain/auth/actions.ts): a key sees its own project, the operator all; the service decides.
 builder.queryFields((t) => ({
   project: t.field({
     type: ProjectRef,
     nullable: true,
+    authScopes: { action: 'project.read' },
     args: { id: t.arg.id({ required: true }) },
     resolve: (_root, args, { ctx }) => getProject(ctx, String(args.id)),
   }),
@@ -33,6 +34,7 @@ builder.queryFields((t) => ({
     {
       type: ProjectRef,
       nullable: true,
+      authScopes: { action: 'project.list' },
       resolve: (_root, args, { ctx }) => serviceConnection(args, (query) => listProjects(ctx, query)),
     },
     { name: 'ProjectConnection' },
@@ -44,6 +46,7 @@ builder.mutationFields((t) => ({
   createProject: t.field({
     type: ProjectRef,
     nullable: true,
+    authScopes: { action: 'project.create' },
     description: 'Operator only (403 insufficient_scope for a project key). Audits project.create.',
     args: { input: t.arg({ type: CreateProjectInput, required: true }) },
     resolve: (_root, { input }, { ctx }) =>
@@ -52,6 +55,7 @@ builder.mutationFields((t) => ({
   archiveProject: t.field({
     type: ProjectRef,
     nullable: true,
+    authScopes: { action: 'project.archive' },
     description: 'Operator only. Archiving twice returns the same project. Audits project.archive.',
     args: { id: t.arg.id({ required: true }) },
     resolve: (_root, args, { ctx }) => archiveProject(ctx, String(args.id)),

@@ -1,8 +1,6 @@
 import { getRateLimits, updateRateLimits, type ProjectRateLimits } from '../domain/rate-limits/service.ts';
 import { builder } from './builder.ts';
 
-const GOVERNANCE = { scope: 'governance:manage' } as const;
-
 /** REST's svc.rate_limits object (spec 2.5, CONTRACT §7). */
 export const RateLimitsRef = builder.objectRef<ProjectRateLimits>('RateLimits').implement({
   fields: (t) => ({
@@ -26,7 +24,7 @@ builder.queryField('rateLimits', (t) =>
   t.field({
     type: RateLimitsRef,
     nullable: true,
-    authScopes: GOVERNANCE,
+    authScopes: { action: 'rate_limits.read' },
     args: { projectId: t.arg.id({ required: true }) },
     resolve: (_root, args, { ctx }) => getRateLimits(ctx, String(args.projectId)),
   }),
@@ -36,7 +34,7 @@ builder.mutationField('updateRateLimits', (t) =>
   t.field({
     type: RateLimitsRef,
     nullable: true,
-    authScopes: GOVERNANCE,
+    authScopes: { action: 'rate_limits.update' },
     description: 'Sets all three limits; the next request on every replica uses them. Audits and emits policy.updated.',
     args: { projectId: t.arg.id({ required: true }), input: t.arg({ type: RateLimitsInput, required: true }) },
     resolve: (_root, { projectId, input }, { ctx }) =>

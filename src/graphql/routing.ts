@@ -11,8 +11,6 @@ import type { RoutingTarget } from '../providers/router.ts';
 import { builder } from './builder.ts';
 import { serviceConnection } from './connections.ts';
 
-const GOVERNANCE = { scope: 'governance:manage' } as const;
-
 const RoutingTargetRef = builder.objectRef<RoutingTarget>('RoutingTarget').implement({
   fields: (t) => ({
     provider: t.exposeString('provider', { nullable: true, description: 'null: any provider serving the model.' }),
@@ -90,12 +88,12 @@ const DeletedRoutingPolicy = builder.objectRef<{ id: string }>('DeletedRoutingPo
   }),
 });
 
-// Reads need governance:manage or inference:write: the service checks that, for both surfaces.
 builder.queryFields((t) => ({
   routingPolicies: t.connection(
     {
       type: RoutingPolicyRef,
       nullable: true,
+      authScopes: { action: 'routing_policy.read' },
       description: 'Newest first (cursor: the policy id).',
       args: { projectId: t.arg.id() },
       resolve: (_root, args, { ctx }) =>
@@ -109,6 +107,7 @@ builder.queryFields((t) => ({
   routingPolicy: t.field({
     type: RoutingPolicyRef,
     nullable: true,
+    authScopes: { action: 'routing_policy.read' },
     args: { id: t.arg.id({ required: true }) },
     resolve: (_root, args, { ctx }) => getRoutingPolicy(ctx, String(args.id)),
   }),
@@ -118,7 +117,7 @@ builder.mutationFields((t) => ({
   createRoutingPolicy: t.field({
     type: RoutingPolicyRef,
     nullable: true,
-    authScopes: GOVERNANCE,
+    authScopes: { action: 'routing_policy.create' },
     description: 'Audits routing_policy.create and emits policy.updated.',
     args: { input: t.arg({ type: CreateRoutingPolicyInput, required: true }) },
     resolve: (_root, { input }, { ctx }) => createRoutingPolicy(ctx, policyInput(input)),
@@ -126,7 +125,7 @@ builder.mutationFields((t) => ({
   updateRoutingPolicy: t.field({
     type: RoutingPolicyRef,
     nullable: true,
-    authScopes: GOVERNANCE,
+    authScopes: { action: 'routing_policy.update' },
     description: 'Audits routing_policy.update and emits policy.updated.',
     args: { id: t.arg.id({ required: true }), input: t.arg({ type: UpdateRoutingPolicyInput, required: true }) },
     resolve: (_root, { id, input }, { ctx }) => updateRoutingPolicy(ctx, String(id), policyInput(input)),
@@ -134,7 +133,7 @@ builder.mutationFields((t) => ({
   deleteRoutingPolicy: t.field({
     type: DeletedRoutingPolicy,
     nullable: true,
-    authScopes: GOVERNANCE,
+    authScopes: { action: 'routing_policy.delete' },
     description: 'Deleting the default policy sends model "auto" back to cheapest-first routing. Emits policy.updated.',
     args: { id: t.arg.id({ required: true }) },
     resolve: (_root, args, { ctx }) => deleteRoutingPolicy(ctx, String(args.id)),

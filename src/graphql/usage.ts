@@ -4,8 +4,6 @@ import { microsToUsd } from '../domain/budgets/service.ts';
 import { builder } from './builder.ts';
 import { serviceConnection } from './connections.ts';
 
-const USAGE = { scope: 'usage:read' } as const;
-
 /** CONTRACT §8's usage record; its cursor is the request id (spec 4.5). */
 export const UsageRecordRef = builder.prismaObject('UsageRecord', {
   fields: (t) => ({
@@ -41,7 +39,7 @@ builder.queryFields((t) => ({
     {
       type: UsageRecordRef,
       nullable: true,
-      authScopes: USAGE,
+      authScopes: { action: 'usage.read' },
       description: 'Usage records newest first (GET /v1/usage?granularity=request); startDate/endDate are YYYY-MM-DD, inclusive.',
       args: { projectId: t.arg.id(), startDate: t.arg.string(), endDate: t.arg.string() },
       resolve: (_root, args, { ctx }) =>
@@ -60,7 +58,7 @@ builder.queryFields((t) => ({
   usageByDay: t.field({
     type: [UsageDayRef],
     nullable: true,
-    authScopes: USAGE,
+    authScopes: { action: 'usage.read' },
     description: 'One row per UTC day with usage, newest first (GET /v1/usage?granularity=day): the last 30 days by default.',
     args: { projectId: t.arg.id(), startDate: t.arg.string(), endDate: t.arg.string() },
     resolve: async (_root, args, { ctx }) => {

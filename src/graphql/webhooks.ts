@@ -11,9 +11,6 @@ import { SvcError } from '../errors/svc-error.ts';
 import { builder } from './builder.ts';
 import { relationConnection, relationPageArgs, serviceConnection } from './connections.ts';
 
-// CONTRACT §6: every webhook endpoint needs governance:manage; so does every field below.
-const GOVERNANCE = { scope: 'governance:manage' } as const;
-
 /** The event envelope (spec 2.4). */
 export const WebhookEventRef = builder.prismaObject('Event', {
   name: 'WebhookEvent',
@@ -73,7 +70,7 @@ export const WebhookRef = builder.prismaObject('Webhook', {
     deliveries: t.connection(
       {
         type: WebhookDeliveryRef,
-        authScopes: GOVERNANCE,
+        authScopes: { action: 'webhook.delivery.list' },
         select: (args, _ctx, nestedSelection) => {
           const node = nestedSelection(true, ['edges', 'node']);
           const selection = (typeof node === 'object' && node !== null ? node : {}) as { select?: Record<string, unknown> };
@@ -110,7 +107,7 @@ builder.queryFields((t) => ({
     {
       type: WebhookRef,
       nullable: true,
-      authScopes: GOVERNANCE,
+      authScopes: { action: 'webhook.list' },
       description: 'Newest first, as GET /v1/webhooks.',
       args: { projectId: t.arg.id() },
       resolve: (_root, args, { ctx }) =>
@@ -122,14 +119,14 @@ builder.queryFields((t) => ({
   webhook: t.field({
     type: WebhookRef,
     nullable: true,
-    authScopes: GOVERNANCE,
+    authScopes: { action: 'webhook.read' },
     args: { id: t.arg.id({ required: true }) },
     resolve: (_root, args, { ctx }) => getWebhook(ctx, String(args.id)),
   }),
   delivery: t.field({
     type: WebhookDeliveryRef,
     nullable: true,
-    authScopes: GOVERNANCE,
+    authScopes: { action: 'webhook.delivery.read' },
     description: 'One delivery of a webhook, with its attempts.',
     args: { webhookId: t.arg.id({ required: true }), id: t.arg.id({ required: true }) },
     resolve: async (_root, args, { ctx }) => {
@@ -147,7 +144,7 @@ builder.mutationFields((t) => ({
   createWebhook: t.field({
     type: CreateWebhookPayload,
     nullable: true,
-    authScopes: GOVERNANCE,
+    authScopes: { action: 'webhook.create' },
     description: 'HTTPS only; private addresses are refused unless allowlisted. Audits webhook.create.',
     args: { input: t.arg({ type: CreateWebhookInput, required: true }) },
     resolve: async (_root, { input }, { ctx }) => {
@@ -162,7 +159,7 @@ builder.mutationFields((t) => ({
   disableWebhook: t.field({
     type: WebhookRef,
     nullable: true,
-    authScopes: GOVERNANCE,
+    authScopes: { action: 'webhook.disable' },
     description: 'Disabling twice returns the same webhook; pending retries stop.',
     args: { id: t.arg.id({ required: true }) },
     resolve: (_root, args, { ctx }) => disableWebhook(ctx, String(args.id)),
@@ -170,7 +167,7 @@ builder.mutationFields((t) => ({
   replayDelivery: t.field({
     type: WebhookDeliveryRef,
     nullable: true,
-    authScopes: GOVERNANCE,
+    authScopes: { action: 'webhook.delivery.replay' },
     description: 'Only a failed delivery: a new delivery (new id) of the same event.',
     args: { webhookId: t.arg.id({ required: true }), deliveryId: t.arg.id({ required: true }) },
     resolve: (_root, args, { ctx }) => replayDelivery(ctx, String(args.webhookId), String(args.deliveryId)),

@@ -5,7 +5,6 @@ import { newId } from '../db/ids.ts';
 import { ERRORS, type ErrorCode } from '../errors/codes.ts';
 import { SvcError } from '../errors/svc-error.ts';
 import { errorBody, errorObject } from './error-body.ts';
-import { takePendingRequest } from '../limits/requests.ts';
 import { isNulCharacterError } from '../db/client.ts';
 
 interface AjvError {
@@ -41,9 +40,9 @@ export function registerErrorHandling(app: FastifyInstance): void {
     let err = error;
     // A deferred request (inference) that failed before its token reservation: taken now, and an exhausted request
     // window answers 429 as if it had been taken first (it would have been, without the deferral).
-    if (req.ctx?.requestPending) {
+    if (req.rateLimitTicket?.pending) {
       try {
-        await takePendingRequest(req.ctx);
+        await req.rateLimitTicket.takeDeferred();
       } catch (refused) {
         err = refused as SvcError;
       }

@@ -1,13 +1,11 @@
 /**
- * The limits and budgets that the request path calls (rate-limit hook, inference): one import for all of them.
- *   takeRequest(ctx)                     every authenticated request (http/hooks/rate-limit.ts)
+ * The limits that the request path calls (rate-limit hook, inference): one import for all of them. Budgets are the
+ * domain's (domain/budgets/service.ts: assertWithinBudget, chargeSpend).
+ *   new RateLimitTicket(limiter, clock, caller)  one per authenticated request (http/hooks/rate-limit.ts): take() or
+ *                                        defer(); reserve(estimate) before the provider call (429 rate_limit_exceeded
+ *                                        when it does not fit), settle(n) / refund() after it
  *   estimateTokens(messages, maxTokens?) prompt tokens (estimated, no tokenizer) + max_tokens or DEFAULT_COMPLETION_TOKENS
  *   countPromptTokens / countTextTokens  o200k counts (tokenizer loaded lazily) when a provider reports no usage
- *   reserveTokens(ctx, estimate)         before the provider call; 429 rate_limit_exceeded when it does not fit
- *   settleTokens(ctx, reservation, n)    after it, with the real prompt + completion tokens (0 on a cache hit)
- *   assertWithinBudget(ctx, budget?)     before the call; 429 budget_exceeded (month counters: no SQL)
- *   chargeSpend(ctx, projectId, cost)    after it, to the month counters; the outcome carries the charge to
- *                                        budget_spend, where its batch fires budget.threshold / budget.exceeded
  */
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
@@ -18,9 +16,8 @@ import { MemoryLimitStore } from './memory-store.ts';
 import { RedisLimitStore } from './redis-store.ts';
 import type { VersionedLimits } from './types.ts';
 
-export { takeRequest, deferRequest, takePendingRequest, isRequestWindowRefusal, reserveTokens, settleTokens, rateLimitHeaders, type TokenReservation } from './requests.ts';
+export { RateLimitTicket, isRequestWindowRefusal, rateLimitHeaders, type TicketCaller, type TicketLimiter } from './requests.ts';
 export { estimateTokens, DEFAULT_COMPLETION_TOKENS, countPromptTokens, countTextTokens } from './tokens.ts';
-export { assertWithinBudget, chargeSpend } from '../domain/budgets/service.ts';
 export { Limiter, type RateLimitState } from './limiter.ts';
 
 export interface CreateLimiterOptions {

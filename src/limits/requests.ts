@@ -1,12 +1,15 @@
-import type { Ctx } from '../domain/context.ts';
 import { SvcError } from '../errors/svc-error.ts';
-import type { Decision, RateLimitState, TokenOwner, WindowOwner } from './limiter.ts';
+import type { Decision, Limiter, RateLimitState, TokenOwner, WindowOwner } from './limiter.ts';
 
-/** A token reservation made before a provider call; settle it once with the real usage. */
-export interface TokenReservation {
-  /** Tokens taken from each token window (the estimate, cut to the window's size if larger). */
-  readonly tokens: number;
-  settled: boolean;
+/** The limiter calls a ticket makes. */
+export type TicketLimiter = Pick<Limiter, 'takeRequest' | 'takeTokens' | 'takeRequestAndTokens' | 'adjustTokens'>;
+
+/** Who calls, as far as the windows care (the domain's Caller fits). */
+export interface TicketCaller {
+  kind: 'operator' | 'key';
+  keyId: string;
+  /** The key's project; null for the operator. */
+  projectId: string | null;
 }
 
 /** The X-Svc-RateLimit-* headers (spec 8.1.6) of a state, plus Retry-After on a refusal. */
@@ -19,21 +22,6 @@ export function rateLimitHeaders(state: RateLimitState): Record<string, string> 
   };
   if (state.retryAfter !== undefined) headers['Retry-After'] = String(state.retryAfter);
   return headers;
-}
-
-function ownerOf(ctx: Ctx): WindowOwner {
-  return ctx.caller.kind === 'operator'
-    ? { kind: 'operator' }
-    : { kind: 'key', keyId: ctx.caller.keyId, projectId: ctx.caller.projectId! };
-}
-
-/**
- * The token windows a request draws on: a key's (its own and its project's); for the operator, once its inference
- * has named a project, that project's (CONTRACT §7: the project's windows bind every caller); else none.
- */
-function tokenOwnerOf(ctx: Ctx): TokenOwner | null {
-  if (ctx.caller.kind !== 'operator') return { kind: 'key', keyId: ctx.caller.keyId, projectId: ctx.caller.projectId! };
-  return ctx.projectId ? { kind: 'project', projectId: ctx.projectId } : null;
 }
 
 /** Of a request-and-tokens decision: the tokens taken from the token windows (the second half of the buckets). */
@@ -53,85 +41,153 @@ export function isRequestWindowRefusal(err: unknown): boolean {
   return err instanceof SvcError && err.code === 'rate_limit_exceeded' && err.headers?.['X-Svc-RateLimit-Resource'] === 'requests';
 }
 
-function apply(ctx: Ctx, decision: Decision): void {
-  ctx.rateLimit = decision.state;
-  if (!decision.allowed) throw refused(decision);
-}
-
 /**
- * Every authenticated request, REST or GraphQL: one request from the key's and the project's request windows. The
- * operator's control-plane calls take from its own window; its inference, whose request is deferred until the project
- * is known, also takes from that project's request window.
+ * One request's hold on its rate-limit windows (CONTRACT §7), created by the rate-limit hook for every authenticated
+ * request and handed to whoever draws on it (the inference service). It knows what was taken (the request, the
+ * tokens reserved), the binding window state (the X-Svc-RateLimit-* headers, errors included), and how to settle or
+ * refund the tokens.
+ *
+ * Every request takes one request from the key's and the project's request windows (`take`). Inference defers it
+ * (`defer`) to the token reservation, so that limits cost one Redis round trip before the provider call: `reserve`
+ * takes it with the tokens; any other way out (an error, a cache hit, an idempotent replay) calls `takeDeferred`
+ * first. The operator's control-plane calls take from its own window; its inference, once it has `address`ed a
+ * project, also takes from that project's request and token windows (the project's windows bind every caller).
  */
-export async function takeRequest(ctx: Ctx): Promise<void> {
-  ctx.requestPending = false;
-  const now = ctx.deps.clock.now();
-  apply(ctx, await ctx.deps.limiter.takeRequest(ownerOf(ctx), now));
-  const windows = tokenOwnerOf(ctx);
-  if (windows?.kind === 'project') apply(ctx, await ctx.deps.limiter.takeRequest(windows, now));
-}
+export class RateLimitTicket {
+  private binding: RateLimitState | undefined;
+  private deferred = false;
+  /** The operator's inference: the project whose windows it draws on. */
+  private project: string | null = null;
+  private reservation: { tokens: number; settled: boolean } | null = null;
+  /** The binding state before the reservation: what a withdrawn reservation leaves the headers saying. */
+  private beforeReserve: RateLimitState | undefined;
 
-/**
- * Inference defers its request to the token reservation, so that limits cost one Redis round trip before the provider
- * call (issue 7's budget): the auth hook marks the request pending instead of taking it; reserveTokens takes it with
- * the tokens; any other way out (an error, a cache hit, an idempotent replay) takes it with takePendingRequest first.
- */
-export function deferRequest(ctx: Ctx): void {
-  ctx.requestPending = true;
-}
+  constructor(
+    private readonly limiter: TicketLimiter,
+    private readonly clock: { now(): number },
+    private readonly caller: TicketCaller,
+  ) {}
 
-/** Takes the deferred request, if it is still pending: 429 rate_limit_exceeded when its windows are exhausted. */
-export async function takePendingRequest(ctx: Ctx): Promise<void> {
-  if (ctx.requestPending) await takeRequest(ctx);
-}
-
-/**
- * Before a provider call: takes `estimate` tokens from the key's and the project's token windows (all or nothing),
- * else 429 rate_limit_exceeded with the token window's headers. The operator has no token windows of its own: its
- * inference takes from the project's (its own request window is taken first, apart). A deferred
- * request is taken in the same call; when that call is refused nothing was taken, and the two steps run one after
- * the other (request, then tokens), so a refusal says exactly what it would have said with the request taken first.
- */
-export async function reserveTokens(ctx: Ctx, estimate: number): Promise<TokenReservation> {
-  const windows = tokenOwnerOf(ctx);
-  if (!windows) {
-    await takePendingRequest(ctx);
-    return { tokens: 0, settled: false };
+  /** The binding window after the last limiter call: the response's X-Svc-RateLimit-* headers (none before any call). */
+  get state(): RateLimitState | undefined {
+    return this.binding;
   }
-  const tokens = Math.max(0, Math.ceil(estimate));
-  const now = ctx.deps.clock.now();
-  if (ctx.requestPending) {
-    // The operator's own request window first (it has no token window); then the project's, with the tokens. The
-    // pending request is no longer pending once the operator's window is taken: a refusal must not take it again.
-    if (windows.kind === 'project') {
-      ctx.requestPending = false;
-      apply(ctx, await ctx.deps.limiter.takeRequest({ kind: 'operator' }, now));
-    }
-    const both = await ctx.deps.limiter.takeRequestAndTokens(windows, now, tokens);
-    if (both.allowed) {
-      ctx.requestPending = false;
-      apply(ctx, both);
-      return { tokens: tokensTaken(both), settled: false };
-    }
-    ctx.requestPending = false;
-    apply(ctx, await ctx.deps.limiter.takeRequest(windows, now));
-  }
-  const decision = await ctx.deps.limiter.takeTokens(windows, ctx.deps.clock.now(), tokens);
-  apply(ctx, decision);
-  return { tokens: Math.max(...decision.applied), settled: false };
-}
 
-/**
- * After the call: corrects the token windows from the reservation to the real usage (a cache hit or a failed call
- * settles to 0, giving everything back; usage above the estimate leaves the windows in debt). Settling twice is a no-op.
- */
-export async function settleTokens(ctx: Ctx, reservation: TokenReservation, actualTokens: number): Promise<void> {
-  if (reservation.settled) return;
-  reservation.settled = true;
-  const windows = tokenOwnerOf(ctx);
-  if (!windows) return;
-  const delta = Math.max(0, Math.ceil(actualTokens)) - reservation.tokens;
-  if (delta === 0) return;
-  const decision = await ctx.deps.limiter.adjustTokens(windows, ctx.deps.clock.now(), delta);
-  ctx.rateLimit = decision.state;
+  /** The request is deferred and not taken yet. */
+  get pending(): boolean {
+    return this.deferred;
+  }
+
+  /** Tokens the reservation took from each token window (0 before `reserve`). */
+  get tokens(): number {
+    return this.reservation?.tokens ?? 0;
+  }
+
+  /** The operator's inference names its project: from now on the project's windows bind it too. */
+  address(projectId: string): void {
+    if (this.caller.kind === 'operator') this.project = projectId;
+  }
+
+  private owner(): WindowOwner {
+    return this.caller.kind === 'operator'
+      ? { kind: 'operator' }
+      : { kind: 'key', keyId: this.caller.keyId, projectId: this.caller.projectId! };
+  }
+
+  /** The token windows: a key's (its own and its project's); the operator's addressed project's; else none. */
+  private tokenOwner(): TokenOwner | null {
+    if (this.caller.kind !== 'operator') return { kind: 'key', keyId: this.caller.keyId, projectId: this.caller.projectId! };
+    return this.project ? { kind: 'project', projectId: this.project } : null;
+  }
+
+  private apply(decision: Decision): void {
+    this.binding = decision.state;
+    if (!decision.allowed) throw refused(decision);
+  }
+
+  /** Takes the request now: 429 rate_limit_exceeded when its windows are exhausted. */
+  async take(): Promise<void> {
+    this.deferred = false;
+    const now = this.clock.now();
+    this.apply(await this.limiter.takeRequest(this.owner(), now));
+    const windows = this.tokenOwner();
+    if (windows?.kind === 'project') this.apply(await this.limiter.takeRequest(windows, now));
+  }
+
+  /** Leaves the request to `reserve` (or to `takeDeferred`). */
+  defer(): void {
+    this.deferred = true;
+  }
+
+  /** Takes the deferred request, if it is still pending: 429 rate_limit_exceeded when its windows are exhausted. */
+  async takeDeferred(): Promise<void> {
+    if (this.deferred) await this.take();
+  }
+
+  /**
+   * Before a provider call: takes `estimate` tokens from the token windows (all or nothing), else 429
+   * rate_limit_exceeded with the token window's headers; returns the tokens taken. A deferred request is taken in the
+   * same call; when that call is refused nothing was taken, and the two steps run one after the other (request, then
+   * tokens), so a refusal says exactly what it would have said with the request taken first. The operator has no
+   * token windows of its own: its own request window is taken first, apart.
+   */
+  async reserve(estimate: number): Promise<number> {
+    this.beforeReserve = this.binding;
+    const windows = this.tokenOwner();
+    if (!windows) {
+      await this.takeDeferred();
+      this.reservation = { tokens: 0, settled: false };
+      return 0;
+    }
+    const tokens = Math.max(0, Math.ceil(estimate));
+    const now = this.clock.now();
+    if (this.deferred) {
+      // The pending request is no longer pending once the operator's window is taken: a refusal must not take it again.
+      if (windows.kind === 'project') {
+        this.deferred = false;
+        this.apply(await this.limiter.takeRequest({ kind: 'operator' }, now));
+      }
+      const both = await this.limiter.takeRequestAndTokens(windows, now, tokens);
+      this.deferred = false;
+      if (both.allowed) {
+        this.apply(both);
+        this.reservation = { tokens: tokensTaken(both), settled: false };
+        return this.reservation.tokens;
+      }
+      this.apply(await this.limiter.takeRequest(windows, now));
+    }
+    const decision = await this.limiter.takeTokens(windows, this.clock.now(), tokens);
+    this.apply(decision);
+    this.reservation = { tokens: Math.max(...decision.applied), settled: false };
+    return this.reservation.tokens;
+  }
+
+  /**
+   * After the call: corrects the token windows from the reservation to the real usage (usage above the estimate leaves
+   * the windows in debt). Settling twice, or with nothing reserved, is a no-op.
+   */
+  async settle(actualTokens: number): Promise<void> {
+    const reservation = this.reservation;
+    if (!reservation || reservation.settled) return;
+    reservation.settled = true;
+    const windows = this.tokenOwner();
+    if (!windows) return;
+    const delta = Math.max(0, Math.ceil(actualTokens)) - reservation.tokens;
+    if (delta === 0) return;
+    this.binding = (await this.limiter.adjustTokens(windows, this.clock.now(), delta)).state;
+  }
+
+  /** Gives every reserved token back (a cache hit, a failed call): settles to 0. */
+  refund(): Promise<void> {
+    return this.settle(0);
+  }
+
+  /**
+   * As if the reservation had never been asked for (a request refused for another reason meanwhile): the tokens
+   * back, and the headers describe the windows as they were before it.
+   */
+  async withdraw(): Promise<void> {
+    await this.refund();
+    if (this.beforeReserve !== undefined) this.binding = this.beforeReserve;
+  }
 }

@@ -3,6 +3,7 @@ import { unixSeconds } from '../domain/context.ts';
 import { createInference, streamInference, type InferenceInput, type InferenceResult } from '../domain/inference/service.ts';
 import { microsToUsd } from '../providers/pricing.ts';
 import { errorBody } from '../http/error-body.ts';
+import { ticketOf } from '../http/hooks/rate-limit.ts';
 import { sendEventStream, setCacheHeader, sse, type StreamFormat } from './event-stream.ts';
 
 /** CONTRACT §8's response. */
@@ -62,9 +63,9 @@ function svcFormat(req: FastifyRequest): StreamFormat {
 export const inferenceRoutes: FastifyPluginAsync = async (app) => {
   app.post<{ Body: InferenceInput }>('/v1/inference', { schema: { body: InferenceBody } }, async (req, reply) => {
     if (req.body.stream === true) {
-      return sendEventStream(req, reply, (signal) => streamInference(req.ctx, req.body, signal), svcFormat(req));
+      return sendEventStream(req, reply, (signal) => streamInference(req.ctx, ticketOf(req), req.body, signal), svcFormat(req));
     }
-    const result = await createInference(req.ctx, req.body);
+    const result = await createInference(req.ctx, ticketOf(req), req.body);
     setCacheHeader(reply, result.cacheStatus);
     return presentInference(result);
   });

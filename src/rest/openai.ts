@@ -4,6 +4,7 @@ import { getModel, listModels, type ModelInfo } from '../domain/inference/models
 import { assertMaxTokens, createInference, streamInference, type InferenceInput, type InferenceResult } from '../domain/inference/service.ts';
 import { invalid } from '../errors/svc-error.ts';
 import { errorBody } from '../http/error-body.ts';
+import { ticketOf } from '../http/hooks/rate-limit.ts';
 import { microsToUsd } from '../providers/pricing.ts';
 import { sendEventStream, setCacheHeader, sse, type StreamFormat } from './event-stream.ts';
 
@@ -196,9 +197,9 @@ export const openaiRoutes: FastifyPluginAsync = async (app) => {
     const input = toInferenceInput(req);
     if (req.body.stream === true) {
       const includeUsage = req.body.stream_options?.include_usage === true;
-      return sendEventStream(req, reply, (signal) => streamInference(req.ctx, input, signal), chunkFormat(req, includeUsage));
+      return sendEventStream(req, reply, (signal) => streamInference(req.ctx, ticketOf(req), input, signal), chunkFormat(req, includeUsage));
     }
-    const result = await createInference(req.ctx, input);
+    const result = await createInference(req.ctx, ticketOf(req), input);
     setCacheHeader(reply, result.cacheStatus);
     return presentChatCompletion(result);
   });

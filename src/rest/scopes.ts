@@ -1,12 +1,14 @@
+import { scopeWords, scopesFor, type Action } from '../domain/auth/actions.ts';
 import type { Scope } from '../domain/keys/scopes.ts';
 
 /**
- * Who may call each route: a scope, `authenticated` (any valid key; the service narrows what it sees), or `public`
- * (no key). The auth hook reads this one table; a /v1 or /graphql route missing from it fails at start.
+ * What each route does: an action of domain/auth/actions.ts (whose scopes GraphQL's twin field checks too), `public`
+ * (no key), or `authenticated` for /graphql itself (each field checks its own action). The auth hook reads this one
+ * table; a /v1 or /graphql route missing from it fails at start.
  */
-export type RouteAccess = Scope | 'authenticated' | 'public';
+export type RouteAction = Action | 'authenticated' | 'public';
 
-export const ROUTE_ACCESS: Record<string, RouteAccess> = {
+export const ROUTE_ACTIONS: Record<string, RouteAction> = {
   'GET /healthz': 'public',
   'GET /readyz': 'public',
   'GET /docs/errors': 'public',
@@ -15,56 +17,74 @@ export const ROUTE_ACCESS: Record<string, RouteAccess> = {
   'GET /admin/*': 'public',
   'GET /favicon.ico': 'public',
 
-  // Projects: create and archive are operator-only, enforced by the project service for both surfaces.
-  'POST /v1/projects': 'authenticated',
-  'GET /v1/projects': 'authenticated',
-  'GET /v1/projects/:project_id': 'authenticated',
-  'POST /v1/projects/:project_id/archive': 'authenticated',
+  'POST /v1/projects': 'project.create',
+  'GET /v1/projects': 'project.list',
+  'GET /v1/projects/:project_id': 'project.read',
+  'POST /v1/projects/:project_id/archive': 'project.archive',
 
-  'POST /v1/keys': 'keys:manage',
-  'GET /v1/keys': 'keys:manage',
-  'GET /v1/keys/:key_id': 'keys:manage',
-  'POST /v1/keys/:key_id/rotate': 'keys:manage',
-  'POST /v1/keys/:key_id/revoke': 'keys:manage',
+  'POST /v1/keys': 'key.create',
+  'GET /v1/keys': 'key.list',
+  'GET /v1/keys/:key_id': 'key.read',
+  'POST /v1/keys/:key_id/rotate': 'key.rotate',
+  'POST /v1/keys/:key_id/revoke': 'key.revoke',
 
-  'GET /v1/audit/events': 'audit:read',
+  'GET /v1/audit/events': 'audit.read',
 
-  // Rate limits (spec 4.3) and the project budget (CONTRACT §7); each GET needs the scope of its PUT.
-  'PUT /v1/projects/:project_id/rate-limits': 'governance:manage',
-  'GET /v1/projects/:project_id/rate-limits': 'governance:manage',
-  'PUT /v1/projects/:project_id/budget': 'budgets:manage',
-  'GET /v1/projects/:project_id/budget': 'budgets:manage',
+  'PUT /v1/projects/:project_id/rate-limits': 'rate_limits.update',
+  'GET /v1/projects/:project_id/rate-limits': 'rate_limits.read',
+  'PUT /v1/projects/:project_id/budget': 'budget.update',
+  'GET /v1/projects/:project_id/budget': 'budget.read',
 
-  // Webhooks: CONTRACT §6, every endpoint needs governance:manage.
-  'POST /v1/webhooks': 'governance:manage',
-  'GET /v1/webhooks': 'governance:manage',
-  'GET /v1/webhooks/:webhook_id': 'governance:manage',
-  'POST /v1/webhooks/:webhook_id/disable': 'governance:manage',
-  'GET /v1/webhooks/:webhook_id/deliveries': 'governance:manage',
-  'POST /v1/webhooks/:webhook_id/deliveries/:delivery_id/replay': 'governance:manage',
+  'POST /v1/webhooks': 'webhook.create',
+  'GET /v1/webhooks': 'webhook.list',
+  'GET /v1/webhooks/:webhook_id': 'webhook.read',
+  'POST /v1/webhooks/:webhook_id/disable': 'webhook.disable',
+  'GET /v1/webhooks/:webhook_id/deliveries': 'webhook.delivery.list',
+  'POST /v1/webhooks/:webhook_id/deliveries/:delivery_id/replay': 'webhook.delivery.replay',
 
-  // Inference (spec 4.4) and its OpenAI-compatible twins (CONTRACT §8; models:read for the model list).
-  'POST /v1/inference': 'inference:write',
-  'POST /v1/chat/completions': 'inference:write',
-  'GET /v1/models': 'models:read',
-  'GET /v1/models/*': 'models:read',
-  'GET /v1/usage': 'usage:read',
-  // Routing policies: changes need governance:manage; reads any key with governance:manage or inference:write
-  // (checked by the routing service).
-  'POST /v1/routing/policies': 'governance:manage',
-  'GET /v1/routing/policies': 'authenticated',
-  'GET /v1/routing/policies/:policy_id': 'authenticated',
-  'POST /v1/routing/policies/:policy_id': 'governance:manage',
-  'PATCH /v1/routing/policies/:policy_id': 'governance:manage',
-  'DELETE /v1/routing/policies/:policy_id': 'governance:manage',
+  'POST /v1/inference': 'inference.create',
+  'POST /v1/chat/completions': 'inference.create',
+  'GET /v1/models': 'model.list',
+  'GET /v1/models/*': 'model.read',
+  'GET /v1/usage': 'usage.read',
 
-  // GraphQL: each field declares its own scope (graphql/builder.ts scope-auth).
+  'POST /v1/routing/policies': 'routing_policy.create',
+  'GET /v1/routing/policies': 'routing_policy.read',
+  'GET /v1/routing/policies/:policy_id': 'routing_policy.read',
+  'POST /v1/routing/policies/:policy_id': 'routing_policy.update',
+  'PATCH /v1/routing/policies/:policy_id': 'routing_policy.update',
+  'DELETE /v1/routing/policies/:policy_id': 'routing_policy.delete',
+
+  // GraphQL: each field names its own action (graphql/builder.ts scope-auth).
   'GET /graphql': 'authenticated',
   'POST /graphql': 'authenticated',
   'OPTIONS /graphql': 'public',
   // GraphiQL's page (outside production); the queries it sends go to /graphql with the key typed into it.
   'GET /graphiql': 'public',
 };
+
+/** Who may call a route, as the auth hook checks it: one scope, any one of several, any valid key, or no key. */
+export type RouteAccess = Scope | readonly Scope[] | 'authenticated' | 'public';
+
+function accessOf(action: RouteAction): RouteAccess {
+  if (action === 'authenticated' || action === 'public') return action;
+  const scopes = scopesFor(action);
+  if (scopes.length === 0) return 'authenticated';
+  // One scope stays a plain string: the rate limiter (http/hooks/rate-limit.ts) compares it with the caller's.
+  return scopes.length === 1 ? scopes[0]! : scopes;
+}
+
+/** ROUTE_ACTIONS with each action's scopes from the table: what the auth hook and the rate limiter read. */
+export const ROUTE_ACCESS: Record<string, RouteAccess> = Object.fromEntries(
+  Object.entries(ROUTE_ACTIONS).map(([route, action]) => [route, accessOf(action)]),
+);
+
+/** The scope(s) a caller lacks for a route, as a refusal names them; null when its scopes allow the route. */
+export function missingScope(access: RouteAccess, scopes: readonly Scope[]): string | null {
+  if (access === 'authenticated' || access === 'public') return null;
+  const needed: readonly Scope[] = typeof access === 'string' ? [access] : access;
+  return needed.some((scope) => scopes.includes(scope)) ? null : scopeWords(needed);
+}
 
 export const routeKey = (method: string, url: string) => `${method} ${url}`;
 

@@ -1,6 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { newId } from '../../src/kernel/ids.ts';
-import { assertWithinBudget, chargeSpend, estimateTokens, reserveTokens, settleTokens } from '../../src/limits/index.ts';
+import { assertWithinBudget, chargeSpend } from '../../src/domain/budgets/service.ts';
+import { ticketOf } from '../../src/http/hooks/rate-limit.ts';
+import { estimateTokens } from '../../src/limits/index.ts';
 import { ROUTE_ACCESS } from '../../src/rest/scopes.ts';
 
 export interface StandInBody {
@@ -23,8 +25,9 @@ export function standInInference(app: FastifyInstance): void {
     const ctx = req.ctx;
     await assertWithinBudget(ctx);
     const estimate = estimateTokens(req.body.messages, req.body.max_tokens);
-    const reservation = await reserveTokens(ctx, estimate);
-    if (req.body.usage_tokens !== undefined) await settleTokens(ctx, reservation, req.body.usage_tokens);
+    const ticket = ticketOf(req);
+    const reserved = await ticket.reserve(estimate);
+    if (req.body.usage_tokens !== undefined) await ticket.settle(req.body.usage_tokens);
     if (req.body.cost_micros) {
       const projectId = ctx.caller.projectId ?? ctx.projectId!;
       const cost = BigInt(req.body.cost_micros);
@@ -51,6 +54,6 @@ export function standInInference(app: FastifyInstance): void {
       });
       await Promise.all([added, recorded]);
     }
-    return { estimate, reserved: reservation.tokens };
+    return { estimate, reserved };
   });
 }

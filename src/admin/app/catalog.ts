@@ -1,6 +1,6 @@
 /**
  * Scopes and event types grouped by area, with the spec's one-line descriptions (scope table §5, event catalog §6.2).
- * test/e2e checks that the groups hold each of the gateway's scopes and event types exactly once.
+ * test/system/e2e checks that the groups hold each of the gateway's scopes and event types exactly once.
  */
 export interface Entry {
   name: string;

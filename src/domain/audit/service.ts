@@ -4,7 +4,7 @@ import { newId } from '../../db/ids.ts';
 import { invalid } from '../../errors/svc-error.ts';
 import type { Ctx } from '../context.ts';
 import { paginate, type Page, type PageQuery } from '../pagination.ts';
-import { visibleProjectId } from '../projects/service.ts';
+import { visibleProjectId } from '../tenancy.ts';
 import type { AuditAction } from './actions.ts';
 
 export const AUDIT_MAX_PAGE_SIZE = 500;

@@ -5,7 +5,7 @@ import type { Ctx } from '../context.ts';
 import { enqueueEvent, enqueueEvents, type NewEvent } from '../events/outbox.ts';
 import { budgetMicros } from '../keys/service.ts';
 import { microsToUsd } from '../../kernel/money.ts';
-import { requireProjectId } from '../projects/service.ts';
+import { requireProjectId } from '../tenancy.ts';
 import type { BudgetAlert } from './types.ts';
 import { addSpendBatch, budgetsOf, markThresholds, spentIn, type SpendRow } from './store.ts';
 

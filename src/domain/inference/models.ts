@@ -1,7 +1,7 @@
 import { SvcError } from '../../errors/svc-error.ts';
 import type { Route } from '../../providers/router.ts';
 import type { Ctx } from '../context.ts';
-import { visibleProjectId } from '../projects/service.ts';
+import { visibleProjectId } from '../tenancy.ts';
 
 export interface ModelInfo {
   id: string;

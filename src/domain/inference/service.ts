@@ -1,23 +1,18 @@
 import { newId } from '../../db/ids.ts';
 import { SvcError, invalid } from '../../errors/svc-error.ts';
 import {
-  assertWithinBudget,
-  chargeSpend,
   countPromptTokens,
   countTextTokens,
   estimateTokens,
   isRequestWindowRefusal,
-  reserveTokens,
-  settleTokens,
-  takePendingRequest,
-  type TokenReservation,
+  type RateLimitTicket,
 } from '../../limits/index.ts';
 import { costMicros } from '../../providers/pricing.ts';
 import { isAbortError, RoutingError, type Route } from '../../providers/router.ts';
 import type { ChatMessage, ChatRole, Completion, ProviderUsage, Sampling, StreamPart } from '../../providers/types.ts';
 import type { Ctx } from '../context.ts';
-import { requireProjectId } from '../projects/service.ts';
-import type { SpendCharge } from '../budgets/service.ts';
+import { requireProjectId } from '../tenancy.ts';
+import { assertWithinBudget, chargeSpend, type SpendCharge } from '../budgets/service.ts';
 import { cacheKey, DEFAULT_CACHE_TTL_S, MAX_CACHE_TTL_S, type CachedAnswer } from './cache.ts';
 
 /** CONTRACT §8's request, plus the OpenAI sampling parameters /v1/chat/completions passes through. */
@@ -172,6 +167,8 @@ class Tracker {
 
   constructor(
     readonly ctx: Ctx,
+    /** The request's rate-limit ticket: this inference owns it (reserve, settle, take the deferred request). */
+    readonly ticket: RateLimitTicket,
     readonly projectId: string,
     requestedModel: string,
   ) {
@@ -303,30 +300,30 @@ async function lookup(ctx: Ctx, projectId: string, p: Plan): Promise<Lookup> {
  * rate_limit_exceeded, unless its request window was exhausted: that check came first before the deferral) and any
  * tokens taken meanwhile are given back.
  */
-async function admit(ctx: Ctx, t: Tracker, v: Validated, p: Plan): Promise<{ cached: Lookup; reservation: TokenReservation | null }> {
+async function admit(ctx: Ctx, t: Tracker, v: Validated, p: Plan): Promise<{ cached: Lookup; reserved: boolean }> {
+  const ticket = t.ticket;
   if (p.cache) {
     const [budget, cached] = await Promise.allSettled([assertWithinBudget(ctx, p.projectBudgetMicros), lookup(ctx, t.projectId, p)]);
     if (budget.status === 'rejected') throw budget.reason;
     if (cached.status === 'rejected') throw cached.reason;
     if (cached.value.answer) {
-      await takePendingRequest(ctx);
-      return { cached: cached.value, reservation: null };
+      await ticket.takeDeferred();
+      return { cached: cached.value, reserved: false };
     }
-    return { cached: cached.value, reservation: await reserveTokens(ctx, estimateTokens(v.messages, v.maxTokens)) };
+    await ticket.reserve(estimateTokens(v.messages, v.maxTokens));
+    return { cached: cached.value, reserved: true };
   }
-  const before = ctx.rateLimit;
   const estimate = estimateTokens(v.messages, v.maxTokens);
-  const [budget, reserved] = await Promise.allSettled([assertWithinBudget(ctx, p.projectBudgetMicros), reserveTokens(ctx, estimate)]);
+  const [budget, reserved] = await Promise.allSettled([assertWithinBudget(ctx, p.projectBudgetMicros), ticket.reserve(estimate)]);
   if (budget.status === 'rejected') {
     if (reserved.status === 'rejected' && isRequestWindowRefusal(reserved.reason)) throw reserved.reason;
-    // As if the budget had been checked alone: the response describes the windows with no tokens taken (the settle's
-    // state, or the request window's when the hook took the request).
-    if (reserved.status === 'fulfilled') await settleTokens(ctx, reserved.value, 0);
-    if (before !== undefined) ctx.rateLimit = before;
+    // As if the budget had been checked alone: the response describes the windows with no tokens taken (the
+    // withdrawal's state, or the request window's when the hook took the request).
+    await ticket.withdraw();
     throw budget.reason;
   }
   if (reserved.status === 'rejected') throw reserved.reason;
-  return { cached: { status: 'off' }, reservation: reserved.value };
+  return { cached: { status: 'off' }, reserved: true };
 }
 
 async function tokensOf(v: Validated, content: string, usage: ProviderUsage | null): Promise<ProviderUsage> {
@@ -334,10 +331,12 @@ async function tokensOf(v: Validated, content: string, usage: ProviderUsage | nu
   return { promptTokens: await countPromptTokens(v.messages), completionTokens: await countTextTokens(content) };
 }
 
-async function begin(ctx: Ctx, input: InferenceInput): Promise<{ v: Validated; t: Tracker }> {
+async function begin(ctx: Ctx, ticket: RateLimitTicket, input: InferenceInput): Promise<{ v: Validated; t: Tracker }> {
   const v = validateInference(ctx, input);
   const projectId = await requireProjectId(ctx, input.project_id);
-  return { v, t: new Tracker(ctx, projectId, v.model) };
+  // The operator's inference draws on the project's windows from here on (CONTRACT §7).
+  ticket.address(projectId);
+  return { v, t: new Tracker(ctx, ticket, projectId, v.model) };
 }
 
 function hitResult(ctx: Ctx, t: Tracker, answer: CachedAnswer): InferenceResult {
@@ -376,7 +375,6 @@ async function account(
   t: Tracker,
   v: Validated,
   p: Plan,
-  reservation: TokenReservation,
   route: Route,
   answer: { content: string; finishReason: string; usage: ProviderUsage },
   cacheStatus: CacheStatus,
@@ -386,7 +384,7 @@ async function account(
   const { promptTokens, completionTokens } = answer.usage;
   const cost = costMicros(promptTokens, completionTokens, route.model);
   const spend = chargeSpend(ctx, t.projectId, cost, p.projectBudgetMicros);
-  const settled = settleTokens(ctx, reservation, promptTokens + completionTokens);
+  const settled = t.ticket.settle(promptTokens + completionTokens);
   const stored =
     outcome.status === 'succeeded' && p.cache && cacheStatus === 'miss'
       ? ctx.deps.responseCache.set(
@@ -428,7 +426,7 @@ async function account(
  * before the inference (the deferred request is taken here if it is still pending, and throws that 429 instead).
  */
 async function refuseOrRecord(t: Tracker, err: unknown): Promise<void> {
-  await takePendingRequest(t.ctx);
+  await t.ticket.takeDeferred();
   if (isRequestWindowRefusal(err)) return;
   await t.fail(err);
 }
@@ -439,23 +437,23 @@ async function refuseOrRecord(t: Tracker, err: unknown): Promise<void> {
  * past validation writes one usage record and emits one inference.completed, success or error. In the steady state
  * no SQL runs on the way: see admit() and account() for the Redis round trips (two besides the auth hook's).
  */
-export async function createInference(ctx: Ctx, input: InferenceInput): Promise<InferenceResult> {
-  const { v, t } = await begin(ctx, input);
+export async function createInference(ctx: Ctx, ticket: RateLimitTicket, input: InferenceInput): Promise<InferenceResult> {
+  const { v, t } = await begin(ctx, ticket, input);
   try {
     const p = await plan(ctx, t, v);
-    const { cached, reservation } = await admit(ctx, t, v, p);
-    if (cached.answer || !reservation) return await serveHit(t, cached.answer!);
+    const { cached, reserved } = await admit(ctx, t, v, p);
+    if (cached.answer || !reserved) return await serveHit(t, cached.answer!);
     let routed;
     try {
       routed = await ctx.deps.providers.complete(p.routes, { messages: v.messages, maxTokens: v.maxTokens, sampling: v.sampling });
     } catch (err) {
-      await settleTokens(ctx, reservation, 0);
+      await ticket.refund();
       throw err;
     }
     t.tried(routed.route);
     const c: Completion = routed.value;
     const usage = await tokensOf(v, c.content, c.usage);
-    return await account(t, v, p, reservation, routed.route, { ...c, usage }, cached.status, { status: 'succeeded' });
+    return await account(t, v, p, routed.route, { ...c, usage }, cached.status, { status: 'succeeded' });
   } catch (err) {
     await refuseOrRecord(t, err);
     throw err;
@@ -467,17 +465,16 @@ export async function createInference(ctx: Ctx, input: InferenceInput): Promise<
  * events carry them. A consumer that stops early (client gone: `signal` aborts the provider call) still gets the usage
  * recorded, as failed with error_code client_disconnected, charging the tokens streamed so far.
  */
-export async function streamInference(ctx: Ctx, input: InferenceInput, signal: AbortSignal): Promise<InferenceStream> {
-  const { v, t } = await begin(ctx, input);
+export async function streamInference(ctx: Ctx, ticket: RateLimitTicket, input: InferenceInput, signal: AbortSignal): Promise<InferenceStream> {
+  const { v, t } = await begin(ctx, ticket, input);
   let p: Plan;
   let cached: Lookup;
-  let reservation: TokenReservation;
   let routed;
   try {
     p = await plan(ctx, t, v);
     const admitted = await admit(ctx, t, v, p);
     cached = admitted.cached;
-    if (cached.answer || !admitted.reservation) {
+    if (cached.answer || !admitted.reserved) {
       const result = await serveHit(t, cached.answer!);
       const { content: _c, finishReason: _f, promptTokens: _p, completionTokens: _ct, costMicros: _m, ...head } = result;
       return {
@@ -488,11 +485,10 @@ export async function streamInference(ctx: Ctx, input: InferenceInput, signal: A
         })(),
       };
     }
-    reservation = admitted.reservation;
     try {
       routed = await ctx.deps.providers.openStream(p.routes, { messages: v.messages, maxTokens: v.maxTokens, sampling: v.sampling }, signal);
     } catch (err) {
-      await settleTokens(ctx, reservation, 0);
+      await ticket.refund();
       throw err;
     }
   } catch (err) {
@@ -540,7 +536,6 @@ export async function streamInference(ctx: Ctx, input: InferenceInput, signal: A
         t,
         v,
         p,
-        reservation,
         route,
         { content, finishReason, usage: await tokensOf(v, content, usage) },
         cacheStatus,

@@ -7,7 +7,7 @@ import { recordReadAudit } from '../audit/console-session.ts';
 import type { Ctx } from '../context.ts';
 import { enqueueEvent } from '../events/outbox.ts';
 import { paginate, type Page, type PageQuery } from '../pagination.ts';
-import { requireProjectId, visibleProjectId } from '../projects/service.ts';
+import { addressed, requireProjectId, visibleProjectId } from '../tenancy.ts';
 import { keyNameFold, normalizeKeyName } from './names.ts';
 import { isScope, type Scope } from './scopes.ts';
 import { generateSecret, hashSecret } from './secrets.ts';
@@ -191,7 +191,7 @@ function pickDefined(q: ListKeysQuery): Record<string, string | number> {
 async function findVisibleKey(ctx: Ctx, tx: Tx, keyId: string, projectId: string | undefined): Promise<ApiKey> {
   const key = await tx.apiKey.findFirst({ where: { id: keyId, ...(projectId !== undefined ? { projectId } : {}) } });
   if (!key) throw new SvcError('not_found', { param: 'key_id', message: 'No such key.' });
-  ctx.projectId = key.projectId;
+  addressed(ctx, key.projectId);
   return key;
 }
 

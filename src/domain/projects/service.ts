@@ -3,56 +3,13 @@ import { newId } from '../../db/ids.ts';
 import { SvcError, invalid } from '../../errors/svc-error.ts';
 import { recordAudit } from '../audit/service.ts';
 import type { Ctx } from '../context.ts';
+import { addressed, assertPathProject } from '../tenancy.ts';
 import { paginate, type Page, type PageQuery } from '../pagination.ts';
 
 export const PLANS = ['starter', 'growth', 'enterprise'] as const;
 export type Plan = (typeof PLANS)[number];
 
 const notFound = (param = 'project_id') => new SvcError('not_found', { param, message: 'No such project.' });
-
-/**
- * The project a call names: the service's own argument (a path id, or GraphQL's projectId), the REST query or body
- * `project_id`, the X-Svc-Project header. A key naming any project but its own gets 404 (CONTRACT §3); the operator
- * naming different projects is ambiguous: 400.
- */
-function addressedProject(ctx: Ctx, requested: string | null | undefined): string | null {
-  const named = [requested, ctx.namedProjectId, ctx.headerProjectId].filter((p): p is string => typeof p === 'string' && p !== '');
-  if (ctx.caller.kind === 'key' && named.some((p) => p !== ctx.caller.projectId)) throw notFound();
-  if (named.some((p) => p !== named[0])) {
-    throw invalid('project_id', 'project_id and the X-Svc-Project header name different projects; send one, or the same in both.');
-  }
-  return named[0] ?? null;
-}
-
-/**
- * The project a write addresses: body/query `project_id`, else the X-Svc-Project header; missing is 400
- * missing_project_id. A key that names another project gets 404 (never reveal that it exists).
- */
-export async function requireProjectId(ctx: Ctx, requested: string | null | undefined): Promise<string> {
-  const projectId = addressedProject(ctx, requested);
-  if (!projectId) throw new SvcError('missing_project_id', { param: 'project_id' });
-  await assertVisible(ctx, projectId);
-  ctx.projectId = projectId;
-  return projectId;
-}
-
-/** The project filter of a read: a key sees only its own project; the operator all, or the one it names. */
-export async function visibleProjectId(ctx: Ctx, requested: string | null | undefined): Promise<string | undefined> {
-  const projectId = addressedProject(ctx, requested);
-  // A key naming another project was refused there: it reads its own.
-  if (ctx.caller.kind === 'key') return ctx.caller.projectId!;
-  if (!projectId) return undefined;
-  await assertVisible(ctx, projectId);
-  ctx.projectId = projectId;
-  return projectId;
-}
-
-/** The project exists (for a key, addressedProject already made sure it is its own). */
-async function assertVisible(ctx: Ctx, projectId: string): Promise<void> {
-  if (ctx.caller.kind === 'key') return;
-  const found = await ctx.db.project.findUnique({ where: { id: projectId }, select: { id: true } });
-  if (!found) throw notFound();
-}
 
 function requireOperator(ctx: Ctx): void {
   if (ctx.caller.kind !== 'operator') {
@@ -89,7 +46,7 @@ export async function createProject(ctx: Ctx, input: CreateProjectInput): Promis
       data: { id: newId('prj', now.getTime()), ...valid, status: 'active', createdAt: now },
     });
     await recordAudit(tx, ctx, 'project.create', { projectId: project.id, targetId: project.id, data: valid });
-    ctx.projectId = project.id;
+    addressed(ctx, project.id);
     return project;
   });
 }
@@ -109,13 +66,11 @@ export async function listProjects(ctx: Ctx, query: PageQuery): Promise<Page<Pro
 }
 
 export async function getProject(ctx: Ctx, projectId: string): Promise<Project> {
-  // A key sees only its own project; the path's `{id}` (CONTRACT §2) is the param named for it. The query/body
-  // project_id and X-Svc-Project must agree with the path (else 404 project_id for a key, 400 for the operator).
-  if (ctx.caller.kind === 'key' && projectId !== ctx.caller.projectId) throw notFound('id');
-  addressedProject(ctx, projectId);
+  // A key sees only its own project; the path's `{id}` (CONTRACT §2) is the param named for it.
+  assertPathProject(ctx, projectId);
   const project = await ctx.db.project.findUnique({ where: { id: projectId } });
   if (!project) throw notFound('id');
-  ctx.projectId = project.id;
+  addressed(ctx, project.id);
   return project;
 }
 
@@ -125,11 +80,11 @@ export async function getProject(ctx: Ctx, projectId: string): Promise<Project> 
  */
 export async function archiveProject(ctx: Ctx, projectId: string): Promise<Project> {
   requireOperator(ctx);
-  addressedProject(ctx, projectId);
+  assertPathProject(ctx, projectId);
   const archived = await ctx.db.$transaction(async (tx) => {
     const project = await tx.project.findUnique({ where: { id: projectId } });
     if (!project) throw notFound('id');
-    ctx.projectId = project.id;
+    addressed(ctx, project.id);
     if (project.status === 'archived') return project;
     const updated = await tx.project.update({
       where: { id: projectId },

@@ -4,7 +4,7 @@ import type { RateLimits, VersionedLimits } from '../../limits/types.ts';
 import { recordAudit } from '../audit/service.ts';
 import type { Ctx } from '../context.ts';
 import { enqueueEvent } from '../events/outbox.ts';
-import { requireProjectId } from '../projects/service.ts';
+import { requireProjectId } from '../tenancy.ts';
 
 /** Spec 8.1.2; CONTRACT §7: enterprise has growth's figures until set, burst 0. */
 export const PLAN_LIMITS: Record<string, RateLimits> = {

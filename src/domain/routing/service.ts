@@ -8,7 +8,7 @@ import type { Ctx } from '../context.ts';
 import { enqueueEvent } from '../events/outbox.ts';
 import { MAX_CACHE_TTL_S } from '../inference/cache.ts';
 import { paginate, type Page, type PageQuery } from '../pagination.ts';
-import { requireProjectId, visibleProjectId } from '../projects/service.ts';
+import { addressed, requireProjectId, visibleProjectId } from '../tenancy.ts';
 
 export const STRATEGIES: readonly RoutingStrategy[] = ['ordered', 'cheapest', 'weighted'];
 const MAX_TARGETS = 20;
@@ -172,7 +172,7 @@ export async function listRoutingPolicies(ctx: Ctx, query: RoutingPolicyQuery): 
 async function findVisible(ctx: Ctx, tx: Tx, policyId: string, projectId: string | undefined): Promise<RoutingPolicy> {
   const policy = await tx.routingPolicy.findUnique({ where: { id: policyId } });
   if (!policy || (projectId !== undefined && policy.projectId !== projectId)) throw notFound();
-  ctx.projectId = policy.projectId;
+  addressed(ctx, policy.projectId);
   return policy;
 }
 

@@ -2,7 +2,7 @@ import { Prisma, type UsageRecord } from '../../generated/prisma/client.ts';
 import { invalid } from '../../errors/svc-error.ts';
 import type { Ctx } from '../context.ts';
 import { paginate, type Page, type PageQuery } from '../pagination.ts';
-import { visibleProjectId } from '../projects/service.ts';
+import { visibleProjectId } from '../tenancy.ts';
 
 export interface UsageQuery extends PageQuery {
   project_id?: string;

@@ -8,7 +8,7 @@ import { recordAudit } from '../audit/service.ts';
 import type { Ctx } from '../context.ts';
 import { EVENT_TYPES, isEventType } from '../events/outbox.ts';
 import { paginate, type Page, type PageQuery } from '../pagination.ts';
-import { requireProjectId, visibleProjectId } from '../projects/service.ts';
+import { addressed, requireProjectId, visibleProjectId } from '../tenancy.ts';
 import * as store from './store.ts';
 
 /** A webhook row with, on create only, its signing secret. */
@@ -122,7 +122,7 @@ async function findVisibleWebhook(ctx: Ctx, webhookId: string): Promise<Webhook>
   const projectId = await visibleProjectId(ctx, null);
   const webhook = await store.findInProject(ctx.db, projectId, webhookId);
   if (!webhook) throw webhookNotFound();
-  ctx.projectId = webhook.projectId;
+  addressed(ctx, webhook.projectId);
   return webhook;
 }
 

@@ -1,8 +1,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { authenticate } from '../../domain/auth/service.ts';
 import { makeCtx, type Caller } from '../../domain/context.ts';
-import { SvcError, invalid } from '../../errors/svc-error.ts';
-import { accessFor, routeKey, ROUTE_ACCESS } from '../../rest/scopes.ts';
+import { namedProjectId } from '../../domain/tenancy.ts';
+import { SvcError } from '../../errors/svc-error.ts';
+import { accessFor, missingScope, routeKey, ROUTE_ACCESS } from '../../rest/scopes.ts';
 
 /** Runs once the caller is known, before the scope check: the rate limiter, so that a 403 is counted too. */
 export type AfterAuthentication = (req: FastifyRequest, reply: FastifyReply) => Promise<void>;
@@ -31,21 +32,6 @@ export function identifyCaller(app: FastifyInstance, afterAuthentication?: After
   };
 }
 
-/** The `project_id` of a query or JSON body, when it is a non-empty string. */
-export function projectIdOf(value: unknown): string | null {
-  const id = (value as { project_id?: unknown } | null | undefined)?.project_id;
-  return typeof id === 'string' && id !== '' ? id : null;
-}
-
-function namedProjectId(req: FastifyRequest): string | null {
-  const inQuery = projectIdOf(req.query);
-  const inBody = projectIdOf(req.body);
-  if (inQuery && inBody && inQuery !== inBody) {
-    throw invalid('project_id', 'The query and the body name different projects; send project_id once.');
-  }
-  return inBody ?? inQuery;
-}
-
 /** Authentication and scope checks for every route (REST and GraphQL) except the public ones. */
 export function registerAuth(app: FastifyInstance, afterAuthentication?: AfterAuthentication): Identify {
   app.addHook('onRoute', (route) => {
@@ -64,15 +50,14 @@ export function registerAuth(app: FastifyInstance, afterAuthentication?: AfterAu
     // Unknown routes fall through to the 404 handler (it identifies a caller that sent a key); public routes need no key.
     if (access === undefined || access === 'public') return;
     const caller = await identify(req, reply);
-    if (access !== 'authenticated' && !caller.scopes.includes(access)) {
-      throw new SvcError('insufficient_scope', { message: `This request requires the ${access} scope.` });
-    }
+    const missing = missingScope(access, caller.scopes);
+    if (missing) throw new SvcError('insufficient_scope', { message: `This request requires the ${missing} scope.` });
   });
 
   // CONTRACT §2/§3: any REST call may name its project as `project_id` in the query or body, id routes included; the
-  // services check it (projects/service.ts addressedProject) like X-Svc-Project. Read after validation: it is a string.
+  // services check it (domain/tenancy.ts) like X-Svc-Project. Read after validation: it is a string.
   app.addHook('preHandler', async (req) => {
-    if (req.ctx && req.url.startsWith('/v1/')) req.ctx.namedProjectId = namedProjectId(req);
+    if (req.ctx && req.url.startsWith('/v1/')) req.ctx.namedProjectId = namedProjectId(req.query, req.body);
   });
 
   // The operator has no project of its own: its identity header names the project the call addressed.

@@ -3,8 +3,8 @@ import type { FastifyInstance } from 'fastify';
 import type { IdempotencyStore } from '../../domain/idempotency/store.ts';
 import { isId } from '../../db/ids.ts';
 import { SvcError, invalid } from '../../errors/svc-error.ts';
-import { takePendingRequest } from '../../limits/requests.ts';
-import { projectIdOf } from './auth.ts';
+import { addressed, idempotencyScope, projectIdOf } from '../../domain/tenancy.ts';
+import { graphqlProjectId } from './graphql-project.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -68,30 +68,6 @@ function originalErrorRequestId(body: string): string | null {
   }
 }
 
-/**
- * The operator's GraphQL request has no body `project_id`: the project is the one its arguments name (`projectId`
- * as a literal, through a variable, or inside an input object), when they name exactly one. Else the header decides.
- */
-function graphqlProjectId(body: Record<string, unknown>): string | null {
-  const found = new Set<string>();
-  const variables = typeof body.variables === 'object' && body.variables !== null ? (body.variables as Record<string, unknown>) : {};
-  const walk = (value: unknown, depth: number): void => {
-    if (depth > 8 || value === null || typeof value !== 'object') return;
-    for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
-      if (k === 'projectId' && typeof v === 'string') found.add(v);
-      else walk(v, depth + 1);
-    }
-  };
-  walk(variables, 0);
-  if (typeof body.query === 'string') {
-    for (const m of body.query.matchAll(/\bprojectId\s*:\s*(?:"([^"\\]{1,100})"|\$(\w{1,100}))/g)) {
-      const value = m[1] ?? variables[m[2]!];
-      if (typeof value === 'string') found.add(value);
-    }
-  }
-  return found.size === 1 ? [...found][0]! : null;
-}
-
 /** Statuses whose result is not kept: a retry with the same key should run again (CONTRACT §5, Stripe's rule). */
 const runAgain = (status: number) => status >= 500 || status === 429;
 
@@ -119,14 +95,14 @@ export function registerIdempotency(app: FastifyInstance, store: IdempotencyStor
     if (typeof key !== 'string' || key.length < 1 || key.length > 255) {
       throw invalid('Idempotency-Key', 'Idempotency-Key must be 1 to 255 characters.');
     }
-    const body = (req.body ?? {}) as Record<string, unknown>;
-    const scope =
-      req.ctx.caller.projectId ??
-      projectIdOf(req.body) ??
-      projectIdOf(req.query) ??
-      (req.routeOptions.url === '/graphql' ? graphqlProjectId(body) : null) ??
-      req.ctx.headerProjectId ??
-      req.ctx.caller.keyId;
+    // The tenancy resolver's order (domain/tenancy.ts), read before validation and refusing nothing: GraphQL names its
+    // project in the operation's arguments, REST in the query or body project_id (a path id is the service's to check).
+    const graphql = req.routeOptions.url === '/graphql';
+    const scope = idempotencyScope(req.ctx.caller, {
+      requested: graphql && req.ctx.caller.kind === 'operator' ? graphqlProjectId(req.body) : null,
+      named: graphql ? null : (projectIdOf(req.body) ?? projectIdOf(req.query)),
+      header: req.ctx.headerProjectId,
+    });
     // Who asks is part of the request: only the caller that made the first request (the same key id; the operator for
     // the operator's) gets it replayed. Any other key of the project, whatever its scopes, gets 409: a stored response
     // can hold a secret (a created key's svc_sk_…, a webhook's whsec_…) or the operator's view of every project. The
@@ -148,7 +124,7 @@ export function registerIdempotency(app: FastifyInstance, store: IdempotencyStor
       // A replay is a request like any other (CONTRACT §7): inference defers its request to the token reservation,
       // which a replay never reaches, so it is taken here, and an exhausted window answers 429 instead of the replay.
       // (A conflict is thrown above: the error handler takes the deferred request the same way.)
-      await takePendingRequest(req.ctx);
+      await req.rateLimitTicket?.takeDeferred();
       reply.header('Idempotent-Replayed', 'true');
       // A replayed error keeps its request id (X-Svc-Request-Id equals error.request_id, spec §7; GraphQL errors
       // too, even in a 200); a replayed success has this request's own id. The operator's X-Svc-Project is the project the request addressed (CONTRACT §2),
@@ -156,7 +132,7 @@ export function registerIdempotency(app: FastifyInstance, store: IdempotencyStor
       const original = originalErrorRequestId(result.body);
       if (original) reply.header('X-Svc-Request-Id', original);
       // Only a project id: the scope may come from a body that named no real project (and must never reach a header raw).
-      if (req.ctx.caller.kind === 'operator' && isId('prj', scope)) req.ctx.projectId = scope;
+      if (req.ctx.caller.kind === 'operator' && isId('prj', scope)) addressed(req.ctx, scope);
       return reply.code(result.status).type('application/json; charset=utf-8').send(result.body);
     }
     req.idempotency = { scope, key };

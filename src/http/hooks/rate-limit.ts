@@ -1,42 +1,61 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { deferRequest, rateLimitHeaders, takePendingRequest, takeRequest } from '../../limits/requests.ts';
+import { RateLimitTicket, rateLimitHeaders } from '../../limits/requests.ts';
 import { accessFor } from '../../rest/scopes.ts';
 import { SvcError } from '../../errors/svc-error.ts';
 import { errorBody } from '../error-body.ts';
 
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The request's hold on its rate-limit windows (limits/requests.ts); null until the caller is authenticated. */
+    rateLimitTicket: RateLimitTicket | null;
+  }
+}
+
 /**
- * Routes whose request is taken together with their token reservation (limits/requests.ts deferRequest): one Redis
- * round trip before the provider call instead of two. Only for a caller holding the route's scope: a 403 is counted here.
+ * Routes whose request is taken together with their token reservation (RateLimitTicket.defer): one Redis round trip
+ * before the provider call instead of two. Only for a caller holding the route's scope: a 403 is counted here.
  */
 const TAKEN_WITH_TOKENS = new Set(['/v1/inference', '/v1/chat/completions']);
 
 /**
- * Takes one request from the caller's windows. Runs inside the auth hook, after the caller is known and before the
- * scope check, so that a 403 insufficient_scope is counted and carries the headers like any authenticated response.
- * A 401 has no key and so no window: it carries no X-Svc-RateLimit-* headers.
+ * Opens the request's rate-limit ticket and takes one request from the caller's windows. Runs inside the auth hook,
+ * after the caller is known and before the scope check, so that a 403 insufficient_scope is counted and carries the
+ * headers like any authenticated response. A 401 has no key and so no window: it carries no X-Svc-RateLimit-* headers.
  */
 export async function rateLimitRequest(req: FastifyRequest): Promise<void> {
+  const { deps, caller } = req.ctx;
+  const ticket = new RateLimitTicket(deps.limiter, deps.clock, caller);
+  req.rateLimitTicket = ticket;
   const route = req.routeOptions.url;
   if (req.method === 'POST' && route !== undefined && TAKEN_WITH_TOKENS.has(route)) {
     const access = accessFor(req.method, route);
-    if (typeof access === 'string' && req.ctx.caller.scopes.includes(access as never)) return deferRequest(req.ctx);
+    if (typeof access === 'string' && caller.scopes.includes(access as never)) return ticket.defer();
   }
-  await takeRequest(req.ctx);
+  await ticket.take();
+}
+
+/** The ticket of an authenticated route, for the service that draws on it (inference). */
+export function ticketOf(req: FastifyRequest): RateLimitTicket {
+  if (!req.rateLimitTicket) throw new Error(`${req.method} ${req.routeOptions.url} has no rate-limit ticket: it is not authenticated`);
+  return req.rateLimitTicket;
 }
 
 /**
- * X-Svc-RateLimit-* on every authenticated response, errors included (spec 8.1.6), from the state the last limiter
- * call left on the Ctx: the request window at first, the token windows once inference reserved or settled tokens.
- * Retry-After comes with the 429 itself (SvcError headers).
+ * X-Svc-RateLimit-* on every authenticated response, errors included (spec 8.1.6), from the ticket's binding window:
+ * the request window at first, the token windows once inference reserved or settled tokens. Retry-After comes with
+ * the 429 itself (SvcError headers).
  */
 export function registerRateLimitHeaders(app: FastifyInstance): void {
+  app.decorateRequest('rateLimitTicket', null);
   app.addHook('onSend', async (req, reply, payload) => {
+    const ticket = req.rateLimitTicket;
+    if (!ticket) return payload;
     // Every way out of a deferred request takes it (the token reservation, the error handler, a cache hit, an
     // idempotent replay). One that did not is counted now, and an exhausted window still answers 429 with its headers:
     // a request is never served past its window (CONTRACT §7).
-    if (req.ctx?.requestPending) {
+    if (ticket.pending) {
       try {
-        await takePendingRequest(req.ctx);
+        await ticket.takeDeferred();
       } catch (err) {
         if (!(err instanceof SvcError)) throw err;
         reply.removeHeader('Idempotent-Replayed');
@@ -44,7 +63,7 @@ export function registerRateLimitHeaders(app: FastifyInstance): void {
         payload = JSON.stringify(errorBody(req, err.code, err.message, err.param));
       }
     }
-    const state = req.ctx?.rateLimit;
+    const state = ticket.state;
     if (state) {
       const { 'Retry-After': _retryAfter, ...headers } = rateLimitHeaders(state);
       reply.headers(headers);

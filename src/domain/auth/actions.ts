@@ -1,0 +1,73 @@
+import type { Scope } from '../keys/scopes.ts';
+
+/**
+ * Which scopes allow an action: any one of those listed, or `authenticated` (any valid key; the service then narrows
+ * what the key sees, e.g. projects, or refuses it, e.g. operator-only project changes).
+ */
+export type ActionRule = readonly [Scope, ...Scope[]] | 'authenticated';
+
+/**
+ * The product's actions and who may do them (spec §5), read by both surfaces: rest/scopes.ts maps each route to an
+ * action, and each GraphQL field names its action (`authScopes: { action: 'key.create' }`, graphql/builder.ts).
+ * Twins share one entry, so REST and GraphQL cannot drift apart.
+ */
+export const ACTIONS = {
+  // Projects: a key sees its own project, the operator all; create and archive are operator-only (projects/service.ts).
+  'project.create': 'authenticated',
+  'project.list': 'authenticated',
+  'project.read': 'authenticated',
+  'project.archive': 'authenticated',
+
+  'key.create': ['keys:manage'],
+  'key.list': ['keys:manage'],
+  'key.read': ['keys:manage'],
+  'key.rotate': ['keys:manage'],
+  'key.revoke': ['keys:manage'],
+
+  // The audit log and the names of its actions.
+  'audit.read': ['audit:read'],
+
+  // Rate limits (spec 4.3) and the project budget (CONTRACT §7): reading needs the scope of changing.
+  'rate_limits.read': ['governance:manage'],
+  'rate_limits.update': ['governance:manage'],
+  'budget.read': ['budgets:manage'],
+  'budget.update': ['budgets:manage'],
+
+  // CONTRACT §6: every webhook endpoint needs governance:manage.
+  'webhook.create': ['governance:manage'],
+  'webhook.list': ['governance:manage'],
+  'webhook.read': ['governance:manage'],
+  'webhook.disable': ['governance:manage'],
+  'webhook.delivery.list': ['governance:manage'],
+  'webhook.delivery.read': ['governance:manage'],
+  'webhook.delivery.replay': ['governance:manage'],
+
+  // Inference (spec 4.4) and its OpenAI-compatible twins (CONTRACT §8).
+  'inference.create': ['inference:write'],
+  'model.list': ['models:read'],
+  'model.read': ['models:read'],
+  'usage.read': ['usage:read'],
+
+  // Routing policies: changes need governance:manage; a key that routes inference may read them too.
+  'routing_policy.create': ['governance:manage'],
+  'routing_policy.read': ['governance:manage', 'inference:write'],
+  'routing_policy.update': ['governance:manage'],
+  'routing_policy.delete': ['governance:manage'],
+} as const satisfies Record<string, ActionRule>;
+
+export type Action = keyof typeof ACTIONS;
+
+/** The scopes that allow an action (any one is enough); empty for `authenticated`. */
+export function scopesFor(action: Action): readonly Scope[] {
+  const rule: ActionRule = ACTIONS[action];
+  return rule === 'authenticated' ? [] : rule;
+}
+
+/** Whether a key holding `scopes` may perform the action (the operator holds every scope). */
+export function allows(action: Action, scopes: readonly Scope[]): boolean {
+  const rule: ActionRule = ACTIONS[action];
+  return rule === 'authenticated' || rule.some((scope) => scopes.includes(scope));
+}
+
+/** How a refusal names what was missing: `keys:manage`, `governance:manage or inference:write`. */
+export const scopeWords = (scopes: readonly Scope[]): string => scopes.join(' or ');

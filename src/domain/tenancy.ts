@@ -1,0 +1,99 @@
+import { SvcError, invalid } from '../errors/svc-error.ts';
+import type { Caller, Ctx } from './context.ts';
+
+/**
+ * Tenancy: which project a request addresses, decided here and nowhere else (CONTRACT §2, §3). A request names a
+ * project in up to three places, read in this order: the call's own argument (a REST path id, GraphQL's projectId),
+ * the REST query or body `project_id`, the X-Svc-Project header. A key naming any project but its own gets 404 (never
+ * reveal that it exists); the operator naming different projects is ambiguous: 400. The idempotency hook scopes keys
+ * with the same order (idempotencyScope). Imports no service: audit and every other service import it.
+ */
+
+const notFound = (param = 'project_id') => new SvcError('not_found', { param, message: 'No such project.' });
+
+/** The `project_id` of a query or JSON body, when it is a non-empty string. */
+export function projectIdOf(value: unknown): string | null {
+  const id = (value as { project_id?: unknown } | null | undefined)?.project_id;
+  return typeof id === 'string' && id !== '' ? id : null;
+}
+
+/** REST: the `project_id` a request names in its query or body; the two naming different projects is 400. */
+export function namedProjectId(query: unknown, body: unknown): string | null {
+  const inQuery = projectIdOf(query);
+  const inBody = projectIdOf(body);
+  if (inQuery && inBody && inQuery !== inBody) {
+    throw invalid('project_id', 'The query and the body name different projects; send project_id once.');
+  }
+  return inBody ?? inQuery;
+}
+
+/** The names, in the one order: the call's own argument, the query/body project_id, the X-Svc-Project header. */
+function namesOf(requested: string | null | undefined, named: string | null, header: string | null): string[] {
+  return [requested, named, header].filter((p): p is string => typeof p === 'string' && p !== '');
+}
+
+function addressedProject(ctx: Ctx, requested: string | null | undefined): string | null {
+  const named = namesOf(requested, ctx.namedProjectId, ctx.headerProjectId);
+  if (ctx.caller.kind === 'key' && named.some((p) => p !== ctx.caller.projectId)) throw notFound();
+  if (named.some((p) => p !== named[0])) {
+    throw invalid('project_id', 'project_id and the X-Svc-Project header name different projects; send one, or the same in both.');
+  }
+  return named[0] ?? null;
+}
+
+/**
+ * The one place that records which project a call addressed (the operator's X-Svc-Project identity header, the
+ * operator's token windows). Returns the project, so a service can write `return addressed(ctx, row.projectId)`-style.
+ */
+export function addressed(ctx: Ctx, projectId: string): string {
+  ctx.projectId = projectId;
+  return projectId;
+}
+
+/** The project exists (for a key, addressedProject already made sure it is its own). */
+async function assertVisible(ctx: Ctx, projectId: string): Promise<void> {
+  if (ctx.caller.kind === 'key') return;
+  const found = await ctx.db.project.findUnique({ where: { id: projectId }, select: { id: true } });
+  if (!found) throw notFound();
+}
+
+/**
+ * The project a write addresses: the service's argument, body/query `project_id`, else the X-Svc-Project header;
+ * missing is 400 missing_project_id. A key that names another project gets 404 (never reveal that it exists).
+ */
+export async function requireProjectId(ctx: Ctx, requested: string | null | undefined): Promise<string> {
+  const projectId = addressedProject(ctx, requested);
+  if (!projectId) throw new SvcError('missing_project_id', { param: 'project_id' });
+  await assertVisible(ctx, projectId);
+  return addressed(ctx, projectId);
+}
+
+/** The project filter of a read: a key sees only its own project; the operator all, or the one it names. */
+export async function visibleProjectId(ctx: Ctx, requested: string | null | undefined): Promise<string | undefined> {
+  const projectId = addressedProject(ctx, requested);
+  // A key naming another project was refused there: it reads its own.
+  if (ctx.caller.kind === 'key') return ctx.caller.projectId!;
+  if (!projectId) return undefined;
+  await assertVisible(ctx, projectId);
+  return addressed(ctx, projectId);
+}
+
+/**
+ * A path that is itself a project (`/v1/projects/{id}`): a key naming another project gets 404 with the path's
+ * `param` ('id'); the query/body project_id and X-Svc-Project must agree with the path (else 404 project_id for a
+ * key, 400 for the operator). Existence is the caller's to check (it reads the row anyway).
+ */
+export function assertPathProject(ctx: Ctx, projectId: string, param = 'id'): void {
+  if (ctx.caller.kind === 'key' && projectId !== ctx.caller.projectId) throw notFound(param);
+  addressedProject(ctx, projectId);
+}
+
+/**
+ * The namespace of an Idempotency-Key (CONTRACT §5: the project), resolved before the handler runs and without
+ * refusing anything (the service refuses what is wrong, and that answer is what gets stored): a key's own project;
+ * for the operator, the first project the request names, in the order above; else its key id.
+ */
+export function idempotencyScope(caller: Caller, names: { requested: string | null; named: string | null; header: string | null }): string {
+  if (caller.projectId) return caller.projectId;
+  return namesOf(names.requested, names.named, names.header)[0] ?? caller.keyId;
+}
