@@ -10,6 +10,7 @@ import { applyMigrations } from '../../src/db/migrations.ts';
 import type { Deps } from '../../src/domain/context.ts';
 import { buildApp } from '../../src/http/app.ts';
 import { FakeClock } from './clock.ts';
+import type { GatewayProcess } from './gateway-process.ts';
 import { DATABASE_URL, REDIS_URL, deleteRedisPrefix, dropSchema, uniqueName, withSchema } from './services.ts';
 
 export const MASTER_KEY = 'svc_sk_test_master_key_0123456789abcdefghijklmnop';
@@ -152,17 +153,47 @@ export function client(app: FastifyInstance, defaultKey: string = MASTER_KEY) {
 }
 export type Client = ReturnType<typeof client>;
 
-/** A project and a key in it with the given scopes; returns the key's secret and id. */
-export async function seedProject(api: Client, opts: { scopes?: string[]; plan?: string; name?: string; region?: string } = {}) {
-  const project = await api.post('/v1/projects', { name: opts.name ?? uniqueName('project'), plan: opts.plan, region: opts.region });
-  if (project.status !== 200) throw new Error(`seed project failed: ${project.raw}`);
-  const key = await api.post('/v1/keys', {
-    project_id: project.body.id,
+export interface Seeded {
+  projectId: string;
+  keyId: string;
+  secret: string;
+}
+
+export interface SeedOptions {
+  scopes?: string[];
+  plan?: string;
+  name?: string;
+  region?: string;
+  /** Set with PUT /v1/projects/{id}/rate-limits before the key is created. */
+  limits?: { requests_per_minute: number; tokens_per_minute: number; burst: number };
+  /** Set with PUT /v1/projects/{id}/budget before the key is created. */
+  budgetUsd?: number;
+}
+
+/**
+ * The one project seeder: a project (with the given plan, rate limits and budget) and a key in it with the given scopes,
+ * created by the operator through the API of an in-process app (`client(app)`) or of a gateway in a child process.
+ */
+export async function seedProject(api: Client | Pick<GatewayProcess, 'call'>, opts: SeedOptions = {}): Promise<Seeded> {
+  const send = async (what: string, method: 'POST' | 'PUT', url: string, body: unknown) => {
+    const res =
+      'call' in api ? await api.call(method, url, { body }) : method === 'POST' ? await api.post(url, body) : await api.put(url, body);
+    if (res.status !== 200) throw new Error(`seed: ${what} failed: ${res.status} ${JSON.stringify(res.body)}`);
+    return res.body;
+  };
+  const project = await send('create project', 'POST', '/v1/projects', {
+    name: opts.name ?? uniqueName('project'),
+    plan: opts.plan,
+    region: opts.region,
+  });
+  if (opts.limits) await send('set rate limits', 'PUT', `/v1/projects/${project.id}/rate-limits`, opts.limits);
+  if (opts.budgetUsd !== undefined) await send('set budget', 'PUT', `/v1/projects/${project.id}/budget`, { budget_usd: opts.budgetUsd });
+  const key = await send('create key', 'POST', '/v1/keys', {
+    project_id: project.id,
     name: uniqueName('key'),
     scopes: opts.scopes ?? ['keys:manage', 'audit:read', 'inference:write', 'governance:manage', 'usage:read'],
   });
-  if (key.status !== 200) throw new Error(`seed key failed: ${key.raw}`);
-  return { projectId: project.body.id as string, keyId: key.body.id as string, secret: key.body.secret as string };
+  return { projectId: project.id as string, keyId: key.id as string, secret: key.secret as string };
 }
 
 export { closeDeps };

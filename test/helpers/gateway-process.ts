@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Agent, request } from 'undici';
 import { MASTER_KEY } from './app.ts';
-import { freePort } from './private-services.ts';
+import { freePort } from './ports.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 /** The child's output kept for a failure message: the tail only, a process under load can log a lot. */
@@ -56,6 +56,11 @@ export interface StartOptions {
   timeoutMs?: number;
 }
 
+/** `node --import tsx src/main.ts` (what `npm start` runs) from the repository root, with exactly this environment. */
+export function spawnMain(env: Record<string, string>): ChildProcess {
+  return spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
 export async function startGateway(env: Record<string, string>, opts: StartOptions = {}): Promise<GatewayProcess> {
   const port = opts.port ?? (await freePort());
   const fullEnv: Record<string, string> = {
@@ -67,11 +72,7 @@ export async function startGateway(env: Record<string, string>, opts: StartOptio
     ...env,
     PORT: String(port),
   };
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    cwd: ROOT,
-    env: fullEnv,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawnMain(fullEnv);
   let out = '';
   const append = (c: Buffer) => {
     out += c.toString();

@@ -5,23 +5,13 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { applyMigrations } from '../../src/db/migrations.ts';
+import { freePort } from './ports.ts';
 import { DATABASE_URL, REDIS_URL, deleteRedisPrefix, dropSchema, uniqueName, withSchema } from './services.ts';
 
 /**
  * Private PostgreSQL and Redis servers for fault tests: they are stopped and started under load, which must never
  * touch the shared services other test files use. Both come from the machine's Debian packages.
  */
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-    s.on('error', reject);
-  });
-}
 
 async function waitPort(port: number, up: boolean, timeoutMs = 15_000): Promise<void> {
   const until = Date.now() + timeoutMs;

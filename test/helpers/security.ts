@@ -9,8 +9,8 @@ export interface Probe {
   headers?: Record<string, string>;
 }
 
-/** Another project's ids must look absent: 404 not_found, never 403, never the object. Reused by every capability. */
-export async function expectHiddenFrom(api: Client, probes: Probe[]): Promise<void> {
+/** Each probe gets `status` with the error `code` (the probe's name is in the failure message). */
+async function expectEachProbe(api: Client, probes: Probe[], status: number, code: string): Promise<void> {
   for (const p of probes) {
     const res =
       p.method === 'get' || p.method === 'delete'
@@ -18,23 +18,14 @@ export async function expectHiddenFrom(api: Client, probes: Probe[]): Promise<vo
         : await api[p.method](p.url, p.body, { headers: p.headers });
     expect({ probe: `${p.method.toUpperCase()} ${p.url}`, status: res.status }).toEqual({
       probe: `${p.method.toUpperCase()} ${p.url}`,
-      status: 404,
+      status,
     });
-    expectError(res, 404, 'not_found');
+    expectError(res, status, code);
   }
 }
 
+/** Another project's ids must look absent: 404 not_found, never 403, never the object. Reused by every capability. */
+export const expectHiddenFrom = (api: Client, probes: Probe[]): Promise<void> => expectEachProbe(api, probes, 404, 'not_found');
+
 /** A scope-less key gets 403 insufficient_scope on each route. */
-export async function expectScopeRequired(api: Client, probes: Probe[]): Promise<void> {
-  for (const p of probes) {
-    const res =
-      p.method === 'get' || p.method === 'delete'
-        ? await api[p.method](p.url, { headers: p.headers })
-        : await api[p.method](p.url, p.body, { headers: p.headers });
-    expect({ probe: `${p.method.toUpperCase()} ${p.url}`, status: res.status }).toEqual({
-      probe: `${p.method.toUpperCase()} ${p.url}`,
-      status: 403,
-    });
-    expectError(res, 403, 'insufficient_scope');
-  }
-}
+export const expectScopeRequired = (api: Client, probes: Probe[]): Promise<void> => expectEachProbe(api, probes, 403, 'insufficient_scope');

@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -8,14 +7,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDeps, closeDeps } from '../../src/app-deps.ts';
 import { loadConfig } from '../../src/config/config.ts';
 import { hashSecret } from '../../src/domain/keys/secrets.ts';
-import { createTestDatabase } from '../helpers/app.ts';
-import { pollUntil, startGateway, type Answer, type GatewayProcess } from '../helpers/gateway-process.ts';
+import { createTestDatabase, seedProject, type Seeded } from '../helpers/app.ts';
+import { pollUntil, spawnMain, startGateway, type Answer, type GatewayProcess } from '../helpers/gateway-process.ts';
+import { freePort } from '../helpers/ports.ts';
 import { startMockOpenAI, type MockOpenAI } from '../helpers/mock-openai.ts';
 import { openServices, type TestServices } from '../helpers/private-services.ts';
 import { DATABASE_URL, REDIS_URL } from '../helpers/services.ts';
-import { deploy, infer, MODEL, seedProject, type Deployment, type Seeded } from '../replicas/support.ts';
+import { deploy, infer, MODEL, OPEN_PROJECT, type Deployment } from '../system/replicas/support.ts';
 
-const root = path.resolve(import.meta.dirname, '../..');
 const dirs: string[] = [];
 afterAll(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
@@ -30,10 +29,7 @@ interface Run {
 /** Starts `npm start`'s entry point; `until` decides when to send SIGTERM (else waits for exit). */
 function runMain(env: Record<string, string>, until?: (out: string) => boolean, timeoutMs = 60_000): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-      cwd: root,
-      env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', ...env },
-    });
+    const child = spawnMain({ PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', ...env });
     let stdout = '';
     let stderr = '';
     let signalled = false;
@@ -47,11 +43,11 @@ function runMain(env: Record<string, string>, until?: (out: string) => boolean, 
         child.kill('SIGTERM');
       }
     };
-    child.stdout.on('data', (d) => {
+    child.stdout!.on('data', (d) => {
       stdout += d;
       check();
     });
-    child.stderr.on('data', (d) => {
+    child.stderr!.on('data', (d) => {
       stderr += d;
       check();
     });
@@ -80,7 +76,7 @@ describe('the process', () => {
   it('starts on the embedded database, serves /healthz, and exits 0 on SIGTERM', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'svc-main-'));
     dirs.push(dir);
-    const port = 20000 + Math.floor(Math.random() * 20000);
+    const port = await freePort();
     let healthy = false;
     const run = await runMain(
       { SVC_DATA_DIR: dir, PORT: String(port), SVC_MASTER_KEY: 'svc_sk_process_test_0123456789abcdefghij', LOG_LEVEL: 'info' },
@@ -100,7 +96,7 @@ describe('the process', () => {
   it('holds a SIGTERM that comes while a new database is opened and migrated until startup has finished, exits 0, and starts again on that database', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'svc-main-'));
     dirs.push(dir);
-    const env = { SVC_DATA_DIR: dir, PORT: String(20000 + Math.floor(Math.random() * 20000)), SVC_MASTER_KEY: 'svc_sk_process_test_0123456789abcdefghij', LOG_LEVEL: 'info' };
+    const env = { SVC_DATA_DIR: dir, PORT: String(await freePort()), SVC_MASTER_KEY: 'svc_sk_process_test_0123456789abcdefghij', LOG_LEVEL: 'info' };
     // Opening a new embedded database and migrating it take a second or so: the signal lands inside that window.
     const first = await runMain(env, (out) => out.includes('opening the database'));
     expect(first.code).toBe(0);
@@ -118,35 +114,25 @@ describe('Redis that does not answer at start', () => {
   it('starts degraded: it listens, /readyz answers 503 naming Redis, and it exits 0 on SIGTERM', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'svc-main-'));
     dirs.push(dir);
-    const port = 20000 + Math.floor(Math.random() * 20000);
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-      cwd: root,
-      env: {
-        PATH: process.env.PATH!,
-        HOME: process.env.HOME ?? '/tmp',
-        SVC_DATA_DIR: dir,
-        PORT: String(port),
-        SVC_MASTER_KEY: 'svc_sk_process_test_0123456789abcdefghij',
-        REDIS_URL: 'redis://127.0.0.1:1', // nothing listens on port 1
-        LOG_LEVEL: 'info',
-      },
+    const g = await startGateway({
+      SVC_DATA_DIR: dir,
+      SVC_MASTER_KEY: 'svc_sk_process_test_0123456789abcdefghij',
+      REDIS_URL: 'redis://127.0.0.1:1', // nothing listens on port 1
+      LOG_LEVEL: 'info',
     });
-    let out = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (out += d));
-    const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+    let exited: Promise<number | string>;
     try {
-      const until = Date.now() + 60_000;
-      while (!out.includes('Server listening') && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
-      expect(out).toContain('Server listening');
-      const ready = await fetch(`http://127.0.0.1:${port}/readyz`);
+      // Ready means /healthz answered; the listening line may still be in the pipe.
+      await pollUntil('the listening line', async () => g.output().includes('Server listening'), 5_000).catch(() => {});
+      expect(g.output()).toContain('Server listening');
+      const ready = await g.call('GET', '/readyz', { key: null });
       expect(ready.status).toBe(503);
-      expect(await ready.json()).toMatchObject({ checks: { database: 'ok', redis: 'unavailable' } });
-      expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
-      expect(out).toContain('cannot reach Redis at start');
-      expect(out).not.toContain('Unhandled error event');
+      expect(ready.body).toMatchObject({ checks: { database: 'ok', redis: 'unavailable' } });
+      expect((await g.call('GET', '/healthz', { key: null })).status).toBe(200);
+      expect(g.output()).toContain('cannot reach Redis at start');
+      expect(g.output()).not.toContain('Unhandled error event');
     } finally {
-      child.kill('SIGTERM');
+      exited = g.stop('SIGTERM');
     }
     expect(await exited).toBe(0);
   }, 90_000);
@@ -261,6 +247,14 @@ function halfRequest(port: number, path: string): Promise<{ socket: Socket; data
   });
 }
 
+/**
+ * A round trip on another connection: by its answer the server has read the half requests written before it (the
+ * readable sockets come out of one poll), so they are busy connections, not idle ones that a close ends at once.
+ */
+async function serverHasRead(g: GatewayProcess): Promise<void> {
+  expect((await g.call('GET', '/healthz', { key: null })).status).toBe(200);
+}
+
 async function storedUsage(dataDir: string, requestId: string): Promise<string | null> {
   const db = new PGlite(dataDir);
   try {
@@ -287,7 +281,7 @@ describe('SIGTERM with an inference in flight on a keep-alive connection (embedd
   it('SVC_ROLE=all: answers it 200 with Connection: close, closes the connection, writes its usage, exits 0 within the bound', { timeout: 90_000 }, async () => {
     const g = await startGateway({ SVC_DATA_DIR: dir, ...providerEnv(mock) });
     try {
-      const s = await seedProject(g);
+      const s = await seedProject(g, OPEN_PROJECT);
       const d = await sigtermWithInferenceInFlight(g, s, mock);
       expectDrained(g, d);
       expect(await storedUsage(dir, d.answer.body.request_id)).toBe('succeeded');
@@ -300,6 +294,7 @@ describe('SIGTERM with an inference in flight on a keep-alive connection (embedd
     const g = await startGateway({ SVC_DATA_DIR: dir, ...providerEnv(mock), SVC_ROUTING_TIMEOUT_MS: String(SHORT_ROUTING_TIMEOUT_MS) });
     try {
       const stuck = await halfRequest(g.port, '/healthz');
+      await serverHasRead(g);
       const signalled = performance.now();
       g.child.kill('SIGTERM');
       const code = await within(g.exited, exitBoundMs(SHORT_ROUTING_TIMEOUT_MS), 'still running');
@@ -338,7 +333,7 @@ describe.skipIf(!DATABASE_URL && !REDIS_URL)(
 
     it('SVC_ROLE=all: answers it 200 with Connection: close, writes its usage, exits 0 within the bound', { timeout: 90_000 }, async () => {
       const g = await dep.start({ SVC_ROUTING_TIMEOUT_MS: String(ROUTING_TIMEOUT_MS), LOG_LEVEL: 'info' });
-      const s = await seedProject(g);
+      const s = await seedProject(g, OPEN_PROJECT);
       const d = await sigtermWithInferenceInFlight(g, s, dep.mock);
       expectDrained(g, d);
       expect(await usageOf(d.answer.body.request_id)).toBe('succeeded');
@@ -350,7 +345,7 @@ describe.skipIf(!DATABASE_URL && !REDIS_URL)(
         dep.start({ ...env, SVC_ROLE: 'api' }),
         dep.start({ ...env, SVC_ROLE: 'worker', SVC_ROUTING_TIMEOUT_MS: String(SHORT_ROUTING_TIMEOUT_MS) }),
       ]);
-      const s = await seedProject(api);
+      const s = await seedProject(api, OPEN_PROJECT);
       const d = await sigtermWithInferenceInFlight(api, s, dep.mock);
       expectDrained(api, d);
 
@@ -360,6 +355,7 @@ describe.skipIf(!DATABASE_URL && !REDIS_URL)(
       expect((await worker.call('GET', '/healthz', { key: null })).headers.connection).toBe('keep-alive');
       const busy = await halfRequest(worker.port, '/healthz');
       const stuck = await halfRequest(worker.port, '/readyz');
+      await serverHasRead(worker);
       const signalled = performance.now();
       worker.child.kill('SIGTERM');
       await pollUntil('the worker is shutting down', async () => worker.output().includes('shutting down: finishing requests in flight'), 10_000, 10);

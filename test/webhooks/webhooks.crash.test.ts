@@ -5,7 +5,7 @@ import { afterAll, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../helpers/app.ts';
 import { startReceiver, testPki, type Receiver } from '../helpers/https-receiver.ts';
 import { DATABASE_URL, REDIS_URL, uniqueName } from '../helpers/services.ts';
-import { startGateway, type GatewayProcess } from './gateway-process.ts';
+import { startGateway, type GatewayProcess } from '../helpers/gateway-process.ts';
 
 const cleanup: (() => Promise<unknown> | unknown)[] = [];
 afterAll(async () => {
@@ -39,19 +39,18 @@ it('loses no delivery when the gateway is killed mid-delivery (kill -9) and rest
   };
 
   let gateway: GatewayProcess = await startGateway(env);
-  cleanup.push(() => gateway.child.kill('SIGKILL'));
-  const project = await gateway.call('POST', '/v1/projects', { name: 'crash' });
+  cleanup.push(() => gateway.stop('SIGKILL'));
+  const project = await gateway.call('POST', '/v1/projects', { body: { name: 'crash' } });
   expect(project.status).toBe(200);
-  const webhook = await gateway.call('POST', '/v1/webhooks', { project_id: project.body.id, url: receiver.url, events: ['key.revoked'] });
+  const webhook = await gateway.call('POST', '/v1/webhooks', { body: { project_id: project.body.id, url: receiver.url, events: ['key.revoked'] } });
   expect(webhook.status).toBe(200);
   receiver.secret = webhook.body.secret;
-  const key = await gateway.call('POST', '/v1/keys', { project_id: project.body.id, name: 'doomed', scopes: ['keys:manage'] });
+  const key = await gateway.call('POST', '/v1/keys', { body: { project_id: project.body.id, name: 'doomed', scopes: ['keys:manage'] } });
   expect((await gateway.call('POST', `/v1/keys/${key.body.id}/revoke`)).status).toBe(200);
 
   const [held] = await receiver.waitFor(1, 10_000);
   expect(held!.verifyError).toBeNull();
-  gateway.child.kill('SIGKILL');
-  expect(await gateway.exited).toBe('SIGKILL');
+  expect(await gateway.stop('SIGKILL')).toBe('SIGKILL');
   receiver.answer = () => 200;
 
   gateway = await startGateway(env);
@@ -71,6 +70,5 @@ it('loses no delivery when the gateway is killed mid-delivery (kill -9) and rest
   expect(deliveries.body.data[0]).toMatchObject({ id: first!.deliveryId, status: 'succeeded', response_status: 200 });
 
   // SIGTERM is a clean shutdown.
-  gateway.child.kill('SIGTERM');
-  expect(await gateway.exited).toBe(0);
+  expect(await gateway.stop('SIGTERM')).toBe(0);
 });

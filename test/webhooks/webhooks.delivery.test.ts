@@ -1,9 +1,9 @@
-import { createServer } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import Stripe from 'stripe';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, client, seedProject, type Client, type TestApp } from '../helpers/app.ts';
 import { startReceiver, type Answer, type Receiver } from '../helpers/https-receiver.ts';
+import { freePort } from '../helpers/ports.ts';
 import { EgressPolicy } from '../../src/webhooks/egress.ts';
 import { createWebhook, deliveriesOf, emitKeyRotated, testWorker, webhookEnv } from './support.ts';
 
@@ -37,14 +37,6 @@ async function subscribed(url: string, r?: Receiver) {
 /** Outcomes of one webhook's deliveries: the file shares one database, so other tests' retries may also be due. */
 async function runFor(worker: ReturnType<typeof testWorker>, webhookId: string) {
   return (await worker.runDue()).filter((o) => o.webhookId === webhookId);
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  const port = (server.address() as { port: number }).port;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 describe('a delivery', () => {

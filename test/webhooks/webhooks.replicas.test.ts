@@ -4,7 +4,7 @@ import { buildTestApp, client, createTestDatabase, seedProject, type Client, typ
 import { startReceiver, testPki, type Receiver } from '../helpers/https-receiver.ts';
 import { DATABASE_URL, REDIS_URL, uniqueName } from '../helpers/services.ts';
 import { enqueueEvent } from '../../src/domain/events/outbox.ts';
-import { startGateway, type GatewayProcess } from './gateway-process.ts';
+import { startGateway, type GatewayProcess } from '../helpers/gateway-process.ts';
 import { createWebhook, testWorker } from './support.ts';
 
 const ENCRYPTION_KEY = randomBytes(32).toString('hex');
@@ -99,7 +99,7 @@ describe('several delivery workers on one database', () => {
       ...(REDIS_URL ? { REDIS_URL, SVC_REDIS_PREFIX: `${uniqueName('replicas')}:` } : {}),
     };
     const gateways: GatewayProcess[] = await Promise.all([startGateway(env), startGateway(env)]);
-    for (const g of gateways) cleanup.push(() => g.child.kill('SIGKILL'));
+    for (const g of gateways) cleanup.push(() => g.stop('SIGKILL'));
     const r = await failFirstReceiver();
     const project = await setup(r, 2);
     await emitEvents(project.projectId, 40);
@@ -108,7 +108,6 @@ describe('several delivery workers on one database', () => {
     expectEachAttemptOnce(r, 80);
     const attempts = await t.deps.db.webhookAttempt.count({ where: { delivery: { projectId: project.projectId } } });
     expect(attempts).toBe(160);
-    for (const g of gateways) g.child.kill('SIGTERM');
-    expect(await Promise.all(gateways.map((g) => g.exited))).toEqual([0, 0]);
+    expect(await Promise.all(gateways.map((g) => g.stop('SIGTERM')))).toEqual([0, 0]);
   });
 });

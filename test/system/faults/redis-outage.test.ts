@@ -1,17 +1,17 @@
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
-import type { GatewayProcess } from '../helpers/gateway-process.ts';
-import { NO_SERVICES, NO_SERVICES_REASON, openServices, type TestServices } from '../helpers/private-services.ts';
+import { seedProject, type Seeded } from '../../helpers/app.ts';
+import type { GatewayProcess } from '../../helpers/gateway-process.ts';
+import { NO_SERVICES, NO_SERVICES_REASON, openServices, type TestServices } from '../../helpers/private-services.ts';
 import {
   acceptedIds,
   deploy,
   expectRecorded,
   five,
   infer,
-  seedProject,
+  OPEN_PROJECT,
   specErrorProblem,
   tally,
   type Deployment,
-  type Seeded,
 } from '../replicas/support.ts';
 import {
   during,
@@ -62,7 +62,7 @@ describe.skipIf(NO_SERVICES)(NO_SERVICES ? `Redis faults (${NO_SERVICES_REASON})
     services = await openServices({ privateRedis: true, persistentRedis: true });
     d = await deploy(services, FAULT_ENV);
     g = await d.start();
-    s = await seedProject(g);
+    s = await seedProject(g, OPEN_PROJECT);
     for (let i = 0; i < 20; i++) expect((await infer(g, s, five(i))).status).toBe(200);
   }, 120_000);
   afterAll(async () => {

@@ -1,7 +1,8 @@
 import { afterAll, expect, it, onTestFailed } from 'vitest';
-import type { GatewayProcess } from '../helpers/gateway-process.ts';
-import { NO_SERVICES, NO_SERVICES_REASON, openServices, type TestServices } from '../helpers/private-services.ts';
-import { acceptedIds, deploy, expectRecorded, five, infer, seedProject, tally, type Deployment } from '../replicas/support.ts';
+import { seedProject } from '../../helpers/app.ts';
+import type { GatewayProcess } from '../../helpers/gateway-process.ts';
+import { NO_SERVICES, NO_SERVICES_REASON, openServices, type TestServices } from '../../helpers/private-services.ts';
+import { acceptedIds, deploy, expectRecorded, five, infer, OPEN_PROJECT, tally, type Deployment } from '../replicas/support.ts';
 import { during, expectOnlySpecAnswers, FAULT_ENV, sentBetween, startLoad } from './support.ts';
 
 let services: TestServices | undefined;
@@ -25,7 +26,7 @@ it.skipIf(NO_SERVICES)(
     d = await deploy(services, FAULT_ENV);
     let g: GatewayProcess = await d.start();
     onTestFailed(() => console.error(`gateway output (tail):\n${g.output().slice(-6_000)}`));
-    const s = await seedProject(g);
+    const s = await seedProject(g, OPEN_PROJECT);
     for (let i = 0; i < 20; i++) expect((await infer(g, s, five(i))).status).toBe(200);
 
     const load = startLoad(() => g, s);

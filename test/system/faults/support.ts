@@ -1,6 +1,7 @@
 import { expect } from 'vitest';
-import { pollUntil, type Answer, type GatewayProcess } from '../helpers/gateway-process.ts';
-import { infer, outcomeLabel, specErrorProblem, tally, type Seeded } from '../replicas/support.ts';
+import type { Seeded } from '../../helpers/app.ts';
+import { pollUntil, type Answer, type GatewayProcess } from '../../helpers/gateway-process.ts';
+import { infer, outcomeLabel, specErrorProblem, tally } from '../replicas/support.ts';
 
 /**
  * The routing timeout the fault tests give the gateway, and how long past it an answer may take before it counts as a

@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ERRORS, isErrorCode } from '../../src/errors/codes.ts';
-import { ROUTE_ACCESS } from '../../src/rest/scopes.ts';
-import { MASTER_KEY, buildTestApp, client, seedProject, type TestApp } from '../helpers/app.ts';
+import { ERRORS, isErrorCode } from '../../../src/errors/codes.ts';
+import { ROUTE_ACCESS } from '../../../src/rest/scopes.ts';
+import { MASTER_KEY, buildTestApp, client, seedProject, type TestApp } from '../../helpers/app.ts';
 
 /**
  * Random JSON bodies, query strings, headers and path parameters thrown at every route of the scope table (the

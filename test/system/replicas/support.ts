@@ -3,11 +3,11 @@ import { rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { expect } from 'vitest';
-import { ERRORS, isErrorCode } from '../../src/errors/codes.ts';
-import { startGateway, pollUntil, type Answer, type GatewayProcess } from '../helpers/gateway-process.ts';
-import { startMockOpenAI, type MockOpenAI } from '../helpers/mock-openai.ts';
-import type { TestServices } from '../helpers/private-services.ts';
-import { uniqueName } from '../helpers/services.ts';
+import { ERRORS, isErrorCode } from '../../../src/errors/codes.ts';
+import type { Seeded, SeedOptions } from '../../helpers/app.ts';
+import { startGateway, pollUntil, type Answer, type GatewayProcess } from '../../helpers/gateway-process.ts';
+import { startMockOpenAI, type MockOpenAI } from '../../helpers/mock-openai.ts';
+import type { TestServices } from '../../helpers/private-services.ts';
 
 /** The mock provider's model: $1,000 per million tokens in and out, so that 10 tokens cost exactly $0.01. */
 export const MODEL = 'replica-model';
@@ -71,37 +71,14 @@ export async function deploy(services: TestServices, env: Record<string, string>
   return d;
 }
 
-export interface Seeded {
-  projectId: string;
-  keyId: string;
-  secret: string;
-}
-
 /** Limits that never bind, for tests about something else. */
 export const OPEN_LIMITS = { requests_per_minute: 100_000_000, tokens_per_minute: 1_000_000_000, burst: 100_000_000 };
 
-/** A project (with the given rate limits and budget) and a key in it, created by the operator through a gateway. */
-export async function seedProject(
-  g: GatewayProcess,
-  opts: { limits?: typeof OPEN_LIMITS; budgetUsd?: number; scopes?: string[] } = {},
-): Promise<Seeded> {
-  const ok = (what: string, res: Answer) => {
-    if (res.status !== 200) throw new Error(`${what}: ${res.status} ${JSON.stringify(res.body)}`);
-    return res.body;
-  };
-  const project = ok('create project', await g.call('POST', '/v1/projects', { body: { name: uniqueName('p'), plan: 'enterprise' } }));
-  ok('set rate limits', await g.call('PUT', `/v1/projects/${project.id}/rate-limits`, { body: opts.limits ?? OPEN_LIMITS }));
-  if (opts.budgetUsd !== undefined) {
-    ok('set budget', await g.call('PUT', `/v1/projects/${project.id}/budget`, { body: { budget_usd: opts.budgetUsd } }));
-  }
-  const key = ok(
-    'create key',
-    await g.call('POST', '/v1/keys', {
-      body: { project_id: project.id, name: uniqueName('k'), scopes: opts.scopes ?? ['inference:write', 'keys:manage', 'usage:read'] },
-    }),
-  );
-  return { projectId: project.id, keyId: key.id, secret: key.secret };
-}
+/**
+ * What the process tests seed (with test/helpers/app.ts's seedProject): an enterprise project whose rate limits never
+ * bind, and a key that may infer, manage keys and read usage.
+ */
+export const OPEN_PROJECT = { plan: 'enterprise', limits: OPEN_LIMITS, scopes: ['inference:write', 'keys:manage', 'usage:read'] } satisfies SeedOptions;
 
 /** POST /v1/inference; `content` of 5 characters costs exactly $0.01 (5 prompt + 5 completion tokens). */
 export function infer(

@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { pollUntil, type GatewayProcess } from '../helpers/gateway-process.ts';
-import { startReceiver, testPki, type Receiver } from '../helpers/https-receiver.ts';
-import { NO_SERVICES, NO_SERVICES_REASON, openServices, type TestServices } from '../helpers/private-services.ts';
-import { acceptedIds, deploy, expectRecorded, five, infer, seedProject, tally, type Deployment } from './support.ts';
+import { seedProject } from '../../helpers/app.ts';
+import { pollUntil, type GatewayProcess } from '../../helpers/gateway-process.ts';
+import { startReceiver, testPki, type Receiver } from '../../helpers/https-receiver.ts';
+import { NO_SERVICES, NO_SERVICES_REASON, openServices, type TestServices } from '../../helpers/private-services.ts';
+import { acceptedIds, deploy, expectRecorded, five, infer, OPEN_PROJECT, tally, type Deployment } from './support.ts';
 
 /**
  * SVC_ROLE (README "Running several replicas"): an api process that only answers requests and appends usage to the
@@ -40,7 +41,7 @@ describe.skipIf(NO_SERVICES)(NO_SERVICES ? `SVC_ROLE api + worker (${NO_SERVICES
   });
 
   it('inferences answered by the api are recorded and delivered by the worker; with no worker they wait in the stream', { timeout: 90_000 }, async () => {
-    const s = await seedProject(api, { scopes: ['inference:write', 'governance:manage'] });
+    const s = await seedProject(api, { ...OPEN_PROJECT, scopes: ['inference:write', 'governance:manage'] });
     const hook = await api.call('POST', '/v1/webhooks', { key: s.secret, body: { project_id: s.projectId, url: receiver.url, events: ['inference.completed'] } });
     expect(hook.status).toBe(200);
     receiver.secrets.set(hook.body.id, hook.body.secret);

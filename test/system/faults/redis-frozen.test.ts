@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { buildTestApp, client, seedProject, type Client, type TestApp } from '../helpers/app.ts';
-import { expectError } from '../helpers/expect.ts';
-import { startMockOpenAI, type MockOpenAI } from '../helpers/mock-openai.ts';
-import { NO_SERVICES, NO_SERVICES_REASON, PrivateRedis } from '../helpers/private-services.ts';
-import { user, writeProvidersFile } from '../inference/fixtures.ts';
+import { buildTestApp, client, seedProject, type Client, type TestApp } from '../../helpers/app.ts';
+import { expectError } from '../../helpers/expect.ts';
+import { startMockOpenAI, type MockOpenAI } from '../../helpers/mock-openai.ts';
+import { NO_SERVICES, NO_SERVICES_REASON, PrivateRedis } from '../../helpers/private-services.ts';
+import { user, writeProvidersFile } from '../../inference/fixtures.ts';
 
 /** The gateway's Redis command timeout here (SVC_REDIS_COMMAND_TIMEOUT_MS). */
 const COMMAND_TIMEOUT_MS = 500;

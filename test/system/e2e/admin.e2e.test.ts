@@ -1,11 +1,11 @@
 import type { Browser, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newId } from '../../src/db/ids.ts';
-import { AUDIT_ACTION_NAMES } from '../../src/domain/audit/actions.ts';
-import { EVENT_TYPES } from '../../src/domain/events/outbox.ts';
-import { SCOPES } from '../../src/domain/keys/scopes.ts';
-import { EVENT_GROUPS, SCOPE_GROUPS } from '../../src/admin/app/catalog.ts';
-import { MASTER_KEY, buildTestApp, client, seedProject, type Client, type TestApp } from '../helpers/app.ts';
+import { newId } from '../../../src/db/ids.ts';
+import { AUDIT_ACTION_NAMES } from '../../../src/domain/audit/actions.ts';
+import { EVENT_TYPES } from '../../../src/domain/events/outbox.ts';
+import { SCOPES } from '../../../src/domain/keys/scopes.ts';
+import { EVENT_GROUPS, SCOPE_GROUPS } from '../../../src/admin/app/catalog.ts';
+import { MASTER_KEY, buildTestApp, client, seedProject, type Client, type TestApp } from '../../helpers/app.ts';
 import { launchBrowser, screenshot } from './browser.ts';
 
 const ADMIN_SCOPES = ['keys:manage', 'governance:manage', 'audit:read', 'budgets:manage', 'usage:read', 'inference:write'];

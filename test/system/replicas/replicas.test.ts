@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { pollUntil, type Answer, type GatewayProcess } from '../helpers/gateway-process.ts';
-import { startReceiver, testPki, type Receiver } from '../helpers/https-receiver.ts';
-import { NO_SERVICES, NO_SERVICES_REASON, openServices, type TestServices } from '../helpers/private-services.ts';
+import { seedProject, type Seeded } from '../../helpers/app.ts';
+import { pollUntil, type Answer, type GatewayProcess } from '../../helpers/gateway-process.ts';
+import { startReceiver, testPki, type Receiver } from '../../helpers/https-receiver.ts';
+import { NO_SERVICES, NO_SERVICES_REASON, openServices, type TestServices } from '../../helpers/private-services.ts';
 import {
   acceptedIds,
   deploy,
@@ -11,10 +12,9 @@ import {
   five,
   infer,
   MICROS_PER_TOKEN,
-  seedProject,
+  OPEN_PROJECT,
   tally,
   type Deployment,
-  type Seeded,
 } from './support.ts';
 
 /**
@@ -54,7 +54,7 @@ describe.skipIf(NO_SERVICES)(NO_SERVICES ? `two gateway processes (${NO_SERVICES
       SVC_WEBHOOK_RETRY_SCHEDULE: '0,1',
     });
     [a, b] = await Promise.all([d.start(), d.start()]);
-    marker = await seedProject(a);
+    marker = await seedProject(a, OPEN_PROJECT);
     // Warm both (JIT, pools, caches) so that the timed parts below measure the steady state.
     for (let i = 0; i < 20; i++) await Promise.all([infer(a, marker, five(i)), infer(b, marker, five(i))]);
   }, 120_000);
@@ -66,7 +66,7 @@ describe.skipIf(NO_SERVICES)(NO_SERVICES ? `two gateway processes (${NO_SERVICES
   });
 
   it('enforce one shared request window exactly: 60 concurrent requests over both, limit 20, burst 0 → 20 pass', { timeout: 60_000 }, async () => {
-    const s = await seedProject(a, { limits: { requests_per_minute: 20, tokens_per_minute: 1_000_000_000, burst: 0 } });
+    const s = await seedProject(a, { ...OPEN_PROJECT, limits: { requests_per_minute: 20, tokens_per_minute: 1_000_000_000, burst: 0 } });
     const callsBefore = d.mock.calls;
     const started = performance.now();
     const answers = await Promise.all(Array.from({ length: 60 }, (_, i) => infer(i % 2 ? b : a, s, five(i))));
@@ -93,7 +93,7 @@ describe.skipIf(NO_SERVICES)(NO_SERVICES ? `two gateway processes (${NO_SERVICES
 
   it('keep the budget exact: spend from both adds up to the cent, the hard stop shows on both, each alert fires once', { timeout: 60_000 }, async () => {
     const budgetUsd = 0.1; // ten requests at $0.01
-    const s = await seedProject(a, { budgetUsd });
+    const s = await seedProject(a, { ...OPEN_PROJECT, budgetUsd });
     const answers: Answer[] = [];
     let i = 0;
     // Waves of four (two per replica) until a whole wave is refused: the hard stop is seen by both.
@@ -142,7 +142,7 @@ describe.skipIf(NO_SERVICES)(NO_SERVICES ? `two gateway processes (${NO_SERVICES
   });
 
   it('show a revocation on the other replica within 100 ms, and never a stale key on the revoking one', { timeout: 60_000 }, async () => {
-    const s = await seedProject(a);
+    const s = await seedProject(a, OPEN_PROJECT);
     const lags: number[] = [];
     for (let round = 0; round < 6; round++) {
       const [revoker, observer] = round % 2 ? [b, a] : [a, b];
@@ -180,7 +180,7 @@ describe.skipIf(NO_SERVICES)(NO_SERVICES ? `two gateway processes (${NO_SERVICES
   });
 
   it('run an Idempotency-Key once across replicas: one provider call, one usage record, a replay or 409 for the other', { timeout: 60_000 }, async () => {
-    const s = await seedProject(a);
+    const s = await seedProject(a, OPEN_PROJECT);
     d.mock.set({ delayMs: 300 });
     try {
       const rounds = 4;
@@ -223,7 +223,7 @@ describe.skipIf(NO_SERVICES)(NO_SERVICES ? `two gateway processes (${NO_SERVICES
   });
 
   it('send each webhook attempt once: inference.completed from both replicas, a failed first attempt and its retry', { timeout: 60_000 }, async () => {
-    const s = await seedProject(a, { scopes: ['inference:write', 'governance:manage'] });
+    const s = await seedProject(a, { ...OPEN_PROJECT, scopes: ['inference:write', 'governance:manage'] });
     const hook = await a.call('POST', '/v1/webhooks', { key: s.secret, body: { project_id: s.projectId, url: receiver.url, events: ['inference.completed'] } });
     expect(hook.status).toBe(200);
     receiver.secrets.set(hook.body.id, hook.body.secret);
