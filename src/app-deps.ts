@@ -3,7 +3,8 @@ import pino, { type Logger } from 'pino';
 import { runsBackgroundWork, type Config } from './config/config.ts';
 import { openDatabase, isUniqueViolation, type Database } from './db/client.ts';
 import { applyMigrations } from './db/migrations.ts';
-import type { Deps } from './domain/context.ts';
+import type { Deps } from './deps.ts';
+import type { DomainPorts } from './domain/ports.ts';
 import { systemClock, type Clock } from './kernel/clock.ts';
 import { generateSecret, hashSecret } from './domain/keys/secrets.ts';
 import { KeyCache } from './domain/auth/key-cache.ts';
@@ -116,7 +117,7 @@ export async function createDeps(config: Readonly<Config>, overrides: DepsOverri
   const spendCounters = redis
     ? new RedisSpendCounters(redis, config.redisPrefix, counterOptions, log)
     : new MemorySpendCounters(counterOptions);
-  const deps: Deps = {
+  const pieces: Omit<Deps, 'ports'> = {
     config,
     database,
     db: database.prisma,
@@ -135,7 +136,79 @@ export async function createDeps(config: Readonly<Config>, overrides: DepsOverri
     outcomes,
     budgetAlerts,
   };
-  return deps;
+  // One object: a piece swapped on it later (tests) is what the ports read.
+  return Object.assign(pieces, { ports: composePorts(pieces) });
+}
+
+/**
+ * The ports each capability's services take (src/domain/<capability>/ports.ts), built from the root's pieces. The
+ * pieces are read from `deps` when used, so a piece swapped in the root (tests replace the provider registry or the
+ * egress guard) reaches every service.
+ */
+export function composePorts(deps: Omit<Deps, 'ports'>): DomainPorts {
+  const projects = {
+    get: (projectId: string) => deps.projectCache.get(projectId),
+    invalidate: (projectId: string) => deps.projectCache.invalidate(projectId),
+  };
+  const budgets = {
+    counters: {
+      read: (projectId: string, scopes: readonly string[], period: string) => deps.spendCounters.read(projectId, scopes, period),
+      add: (projectId: string, scopes: readonly string[], period: string, micros: bigint) => deps.spendCounters.add(projectId, scopes, period, micros),
+      forget: (projectId: string, scopes: readonly string[], period: string) => deps.spendCounters.forget(projectId, scopes, period),
+    },
+    projects,
+    get outcomes() {
+      return deps.outcomes;
+    },
+  };
+  return {
+    auth: {
+      db: deps.db,
+      get keys() {
+        return deps.keyCache;
+      },
+      masterKeyHash: deps.masterKeyHash,
+      clock: deps.clock,
+      log: deps.log,
+    },
+    keys: { evictions: { invalidate: (keyId) => deps.keyCache.invalidate(keyId) }, log: deps.log },
+    projects: { projects },
+    routing: {
+      get providers() {
+        return deps.providers;
+      },
+      projects,
+    },
+    rateLimits: { limiter: { limitsChanged: (projectId, limits) => deps.limiter.limitsChanged(projectId, limits) } },
+    budgets,
+    usage: {
+      get outcomes() {
+        return deps.outcomes;
+      },
+    },
+    inference: {
+      get providers() {
+        return deps.providers;
+      },
+      get responseCache() {
+        return deps.responseCache;
+      },
+      projects,
+      get outcomes() {
+        return deps.outcomes;
+      },
+      budgets,
+    },
+    webhooks: {
+      get egress() {
+        return deps.webhooks.egress;
+      },
+      get secretBox() {
+        return deps.webhooks.secretBox;
+      },
+      maxWebhooksPerProject: deps.config.maxWebhooksPerProject,
+    },
+  };
 }
 
 export async function closeDeps(deps: Deps): Promise<void> {

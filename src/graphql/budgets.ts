@@ -22,7 +22,7 @@ builder.queryField('budget', (t) =>
     nullable: true,
     authScopes: { action: 'budget.read' },
     args: { projectId: t.arg.id({ required: true }) },
-    resolve: (_root, args, { ctx }) => getBudget(ctx, String(args.projectId)),
+    resolve: (_root, args, { ctx, ports }) => getBudget(ports.budgets, ctx, String(args.projectId)),
   }),
 );
 
@@ -34,7 +34,7 @@ builder.mutationField('updateBudget', (t) =>
     description: 'budgetUsd null removes the budget; the argument must be given. Audits and emits policy.updated.',
     args: { projectId: t.arg.id({ required: true }), budgetUsd: t.arg.float() },
     // Absent and null differ, as in REST's body: absent is 400 invalid_request, null removes the budget.
-    resolve: (_root, args, { ctx }) =>
-      updateBudget(ctx, String(args.projectId), 'budgetUsd' in args ? { budget_usd: args.budgetUsd } : {}),
+    resolve: (_root, args, { ctx, ports }) =>
+      updateBudget(ports.budgets, ctx, String(args.projectId), 'budgetUsd' in args ? { budget_usd: args.budgetUsd } : {}),
   }),
 );

@@ -4,6 +4,7 @@ import RelayPlugin from '@pothos/plugin-relay';
 import ScopeAuthPlugin from '@pothos/plugin-scope-auth';
 import { GraphQLError, Kind } from './graphql-js.ts';
 import type { Ctx } from '../domain/context.ts';
+import type { DomainPorts } from '../domain/ports.ts';
 import { allows, scopeWords, scopesFor, type Action } from '../domain/auth/actions.ts';
 import { SvcError } from '../errors/svc-error.ts';
 import type PrismaTypes from '../generated/pothos-types.ts';
@@ -12,6 +13,8 @@ import { getDatamodel } from '../generated/pothos-types.ts';
 /** Yoga's context: the same per-request Ctx the auth hook built for REST (`req.ctx`). */
 export interface GraphQLContext {
   ctx: Ctx;
+  /** Each capability's ports (src/domain/ports.ts), composed once in app-deps.ts. */
+  ports: DomainPorts;
 }
 
 /** The one Pothos builder: Prisma-backed object types, Relay connections, and the spec's scopes (§5). */

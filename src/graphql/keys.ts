@@ -119,8 +119,8 @@ builder.mutationFields((t) => ({
     description:
       'New secret for the same key id; the previous one stays valid overlapHours (0 to 168). A key rotates only keys whose scopes it holds and whose budget and expiry are within its own. Audits key.rotate, emits key.rotated.',
     args: { id: t.arg.id({ required: true }), overlapHours: t.arg.int() },
-    resolve: async (_root, args, { ctx }) => {
-      const key = await rotateKey(ctx, String(args.id), { overlap_hours: args.overlapHours });
+    resolve: async (_root, args, { ctx, ports }) => {
+      const key = await rotateKey(ports.keys, ctx, String(args.id), { overlap_hours: args.overlapHours });
       return { key, secret: key.secret!, previousSecretExpiresAt: key.previousSecretExpiresAt };
     },
   }),
@@ -130,6 +130,6 @@ builder.mutationFields((t) => ({
     authScopes: { action: 'key.revoke' },
     description: 'Revoking twice returns the same key. A key revokes only keys whose scopes it holds. Audits key.revoke, emits key.revoked.',
     args: { id: t.arg.id({ required: true }) },
-    resolve: (_root, args, { ctx }) => revokeKey(ctx, String(args.id)),
+    resolve: (_root, args, { ctx, ports }) => revokeKey(ports.keys, ctx, String(args.id)),
   }),
 }));

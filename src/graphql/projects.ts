@@ -58,6 +58,6 @@ builder.mutationFields((t) => ({
     authScopes: { action: 'project.archive' },
     description: 'Operator only. Archiving twice returns the same project. Audits project.archive.',
     args: { id: t.arg.id({ required: true }) },
-    resolve: (_root, args, { ctx }) => archiveProject(ctx, String(args.id)),
+    resolve: (_root, args, { ctx, ports }) => archiveProject(ports.projects, ctx, String(args.id)),
   }),
 }));

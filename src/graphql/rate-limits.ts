@@ -37,8 +37,8 @@ builder.mutationField('updateRateLimits', (t) =>
     authScopes: { action: 'rate_limits.update' },
     description: 'Sets all three limits; the next request on every replica uses them. Audits and emits policy.updated.',
     args: { projectId: t.arg.id({ required: true }), input: t.arg({ type: RateLimitsInput, required: true }) },
-    resolve: (_root, { projectId, input }, { ctx }) =>
-      updateRateLimits(ctx, String(projectId), {
+    resolve: (_root, { projectId, input }, { ctx, ports }) =>
+      updateRateLimits(ports.rateLimits, ctx, String(projectId), {
         requests_per_minute: input.requestsPerMinute,
         tokens_per_minute: input.tokensPerMinute,
         burst: input.burst,

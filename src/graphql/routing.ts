@@ -120,7 +120,7 @@ builder.mutationFields((t) => ({
     authScopes: { action: 'routing_policy.create' },
     description: 'Audits routing_policy.create and emits policy.updated.',
     args: { input: t.arg({ type: CreateRoutingPolicyInput, required: true }) },
-    resolve: (_root, { input }, { ctx }) => createRoutingPolicy(ctx, policyInput(input)),
+    resolve: (_root, { input }, { ctx, ports }) => createRoutingPolicy(ports.routing, ctx, policyInput(input)),
   }),
   updateRoutingPolicy: t.field({
     type: RoutingPolicyRef,
@@ -128,7 +128,7 @@ builder.mutationFields((t) => ({
     authScopes: { action: 'routing_policy.update' },
     description: 'Audits routing_policy.update and emits policy.updated.',
     args: { id: t.arg.id({ required: true }), input: t.arg({ type: UpdateRoutingPolicyInput, required: true }) },
-    resolve: (_root, { id, input }, { ctx }) => updateRoutingPolicy(ctx, String(id), policyInput(input)),
+    resolve: (_root, { id, input }, { ctx, ports }) => updateRoutingPolicy(ports.routing, ctx, String(id), policyInput(input)),
   }),
   deleteRoutingPolicy: t.field({
     type: DeletedRoutingPolicy,
@@ -136,6 +136,6 @@ builder.mutationFields((t) => ({
     authScopes: { action: 'routing_policy.delete' },
     description: 'Deleting the default policy sends model "auto" back to cheapest-first routing. Emits policy.updated.',
     args: { id: t.arg.id({ required: true }) },
-    resolve: (_root, args, { ctx }) => deleteRoutingPolicy(ctx, String(args.id)),
+    resolve: (_root, args, { ctx, ports }) => deleteRoutingPolicy(ports.routing, ctx, String(args.id)),
   }),
 }));

@@ -42,11 +42,11 @@ builder.queryFields((t) => ({
       authScopes: { action: 'usage.read' },
       description: 'Usage records newest first (GET /v1/usage?granularity=request); startDate/endDate are YYYY-MM-DD, inclusive.',
       args: { projectId: t.arg.id(), startDate: t.arg.string(), endDate: t.arg.string() },
-      resolve: (_root, args, { ctx }) =>
+      resolve: (_root, args, { ctx, ports }) =>
         serviceConnection(
           args,
           async (query) => {
-            const usage = await listUsage(ctx, { ...query, ...usageFilter(args), granularity: 'request' });
+            const usage = await listUsage(ports.usage, ctx, { ...query, ...usageFilter(args), granularity: 'request' });
             return usage.granularity === 'request' ? usage.page : { data: [], hasMore: false, limit: 0 };
           },
           (u: UsageRecord) => u.requestId,
@@ -61,8 +61,8 @@ builder.queryFields((t) => ({
     authScopes: { action: 'usage.read' },
     description: 'One row per UTC day with usage, newest first (GET /v1/usage?granularity=day): the last 30 days by default.',
     args: { projectId: t.arg.id(), startDate: t.arg.string(), endDate: t.arg.string() },
-    resolve: async (_root, args, { ctx }) => {
-      const usage = await listUsage(ctx, { ...usageFilter(args), granularity: 'day' });
+    resolve: async (_root, args, { ctx, ports }) => {
+      const usage = await listUsage(ports.usage, ctx, { ...usageFilter(args), granularity: 'day' });
       return usage.granularity === 'day' ? usage.days : [];
     },
   }),

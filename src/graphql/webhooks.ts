@@ -147,8 +147,8 @@ builder.mutationFields((t) => ({
     authScopes: { action: 'webhook.create' },
     description: 'HTTPS only; private addresses are refused unless allowlisted. Audits webhook.create.',
     args: { input: t.arg({ type: CreateWebhookInput, required: true }) },
-    resolve: async (_root, { input }, { ctx }) => {
-      const webhook = await createWebhook(ctx, {
+    resolve: async (_root, { input }, { ctx, ports }) => {
+      const webhook = await createWebhook(ports.webhooks, ctx, {
         project_id: input.projectId === null || input.projectId === undefined ? null : String(input.projectId),
         url: input.url,
         events: input.events,

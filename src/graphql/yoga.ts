@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { createYoga, renderGraphiQL, type Plugin, type YogaLogger } from 'graphql-yoga';
 import type { Logger } from 'pino';
-import type { Deps } from '../domain/context.ts';
+import type { Deps } from '../deps.ts';
 import type { GraphQLContext } from './builder.ts';
 import { isClientFault, maskError, useErrorShape } from './errors.ts';
 import { docUrl, docsBase } from '../http/error-body.ts';
@@ -78,7 +78,7 @@ export function createGraphQLServer(deps: Deps) {
     schema,
     graphqlEndpoint: GRAPHQL_PATH,
     // The auth hook already authenticated the request and built its Ctx, exactly as for REST.
-    context: ({ req }) => ({ ctx: req.ctx }),
+    context: ({ req }) => ({ ctx: req.ctx, ports: deps.ports }),
     maskedErrors: { maskError },
     graphiql: deps.config.production ? false : graphiqlOptions,
     landingPage: false,

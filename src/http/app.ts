@@ -1,7 +1,9 @@
 import type { Duplex } from 'node:stream';
 import Ajv from 'ajv';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
-import type { Ctx, Deps } from '../domain/context.ts';
+import type { Ctx } from '../domain/context.ts';
+import type { DomainPorts } from '../domain/ports.ts';
+import type { Deps } from '../deps.ts';
 import { PrismaIdempotencyStore, RedisIdempotencyStore, SealedIdempotencyStore } from '../domain/idempotency/store.ts';
 import { newId } from '../db/ids.ts';
 import { adminRoutes } from '../rest/admin.ts';
@@ -28,6 +30,8 @@ import { parseJsonBodies } from './json-body.ts';
 declare module 'fastify' {
   interface FastifyInstance {
     deps: Deps;
+    /** Each capability's ports (src/domain/ports.ts): what the routes hand the services. */
+    ports: DomainPorts;
   }
   interface FastifyRequest {
     /** Set by the auth hook on every authenticated request. */
@@ -85,6 +89,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
     writeClientError(socket, Object.assign(new Error('CONNECT'), { code: 'HPE_INVALID_METHOD' }), listenBase);
   });
   app.decorate('deps', deps);
+  app.decorate('ports', deps.ports);
   app.decorateRequest('ctx', null as unknown as Ctx);
 
   app.setValidatorCompiler(({ schema, httpPart }) =>

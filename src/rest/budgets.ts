@@ -29,12 +29,12 @@ export const budgetsRoutes: FastifyPluginAsync = async (app) => {
         body: { type: 'object', additionalProperties: false, required: ['budget_usd'], properties: { project_id: { type: ['string', 'null'] }, budget_usd: {} } },
       },
     },
-    async (req) => presentBudget(await updateBudget(req.ctx, req.params.project_id, req.body)),
+    async (req) => presentBudget(await updateBudget(app.ports.budgets, req.ctx, req.params.project_id, req.body)),
   );
 
   app.get<{ Params: { project_id: string } }>(
     '/v1/projects/:project_id/budget',
     { schema: { params: ProjectIdParams } },
-    async (req) => presentBudget(await getBudget(req.ctx, req.params.project_id)),
+    async (req) => presentBudget(await getBudget(app.ports.budgets, req.ctx, req.params.project_id)),
   );
 };

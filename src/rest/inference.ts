@@ -63,9 +63,9 @@ function svcFormat(req: FastifyRequest): StreamFormat {
 export const inferenceRoutes: FastifyPluginAsync = async (app) => {
   app.post<{ Body: InferenceInput }>('/v1/inference', { schema: { body: InferenceBody } }, async (req, reply) => {
     if (req.body.stream === true) {
-      return sendEventStream(req, reply, (signal) => streamInference(req.ctx, ticketOf(req), req.body, signal), svcFormat(req));
+      return sendEventStream(req, reply, (signal) => streamInference(app.ports.inference, req.ctx, ticketOf(req), req.body, signal), svcFormat(req));
     }
-    const result = await createInference(req.ctx, ticketOf(req), req.body);
+    const result = await createInference(app.ports.inference, req.ctx, ticketOf(req), req.body);
     setCacheHeader(reply, result.cacheStatus);
     return presentInference(result);
   });

@@ -96,7 +96,7 @@ export const keysRoutes: FastifyPluginAsync = async (app) => {
       },
     },
     async (req) => {
-      const key = await rotateKey(req.ctx, req.params.key_id, req.body ?? {});
+      const key = await rotateKey(app.ports.keys, req.ctx, req.params.key_id, req.body ?? {});
       return {
         ...presentKey(key, req.ctx.now(), key.secret),
         previous_secret_expires_at: unixSeconds(key.previousSecretExpiresAt),
@@ -105,6 +105,6 @@ export const keysRoutes: FastifyPluginAsync = async (app) => {
   );
 
   app.post<{ Params: { key_id: string } }>('/v1/keys/:key_id/revoke', { schema: { params: KeyIdParams } }, async (req) =>
-    presentKey(await revokeKey(req.ctx, req.params.key_id), req.ctx.now()),
+    presentKey(await revokeKey(app.ports.keys, req.ctx, req.params.key_id), req.ctx.now()),
   );
 };

@@ -197,9 +197,9 @@ export const openaiRoutes: FastifyPluginAsync = async (app) => {
     const input = toInferenceInput(req);
     if (req.body.stream === true) {
       const includeUsage = req.body.stream_options?.include_usage === true;
-      return sendEventStream(req, reply, (signal) => streamInference(req.ctx, ticketOf(req), input, signal), chunkFormat(req, includeUsage));
+      return sendEventStream(req, reply, (signal) => streamInference(app.ports.inference, req.ctx, ticketOf(req), input, signal), chunkFormat(req, includeUsage));
     }
-    const result = await createInference(req.ctx, ticketOf(req), input);
+    const result = await createInference(app.ports.inference, req.ctx, ticketOf(req), input);
     setCacheHeader(reply, result.cacheStatus);
     return presentChatCompletion(result);
   });
@@ -209,7 +209,7 @@ export const openaiRoutes: FastifyPluginAsync = async (app) => {
     '/v1/models',
     { schema: { querystring: { type: 'object', additionalProperties: false, properties: { project_id: { type: 'string' } } } } },
     async (req, reply) => {
-      const models = await listModels(req.ctx, req.query.project_id);
+      const models = await listModels(app.ports.inference.providers, req.ctx, req.query.project_id);
       reply.header('X-Svc-Page-Limit', String(Math.max(models.length, 1)));
       reply.header('X-Svc-Has-More', 'false');
       return { object: 'list' as const, data: models.map((m) => presentModel(m, startedAt)), has_more: false, url: '/v1/models' };
@@ -217,5 +217,5 @@ export const openaiRoutes: FastifyPluginAsync = async (app) => {
   );
 
   // Model ids may contain "/" (e.g. meta-llama/Llama-3.1-8B), hence the wildcard.
-  app.get<{ Params: { '*': string } }>('/v1/models/*', async (req) => presentModel(await getModel(req.ctx, req.params['*']), startedAt));
+  app.get<{ Params: { '*': string } }>('/v1/models/*', async (req) => presentModel(await getModel(app.ports.inference.providers, req.ctx, req.params['*']), startedAt));
 };

@@ -56,6 +56,6 @@ export const projectsRoutes: FastifyPluginAsync = async (app) => {
   app.post<{ Params: { project_id: string } }>(
     '/v1/projects/:project_id/archive',
     { schema: { params: ProjectIdParams } },
-    async (req) => presentProject(await archiveProject(req.ctx, req.params.project_id)),
+    async (req) => presentProject(await archiveProject(app.ports.projects, req.ctx, req.params.project_id)),
   );
 };

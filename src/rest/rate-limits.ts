@@ -35,7 +35,7 @@ export const rateLimitsRoutes: FastifyPluginAsync = async (app) => {
         },
       },
     },
-    async (req) => presentRateLimits(await updateRateLimits(req.ctx, req.params.project_id, req.body)),
+    async (req) => presentRateLimits(await updateRateLimits(app.ports.rateLimits, req.ctx, req.params.project_id, req.body)),
   );
 
   app.get<{ Params: { project_id: string } }>(

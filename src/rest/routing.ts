@@ -50,7 +50,7 @@ export const routingRoutes: FastifyPluginAsync = async (app) => {
         body: { type: 'object', additionalProperties: false, required: ['name', 'strategy', 'targets'], properties: policyProperties },
       },
     },
-    async (req) => presentRoutingPolicy(await createRoutingPolicy(req.ctx, req.body)),
+    async (req) => presentRoutingPolicy(await createRoutingPolicy(app.ports.routing, req.ctx, req.body)),
   );
 
   app.get<{ Querystring: RoutingPolicyQuery }>(
@@ -74,12 +74,12 @@ export const routingRoutes: FastifyPluginAsync = async (app) => {
       method,
       url: '/v1/routing/policies/:policy_id',
       schema: { params: PolicyIdParams, body: { type: 'object', additionalProperties: false, properties: policyProperties } },
-      handler: async (req) => presentRoutingPolicy(await updateRoutingPolicy(req.ctx, req.params.policy_id, req.body ?? {})),
+      handler: async (req) => presentRoutingPolicy(await updateRoutingPolicy(app.ports.routing, req.ctx, req.params.policy_id, req.body ?? {})),
     });
   }
 
   app.delete<{ Params: { policy_id: string } }>('/v1/routing/policies/:policy_id', { schema: { params: PolicyIdParams } }, async (req) => {
-    const policy = await deleteRoutingPolicy(req.ctx, req.params.policy_id);
+    const policy = await deleteRoutingPolicy(app.ports.routing, req.ctx, req.params.policy_id);
     return { id: policy.id, object: 'svc.routing_policy' as const, policy_id: policy.id, deleted: true };
   });
 };

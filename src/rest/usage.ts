@@ -56,7 +56,7 @@ export const usageRoutes: FastifyPluginAsync = async (app) => {
       },
     },
     async (req, reply) => {
-      const usage = await listUsage(req.ctx, req.query);
+      const usage = await listUsage(app.ports.usage, req.ctx, req.query);
       if (usage.granularity === 'request') return sendList(reply, usage.page, '/v1/usage', presentUsageRecord);
       return sendList(reply, { data: usage.days, hasMore: false, limit: MAX_DAYS }, '/v1/usage', presentUsageDay);
     },

@@ -73,7 +73,7 @@ export const webhooksRoutes: FastifyPluginAsync = async (app) => {
       },
     },
     async (req) => {
-      const webhook = await createWebhook(req.ctx, req.body);
+      const webhook = await createWebhook(app.ports.webhooks, req.ctx, req.body);
       return presentWebhook(webhook, webhook.secret);
     },
   );

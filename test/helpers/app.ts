@@ -7,7 +7,7 @@ import type { DeliveryWorkerOptions } from '../../src/jobs/webhook-delivery/work
 import { loadConfig, type Config } from '../../src/config/config.ts';
 import { openDatabase, type Database } from '../../src/db/client.ts';
 import { applyMigrations } from '../../src/db/migrations.ts';
-import type { Deps } from '../../src/domain/context.ts';
+import type { Deps } from '../../src/deps.ts';
 import { buildApp } from '../../src/http/app.ts';
 import { FakeClock } from './clock.ts';
 import type { GatewayProcess } from './gateway-process.ts';

@@ -23,7 +23,7 @@ export function standInInference(app: FastifyInstance): void {
   ROUTE_ACCESS['POST /test/inference'] = 'inference:write';
   app.post<{ Body: StandInBody }>('/test/inference', async (req) => {
     const ctx = req.ctx;
-    await assertWithinBudget(ctx);
+    await assertWithinBudget(app.ports.budgets, ctx);
     const estimate = estimateTokens(req.body.messages, req.body.max_tokens);
     const ticket = ticketOf(req);
     const reserved = await ticket.reserve(estimate);
@@ -31,10 +31,10 @@ export function standInInference(app: FastifyInstance): void {
     if (req.body.cost_micros) {
       const projectId = ctx.caller.projectId ?? ctx.projectId!;
       const cost = BigInt(req.body.cost_micros);
-      const project = await ctx.deps.projectCache.get(projectId);
-      const { charge, added } = chargeSpend(ctx, projectId, cost, project?.budgetMicros ?? null);
+      const project = await app.deps.projectCache.get(projectId);
+      const { charge, added } = chargeSpend(app.ports.budgets, ctx, projectId, cost, project?.budgetMicros ?? null);
       const now = ctx.now();
-      const recorded = ctx.deps.outcomes.record({
+      const recorded = app.deps.outcomes.record({
         requestId: ctx.requestId,
         projectId,
         keyId: ctx.caller.keyId,

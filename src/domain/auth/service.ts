@@ -1,6 +1,7 @@
 import { SvcError } from '../../errors/svc-error.ts';
 import type { CachedKey } from './key-cache.ts';
-import type { Caller, Deps } from '../context.ts';
+import type { Caller } from '../context.ts';
+import type { AuthPorts } from './ports.ts';
 import { SCOPES, type Scope } from '../keys/scopes.ts';
 import { KEY_PREFIX, hashSecret, safeEqualHex } from '../keys/secrets.ts';
 
@@ -21,16 +22,16 @@ export function bearerSecret(header: string | undefined): string {
  * Resolves a secret to its caller. Secrets are compared by SHA-256 digest: the database finds the row by the digest's
  * unique index, and the digest is compared again in constant time. Revoked, expired and past-overlap secrets are 401.
  */
-export async function authenticate(deps: Deps, header: string | undefined): Promise<Caller> {
+export async function authenticate(ports: AuthPorts, header: string | undefined): Promise<Caller> {
   const secret = bearerSecret(header);
   const hash = hashSecret(secret);
-  if (safeEqualHex(hash, deps.masterKeyHash)) {
+  if (safeEqualHex(hash, ports.masterKeyHash)) {
     return { kind: 'operator', keyId: OPERATOR_KEY_ID, projectId: null, scopes: SCOPES };
   }
-  const now = deps.clock.now();
+  const now = ports.clock.now();
   // A hit is synchronous (no promise on the hot path); a miss loads once for every request asking at the same time.
   // Only active keys are cached: unknown secrets must not be able to fill the cache.
-  const key: CachedKey | undefined = deps.keyCache.get(hash) ?? (await deps.keyCache.fetch(hash, () => loadKey(deps, hash)));
+  const key: CachedKey | undefined = ports.keys.get(hash) ?? (await ports.keys.fetch(hash, () => loadKey(ports, hash)));
   if (!key || key.status !== 'active') throw invalidKey();
   if (key.expiresAt && key.expiresAt.getTime() <= now) throw invalidKey();
   const current = safeEqualHex(hash, key.secretHash);
@@ -45,15 +46,15 @@ export async function authenticate(deps: Deps, header: string | undefined): Prom
   if (!key.lastUsedAt || now - key.lastUsedAt.getTime() > LAST_USED_RESOLUTION_MS) {
     // Best effort and off the request's critical path; minute resolution keeps it from writing on every call.
     key.lastUsedAt = new Date(now);
-    deps.db.apiKey
+    ports.db.apiKey
       .update({ where: { id: key.id }, data: { lastUsedAt: new Date(now) } })
-      .catch((err: unknown) => deps.log.warn({ err, keyId: key.id }, 'could not record last_used_at'));
+      .catch((err: unknown) => ports.log.warn({ err, keyId: key.id }, 'could not record last_used_at'));
   }
   return { kind: 'key', keyId: key.id, projectId: key.projectId, scopes: key.scopes as Scope[], budgetMicros: key.budgetMicros };
 }
 
-function loadKey(deps: Deps, hash: string): Promise<CachedKey | null> {
-  return deps.db.apiKey.findFirst({
+function loadKey(ports: AuthPorts, hash: string): Promise<CachedKey | null> {
+  return ports.db.apiKey.findFirst({
     where: { OR: [{ secretHash: hash }, { previousSecretHash: hash }] },
     select: {
       id: true,

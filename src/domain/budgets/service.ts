@@ -2,6 +2,7 @@ import type { Tx } from '../../db/client.ts';
 import { SvcError, invalid } from '../../errors/svc-error.ts';
 import { recordAudit } from '../audit/service.ts';
 import type { Ctx } from '../context.ts';
+import type { BudgetPorts } from './ports.ts';
 import { enqueueEvent, enqueueEvents, type NewEvent } from '../events/outbox.ts';
 import { budgetMicros } from '../keys/service.ts';
 import { microsToUsd } from '../../kernel/money.ts';
@@ -38,11 +39,11 @@ export interface UpdateBudgetInput {
   budget_usd?: unknown;
 }
 
-export async function getBudget(ctx: Ctx, projectId: string): Promise<ProjectBudget> {
+export async function getBudget(ports: BudgetPorts, ctx: Ctx, projectId: string): Promise<ProjectBudget> {
   const id = await requireProjectId(ctx, projectId);
   const period = periodOf(ctx.now());
   // Read-your-writes: the spend of the inferences this replica answered is in budget_spend before it is read.
-  await ctx.deps.outcomes.flush({ timeoutMs: 2_000 });
+  await ports.outcomes.flush({ timeoutMs: 2_000 });
   const project = await ctx.db.project.findUnique({ where: { id }, select: { budgetMicros: true, budgetUpdatedAt: true } });
   if (!project) throw new SvcError('not_found', { param: 'project_id', message: 'No such project.' });
   return {
@@ -69,12 +70,12 @@ function validBudget(input: UpdateBudgetInput): bigint | null {
  * Sets (or, with null, removes) the project's monthly budget. Audits policy.updated and emits policy.updated
  * `{policy: "budget", budget_usd}` in the same transaction. Alerts already sent this month are not sent again.
  */
-export async function updateBudget(ctx: Ctx, projectId: string, input: UpdateBudgetInput): Promise<ProjectBudget> {
+export async function updateBudget(ports: BudgetPorts, ctx: Ctx, projectId: string, input: UpdateBudgetInput): Promise<ProjectBudget> {
   const budgetMicros = validBudget(input);
   const id = await requireProjectId(ctx, projectId);
   const now = ctx.now();
   const period = periodOf(now);
-  await ctx.deps.outcomes.flush({ timeoutMs: 2_000 });
+  await ports.outcomes.flush({ timeoutMs: 2_000 });
   let hadBudget = false;
   const updated = await ctx.db.$transaction(async (tx) => {
     const found = await tx.project.findUnique({ where: { id }, select: { budgetMicros: true } });
@@ -88,8 +89,8 @@ export async function updateBudget(ctx: Ctx, projectId: string, input: UpdateBud
   });
   // After commit: the next inference on any replica checks the new budget. The project's counter is not kept while it
   // has no budget, so a first budget drops it: it is seeded again from budget_spend at the next check.
-  if (!hadBudget && budgetMicros !== null) await ctx.deps.spendCounters.forget(id, [`project:${id}`], period);
-  await ctx.deps.projectCache.invalidate(id);
+  if (!hadBudget && budgetMicros !== null) await ports.counters.forget(id, [`project:${id}`], period);
+  await ports.projects.invalidate(id);
   return updated;
 }
 
@@ -110,16 +111,16 @@ const usdText = (m: bigint) => `$${microsToUsd(m).toFixed(2)}`;
  * counters (one MGET, none at all when neither has a budget). Exact for a sequential client: a request's spend is
  * added to the counters before its response is sent.
  */
-export async function assertWithinBudget(ctx: Ctx, projectBudgetMicros?: bigint | null): Promise<void> {
+export async function assertWithinBudget(ports: BudgetPorts, ctx: Ctx, projectBudgetMicros?: bigint | null): Promise<void> {
   const { keyId, projectId } = spendOwner(ctx);
   if (!projectId) return;
   const keyBudget = keyId ? (ctx.caller.budgetMicros ?? null) : null;
   const projectBudget =
-    projectBudgetMicros !== undefined ? projectBudgetMicros : ((await ctx.deps.projectCache.get(projectId))?.budgetMicros ?? null);
+    projectBudgetMicros !== undefined ? projectBudgetMicros : ((await ports.projects.get(projectId))?.budgetMicros ?? null);
   if (keyBudget === null && projectBudget === null) return;
   const period = periodOf(ctx.now());
   const scopes = [...(keyBudget !== null ? [`key:${keyId}`] : []), ...(projectBudget !== null ? [`project:${projectId}`] : [])];
-  const spent = await ctx.deps.spendCounters.read(projectId, scopes, period);
+  const spent = await ports.counters.read(projectId, scopes, period);
   let i = 0;
   if (keyBudget !== null) {
     const keySpent = spent[i++]!;
@@ -152,6 +153,7 @@ export interface SpendCharge {
  * is null when there is nothing to charge.
  */
 export function chargeSpend(
+  ports: BudgetPorts,
   ctx: Ctx,
   projectId: string,
   costMicros: bigint,
@@ -164,7 +166,7 @@ export function chargeSpend(
     ...(keyId && (ctx.caller.budgetMicros ?? null) !== null ? [`key:${keyId}`] : []),
     ...(projectBudgetMicros !== null ? [`project:${projectId}`] : []),
   ];
-  const added = scopes.length > 0 ? ctx.deps.spendCounters.add(projectId, scopes, period, costMicros) : Promise.resolve();
+  const added = scopes.length > 0 ? ports.counters.add(projectId, scopes, period, costMicros) : Promise.resolve();
   return { charge: { keyId, period }, added };
 }
 

@@ -1,6 +1,7 @@
 import { SvcError } from '../../errors/svc-error.ts';
 import type { Route } from '../../providers/router.ts';
 import type { Ctx } from '../context.ts';
+import type { ProviderRouter } from './ports.ts';
 import { visibleProjectId } from '../tenancy.ts';
 
 export interface ModelInfo {
@@ -13,14 +14,14 @@ export interface ModelInfo {
  * The models a caller can use: every configured model, or for a project pinned to a region only those served there
  * (with only those routes). The operator sees everything unless it names a project.
  */
-export async function listModels(ctx: Ctx, requestedProjectId?: string): Promise<ModelInfo[]> {
+export async function listModels(providers: ProviderRouter, ctx: Ctx, requestedProjectId?: string): Promise<ModelInfo[]> {
   const projectId = await visibleProjectId(ctx, requestedProjectId);
   let region: string | null = null;
   if (projectId !== undefined) {
     const project = await ctx.db.project.findUnique({ where: { id: projectId }, select: { region: true } });
     region = project?.region ?? null;
   }
-  const registry = ctx.deps.providers;
+  const registry = providers;
   const out: ModelInfo[] = [];
   for (const id of registry.modelIds()) {
     const routes = registry.routesForModel(id).filter((r) => region === null || r.provider.region === region);
@@ -29,8 +30,8 @@ export async function listModels(ctx: Ctx, requestedProjectId?: string): Promise
   return out;
 }
 
-export async function getModel(ctx: Ctx, modelId: string): Promise<ModelInfo> {
-  const found = (await listModels(ctx)).find((m) => m.id === modelId);
+export async function getModel(providers: ProviderRouter, ctx: Ctx, modelId: string): Promise<ModelInfo> {
+  const found = (await listModels(providers, ctx)).find((m) => m.id === modelId);
   if (!found) throw new SvcError('not_found', { param: 'model', message: `No such model: ${modelId.slice(0, 200)}.` });
   return found;
 }

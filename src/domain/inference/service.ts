@@ -11,6 +11,7 @@ import { costMicros } from '../../providers/pricing.ts';
 import { isAbortError, RoutingError, type Route } from '../../providers/router.ts';
 import type { ChatMessage, ChatRole, Completion, ProviderUsage, Sampling, StreamPart } from '../../providers/types.ts';
 import type { Ctx } from '../context.ts';
+import type { InferencePorts } from './ports.ts';
 import { requireProjectId } from '../tenancy.ts';
 import { assertWithinBudget, chargeSpend, type SpendCharge } from '../budgets/service.ts';
 import { cacheKey, DEFAULT_CACHE_TTL_S, MAX_CACHE_TTL_S, type CachedAnswer } from './cache.ts';
@@ -83,9 +84,9 @@ export function assertMaxTokens(value: number | null | undefined, param: string)
 }
 
 /** Everything a request can get wrong by itself; the errors name the parameter (`messages[2].role`). */
-export function validateInference(ctx: Ctx, input: InferenceInput): Validated {
+export function validateInference(ports: InferencePorts, ctx: Ctx, input: InferenceInput): Validated {
   if (typeof input.model !== 'string' || input.model === '') throw invalid('model', 'model is required: a model id or "auto".');
-  if (input.model !== 'auto' && !ctx.deps.providers.isKnownModel(input.model)) {
+  if (input.model !== 'auto' && !ports.providers.isKnownModel(input.model)) {
     throw invalid('model', `Unknown model "${input.model.slice(0, 200)}". GET /v1/models lists the models; "auto" routes by policy.`);
   }
   const raw = input.messages;
@@ -166,6 +167,7 @@ class Tracker {
   private recorded = false;
 
   constructor(
+    readonly ports: InferencePorts,
     readonly ctx: Ctx,
     /** The request's rate-limit ticket: this inference owns it (reserve, settle, take the deferred request). */
     readonly ticket: RateLimitTicket,
@@ -200,7 +202,7 @@ class Tracker {
   }): Promise<void> {
     if (this.recorded) return;
     this.recorded = true;
-    await this.ctx.deps.outcomes.record({
+    await this.ports.outcomes.record({
       requestId: this.ctx.requestId,
       projectId: this.projectId,
       keyId: this.ctx.caller.keyId,
@@ -249,7 +251,7 @@ interface Plan {
  * cache (no SQL in the steady state); the budget is checked next, in admit().
  */
 async function plan(ctx: Ctx, t: Tracker, v: Validated): Promise<Plan> {
-  const project = await ctx.deps.projectCache.get(t.projectId);
+  const project = await t.ports.projects.get(t.projectId);
   if (!project) throw new SvcError('not_found', { param: 'project_id', message: 'No such project.' });
   t.region = project.region ?? v.region;
   if (project.status === 'archived') throw new SvcError('project_archived', { param: 'project_id' });
@@ -260,7 +262,7 @@ async function plan(ctx: Ctx, t: Tracker, v: Validated): Promise<Plan> {
     });
   }
   const region = project.region ?? v.region;
-  const registry = ctx.deps.providers;
+  const registry = t.ports.providers;
   let routes: Route[];
   let policyTtlS: number | null = null;
   if (v.model === 'auto') {
@@ -286,9 +288,9 @@ async function plan(ctx: Ctx, t: Tracker, v: Validated): Promise<Plan> {
 
 type Lookup = { status: CacheStatus; answer?: CachedAnswer };
 
-async function lookup(ctx: Ctx, projectId: string, p: Plan): Promise<Lookup> {
+async function lookup(ports: InferencePorts, projectId: string, p: Plan): Promise<Lookup> {
   if (!p.cache) return { status: 'off' };
-  const found = await ctx.deps.responseCache.get(projectId, p.cache.key);
+  const found = await ports.responseCache.get(projectId, p.cache.key);
   return found.status === 'hit' ? { status: 'hit', answer: found.answer } : { status: found.status };
 }
 
@@ -303,7 +305,7 @@ async function lookup(ctx: Ctx, projectId: string, p: Plan): Promise<Lookup> {
 async function admit(ctx: Ctx, t: Tracker, v: Validated, p: Plan): Promise<{ cached: Lookup; reserved: boolean }> {
   const ticket = t.ticket;
   if (p.cache) {
-    const [budget, cached] = await Promise.allSettled([assertWithinBudget(ctx, p.projectBudgetMicros), lookup(ctx, t.projectId, p)]);
+    const [budget, cached] = await Promise.allSettled([assertWithinBudget(t.ports.budgets, ctx, p.projectBudgetMicros), lookup(t.ports, t.projectId, p)]);
     if (budget.status === 'rejected') throw budget.reason;
     if (cached.status === 'rejected') throw cached.reason;
     if (cached.value.answer) {
@@ -314,7 +316,7 @@ async function admit(ctx: Ctx, t: Tracker, v: Validated, p: Plan): Promise<{ cac
     return { cached: cached.value, reserved: true };
   }
   const estimate = estimateTokens(v.messages, v.maxTokens);
-  const [budget, reserved] = await Promise.allSettled([assertWithinBudget(ctx, p.projectBudgetMicros), ticket.reserve(estimate)]);
+  const [budget, reserved] = await Promise.allSettled([assertWithinBudget(t.ports.budgets, ctx, p.projectBudgetMicros), ticket.reserve(estimate)]);
   if (budget.status === 'rejected') {
     if (reserved.status === 'rejected' && isRequestWindowRefusal(reserved.reason)) throw reserved.reason;
     // As if the budget had been checked alone: the response describes the windows with no tokens taken (the
@@ -331,12 +333,12 @@ async function tokensOf(v: Validated, content: string, usage: ProviderUsage | nu
   return { promptTokens: await countPromptTokens(v.messages), completionTokens: await countTextTokens(content) };
 }
 
-async function begin(ctx: Ctx, ticket: RateLimitTicket, input: InferenceInput): Promise<{ v: Validated; t: Tracker }> {
-  const v = validateInference(ctx, input);
+async function begin(ports: InferencePorts, ctx: Ctx, ticket: RateLimitTicket, input: InferenceInput): Promise<{ v: Validated; t: Tracker }> {
+  const v = validateInference(ports, ctx, input);
   const projectId = await requireProjectId(ctx, input.project_id);
   // The operator's inference draws on the project's windows from here on (CONTRACT §7).
   ticket.address(projectId);
-  return { v, t: new Tracker(ctx, ticket, projectId, v.model) };
+  return { v, t: new Tracker(ports, ctx, ticket, projectId, v.model) };
 }
 
 function hitResult(ctx: Ctx, t: Tracker, answer: CachedAnswer): InferenceResult {
@@ -383,11 +385,11 @@ async function account(
   const ctx = t.ctx;
   const { promptTokens, completionTokens } = answer.usage;
   const cost = costMicros(promptTokens, completionTokens, route.model);
-  const spend = chargeSpend(ctx, t.projectId, cost, p.projectBudgetMicros);
+  const spend = chargeSpend(t.ports.budgets, ctx, t.projectId, cost, p.projectBudgetMicros);
   const settled = t.ticket.settle(promptTokens + completionTokens);
   const stored =
     outcome.status === 'succeeded' && p.cache && cacheStatus === 'miss'
-      ? ctx.deps.responseCache.set(
+      ? t.ports.responseCache.set(
           t.projectId,
           p.cache.key,
           { model: route.model.id, route: route.id, region: route.provider.region, content: answer.content, finishReason: answer.finishReason },
@@ -437,15 +439,15 @@ async function refuseOrRecord(t: Tracker, err: unknown): Promise<void> {
  * past validation writes one usage record and emits one inference.completed, success or error. In the steady state
  * no SQL runs on the way: see admit() and account() for the Redis round trips (two besides the auth hook's).
  */
-export async function createInference(ctx: Ctx, ticket: RateLimitTicket, input: InferenceInput): Promise<InferenceResult> {
-  const { v, t } = await begin(ctx, ticket, input);
+export async function createInference(ports: InferencePorts, ctx: Ctx, ticket: RateLimitTicket, input: InferenceInput): Promise<InferenceResult> {
+  const { v, t } = await begin(ports, ctx, ticket, input);
   try {
     const p = await plan(ctx, t, v);
     const { cached, reserved } = await admit(ctx, t, v, p);
     if (cached.answer || !reserved) return await serveHit(t, cached.answer!);
     let routed;
     try {
-      routed = await ctx.deps.providers.complete(p.routes, { messages: v.messages, maxTokens: v.maxTokens, sampling: v.sampling });
+      routed = await ports.providers.complete(p.routes, { messages: v.messages, maxTokens: v.maxTokens, sampling: v.sampling });
     } catch (err) {
       await ticket.refund();
       throw err;
@@ -465,8 +467,14 @@ export async function createInference(ctx: Ctx, ticket: RateLimitTicket, input: 
  * events carry them. A consumer that stops early (client gone: `signal` aborts the provider call) still gets the usage
  * recorded, as failed with error_code client_disconnected, charging the tokens streamed so far.
  */
-export async function streamInference(ctx: Ctx, ticket: RateLimitTicket, input: InferenceInput, signal: AbortSignal): Promise<InferenceStream> {
-  const { v, t } = await begin(ctx, ticket, input);
+export async function streamInference(
+  ports: InferencePorts,
+  ctx: Ctx,
+  ticket: RateLimitTicket,
+  input: InferenceInput,
+  signal: AbortSignal,
+): Promise<InferenceStream> {
+  const { v, t } = await begin(ports, ctx, ticket, input);
   let p: Plan;
   let cached: Lookup;
   let routed;
@@ -486,7 +494,7 @@ export async function streamInference(ctx: Ctx, ticket: RateLimitTicket, input: 
       };
     }
     try {
-      routed = await ctx.deps.providers.openStream(p.routes, { messages: v.messages, maxTokens: v.maxTokens, sampling: v.sampling }, signal);
+      routed = await ports.providers.openStream(p.routes, { messages: v.messages, maxTokens: v.maxTokens, sampling: v.sampling }, signal);
     } catch (err) {
       await ticket.refund();
       throw err;

@@ -5,6 +5,7 @@ import { SvcError, invalid } from '../../errors/svc-error.ts';
 import { recordAudit } from '../audit/service.ts';
 import { recordReadAudit } from '../audit/console-session.ts';
 import type { Ctx } from '../context.ts';
+import type { KeyPorts } from './ports.ts';
 import { enqueueEvent } from '../events/outbox.ts';
 import { paginate, type Page, type PageQuery } from '../pagination.ts';
 import { addressed, requireProjectId, visibleProjectId } from '../tenancy.ts';
@@ -213,7 +214,7 @@ export interface RotateKeyInput {
  * Issues a new secret for the same key id. The previous secret stays valid for overlap_hours (0 to 168, default 0);
  * a secret still in an earlier overlap is dropped at once. Audits key.rotate and emits key.rotated.
  */
-export async function rotateKey(ctx: Ctx, keyId: string, input: RotateKeyInput = {}): Promise<KeyWithSecret & { previousSecretExpiresAt: Date }> {
+export async function rotateKey(ports: KeyPorts, ctx: Ctx, keyId: string, input: RotateKeyInput = {}): Promise<KeyWithSecret & { previousSecretExpiresAt: Date }> {
   const overlap = input.overlap_hours ?? 0;
   if (!Number.isInteger(overlap) || overlap < 0 || overlap > MAX_OVERLAP_HOURS) {
     throw invalid('overlap_hours', `overlap_hours must be an integer from 0 to ${MAX_OVERLAP_HOURS}.`);
@@ -250,12 +251,12 @@ export async function rotateKey(ctx: Ctx, keyId: string, input: RotateKeyInput =
     });
     return rotated;
   });
-  await invalidateKey(ctx, key.id);
+  await invalidateKey(ports, key.id);
   return { ...key, secret, previousSecretExpiresAt: previousExpiresAt };
 }
 
 /** Revoking twice returns the same key. Audits key.revoke and emits key.revoked, both only on the first call. */
-export async function revokeKey(ctx: Ctx, keyId: string): Promise<ApiKey> {
+export async function revokeKey(ports: KeyPorts, ctx: Ctx, keyId: string): Promise<ApiKey> {
   const now = ctx.now();
   const projectId = await visibleProjectId(ctx, null);
   const key = await ctx.db.$transaction(async (tx) => {
@@ -270,7 +271,7 @@ export async function revokeKey(ctx: Ctx, keyId: string): Promise<ApiKey> {
     await enqueueEvent(tx, now, revoked.projectId, 'key.revoked', { key_id: revoked.id });
     return revoked;
   });
-  await invalidateKey(ctx, key.id);
+  await invalidateKey(ports, key.id);
   return key;
 }
 
@@ -279,10 +280,10 @@ export async function revokeKey(ctx: Ctx, keyId: string): Promise<ApiKey> {
  * replicas hear it over the bus. A failed publish is logged, not thrown: the change itself is done, and the cache's
  * TTL and its resync on reconnect bound how long another replica can lag.
  */
-async function invalidateKey(ctx: Ctx, keyId: string): Promise<void> {
+async function invalidateKey(ports: KeyPorts, keyId: string): Promise<void> {
   try {
-    await ctx.deps.keyCache.invalidate(keyId);
+    await ports.evictions.invalidate(keyId);
   } catch (err) {
-    ctx.deps.log.warn({ err, keyId }, 'could not broadcast a key change; other replicas catch up within the cache TTL');
+    ports.log.warn({ err, keyId }, 'could not broadcast a key change; other replicas catch up within the cache TTL');
   }
 }

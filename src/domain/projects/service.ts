@@ -3,6 +3,7 @@ import { newId } from '../../db/ids.ts';
 import { SvcError, invalid } from '../../errors/svc-error.ts';
 import { recordAudit } from '../audit/service.ts';
 import type { Ctx } from '../context.ts';
+import type { ProjectPorts } from './ports.ts';
 import { addressed, assertPathProject } from '../tenancy.ts';
 import { paginate, type Page, type PageQuery } from '../pagination.ts';
 
@@ -78,7 +79,7 @@ export async function getProject(ctx: Ctx, projectId: string): Promise<Project> 
  * Operator only. Archiving twice returns the same project; audits project.archive on the first call only. Inference
  * on the project is refused (project_archived) from the moment this returns, on every replica.
  */
-export async function archiveProject(ctx: Ctx, projectId: string): Promise<Project> {
+export async function archiveProject(ports: ProjectPorts, ctx: Ctx, projectId: string): Promise<Project> {
   requireOperator(ctx);
   assertPathProject(ctx, projectId);
   const archived = await ctx.db.$transaction(async (tx) => {
@@ -94,6 +95,6 @@ export async function archiveProject(ctx: Ctx, projectId: string): Promise<Proje
     return updated;
   });
   // After commit, before answering: a replica that reloads the project must already read the archived row.
-  await ctx.deps.projectCache.invalidate(archived.id);
+  await ports.projects.invalidate(archived.id);
   return archived;
 }

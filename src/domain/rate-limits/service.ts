@@ -3,6 +3,7 @@ import { invalid, SvcError } from '../../errors/svc-error.ts';
 import type { RateLimits, VersionedLimits } from '../../limits/types.ts';
 import { recordAudit } from '../audit/service.ts';
 import type { Ctx } from '../context.ts';
+import type { RateLimitPorts } from './ports.ts';
 import { enqueueEvent } from '../events/outbox.ts';
 import { requireProjectId } from '../tenancy.ts';
 
@@ -94,7 +95,7 @@ export function validateRateLimits(input: UpdateRateLimitsInput): RateLimits {
  * Sets all three limits (CONTRACT §7). Audits policy.updated and emits policy.updated in the same transaction. The
  * next request on every replica uses them, with the project's and its keys' windows started afresh.
  */
-export async function updateRateLimits(ctx: Ctx, projectId: string, input: UpdateRateLimitsInput): Promise<ProjectRateLimits> {
+export async function updateRateLimits(ports: RateLimitPorts, ctx: Ctx, projectId: string, input: UpdateRateLimitsInput): Promise<ProjectRateLimits> {
   const limits = validateRateLimits(input);
   const id = await requireProjectId(ctx, projectId);
   const now = ctx.now();
@@ -116,6 +117,6 @@ export async function updateRateLimits(ctx: Ctx, projectId: string, input: Updat
     return { projectId: id, ...limits, updatedAt };
   });
   // After commit: a replica that reloads the limits must already read the new row.
-  await ctx.deps.limiter.limitsChanged(id, { ...limits, version: updated.updatedAt.getTime() });
+  await ports.limiter.limitsChanged(id, { ...limits, version: updated.updatedAt.getTime() });
   return updated;
 }

@@ -5,6 +5,7 @@ import { SvcError, invalid } from '../../errors/svc-error.ts';
 import type { RoutingStrategy, RoutingTarget } from '../../providers/router.ts';
 import { recordAudit } from '../audit/service.ts';
 import type { Ctx } from '../context.ts';
+import type { ProviderCatalog, RoutingPorts } from './ports.ts';
 import { enqueueEvent } from '../events/outbox.ts';
 import { MAX_CACHE_TTL_S } from '../inference/cache.ts';
 import { paginate, type Page, type PageQuery } from '../pagination.ts';
@@ -53,11 +54,10 @@ function validateStrategy(strategy: unknown): RoutingStrategy {
 }
 
 /** Each target names a configured model, and optionally the provider that must serve it. */
-function validateTargets(ctx: Ctx, raw: unknown): RoutingTarget[] {
+function validateTargets(registry: ProviderCatalog, raw: unknown): RoutingTarget[] {
   if (!Array.isArray(raw) || raw.length === 0 || raw.length > MAX_TARGETS) {
     throw invalid('targets', `targets must be an array of 1 to ${MAX_TARGETS} {model, provider?, weight?} objects.`);
   }
-  const registry = ctx.deps.providers;
   return raw.map((t, i): RoutingTarget => {
     const at = `targets[${i}]`;
     if (typeof t !== 'object' || t === null || Array.isArray(t)) throw invalid(at, `${at} must be an object {model, provider?, weight?}.`);
@@ -117,10 +117,10 @@ async function clearOtherDefaults(tx: Tx, projectId: string, keepId: string): Pr
  * Audits routing_policy.create and emits policy.updated. `is_default` omitted: the policy becomes the default when the
  * project has none yet, so the first policy takes effect for `model: "auto"` at once.
  */
-export async function createRoutingPolicy(ctx: Ctx, input: RoutingPolicyInput): Promise<RoutingPolicy> {
+export async function createRoutingPolicy(ports: RoutingPorts, ctx: Ctx, input: RoutingPolicyInput): Promise<RoutingPolicy> {
   const name = validateName(input.name);
   const strategy = validateStrategy(input.strategy);
-  const targets = validateTargets(ctx, input.targets);
+  const targets = validateTargets(ports.providers, input.targets);
   const cacheTtlS = validateTtl(input.cache_ttl_s);
   const projectId = await requireProjectId(ctx, input.project_id);
   const now = ctx.now();
@@ -144,13 +144,13 @@ export async function createRoutingPolicy(ctx: Ctx, input: RoutingPolicyInput): 
     await enqueueEvent(tx, now, projectId, 'policy.updated', eventData('created', policy));
     return policy;
   });
-  await policiesChanged(ctx, projectId);
+  await policiesChanged(ports, projectId);
   return created;
 }
 
 /** After commit, before answering: `model: "auto"` on every replica routes by the new policies (project cache). */
-async function policiesChanged(ctx: Ctx, projectId: string): Promise<void> {
-  await ctx.deps.projectCache.invalidate(projectId);
+async function policiesChanged(ports: RoutingPorts, projectId: string): Promise<void> {
+  await ports.projects.invalidate(projectId);
 }
 
 export async function listRoutingPolicies(ctx: Ctx, query: RoutingPolicyQuery): Promise<Page<RoutingPolicy>> {
@@ -182,11 +182,11 @@ export async function getRoutingPolicy(ctx: Ctx, policyId: string): Promise<Rout
 }
 
 /** Partial update; audits routing_policy.update and emits policy.updated with the new values. */
-export async function updateRoutingPolicy(ctx: Ctx, policyId: string, input: RoutingPolicyInput): Promise<RoutingPolicy> {
+export async function updateRoutingPolicy(ports: RoutingPorts, ctx: Ctx, policyId: string, input: RoutingPolicyInput): Promise<RoutingPolicy> {
   const data: Prisma.RoutingPolicyUpdateInput = {};
   if (input.name !== undefined) data.name = validateName(input.name);
   if (input.strategy !== undefined) data.strategy = validateStrategy(input.strategy);
-  if (input.targets !== undefined) data.targets = validateTargets(ctx, input.targets) as unknown as Prisma.InputJsonArray;
+  if (input.targets !== undefined) data.targets = validateTargets(ports.providers, input.targets) as unknown as Prisma.InputJsonArray;
   if (input.cache_ttl_s !== undefined) data.cacheTtlS = validateTtl(input.cache_ttl_s);
   if (input.is_default !== undefined && input.is_default !== null) data.isDefault = input.is_default;
   const now = ctx.now();
@@ -199,12 +199,12 @@ export async function updateRoutingPolicy(ctx: Ctx, policyId: string, input: Rou
     await enqueueEvent(tx, now, policy.projectId, 'policy.updated', eventData('updated', policy));
     return policy;
   });
-  await policiesChanged(ctx, updated.projectId);
+  await policiesChanged(ports, updated.projectId);
   return updated;
 }
 
 /** Deleting the default policy sends `model: "auto"` back to the built-in cheapest-first routing. */
-export async function deleteRoutingPolicy(ctx: Ctx, policyId: string): Promise<RoutingPolicy> {
+export async function deleteRoutingPolicy(ports: RoutingPorts, ctx: Ctx, policyId: string): Promise<RoutingPolicy> {
   const now = ctx.now();
   const projectId = await visibleProjectId(ctx, null);
   const deleted = await ctx.db.$transaction(async (tx) => {
@@ -214,6 +214,6 @@ export async function deleteRoutingPolicy(ctx: Ctx, policyId: string): Promise<R
     await enqueueEvent(tx, now, policy.projectId, 'policy.updated', eventData('deleted', policy));
     return policy;
   });
-  await policiesChanged(ctx, deleted.projectId);
+  await policiesChanged(ports, deleted.projectId);
   return deleted;
 }

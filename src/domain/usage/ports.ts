@@ -49,3 +49,8 @@ export interface Percentiles {
   p99: number;
   max: number;
 }
+
+/** What the usage service needs from outside the domain: read-your-writes before listing. */
+export interface UsagePorts {
+  outcomes: OutcomeFlush;
+}

@@ -1,6 +1,7 @@
 import { Prisma, type UsageRecord } from '../../generated/prisma/client.ts';
 import { invalid } from '../../errors/svc-error.ts';
 import type { Ctx } from '../context.ts';
+import type { UsagePorts } from './ports.ts';
 import { paginate, type Page, type PageQuery } from '../pagination.ts';
 import { visibleProjectId } from '../tenancy.ts';
 
@@ -50,13 +51,13 @@ function dateRange(q: UsageQuery): { from?: number; to?: number } {
  * one row per UTC day with usage, newest first, over start_date..end_date (default the last 30 days, at most 366);
  * the pagination parameters do not apply to it (spec 4.5).
  */
-export async function listUsage(ctx: Ctx, query: UsageQuery): Promise<UsageList> {
+export async function listUsage(ports: UsagePorts, ctx: Ctx, query: UsageQuery): Promise<UsageList> {
   const granularity = query.granularity ?? 'request';
   if (granularity !== 'request' && granularity !== 'day') throw invalid('granularity', 'granularity must be request or day.');
   const projectId = await visibleProjectId(ctx, query.project_id);
   const { from, to } = dateRange(query);
   // Read-your-writes: the usage records of inferences this replica answered are written before they are listed.
-  await ctx.deps.outcomes.flush({ timeoutMs: 2_000 });
+  await ports.outcomes.flush({ timeoutMs: 2_000 });
 
   if (granularity === 'request') {
     const where: Prisma.UsageRecordWhereInput = {

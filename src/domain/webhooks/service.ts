@@ -6,6 +6,7 @@ import { generateSigningSecret } from '../../webhooks/signing.ts';
 import { notifyDeliveryWorkers } from '../../webhooks/wakeups.ts';
 import { recordAudit } from '../audit/service.ts';
 import type { Ctx } from '../context.ts';
+import type { WebhookPorts } from './ports.ts';
 import { EVENT_TYPES, isEventType } from '../events/outbox.ts';
 import { paginate, type Page, type PageQuery } from '../pagination.ts';
 import { addressed, requireProjectId, visibleProjectId } from '../tenancy.ts';
@@ -39,7 +40,7 @@ function validateEvents(events: unknown): string[] {
  * CONTRACT §6: HTTPS only, and no host that is or resolves to a private, loopback or link-local address unless
  * SVC_EGRESS_ALLOWLIST allows it. Checked again at every delivery.
  */
-async function vetUrl(ctx: Ctx, url: unknown): Promise<string> {
+async function vetUrl(ports: WebhookPorts, url: unknown): Promise<string> {
   if (typeof url !== 'string' || url.length === 0 || url.length > MAX_URL_LENGTH) {
     throw invalid('url', `url must be an HTTPS URL of at most ${MAX_URL_LENGTH} characters.`);
   }
@@ -47,7 +48,7 @@ async function vetUrl(ctx: Ctx, url: unknown): Promise<string> {
   // must be exactly what is called.
   if (/[\s\u0000-\u001f\u007f]/.test(url)) throw invalid('url', 'url must not contain spaces or control characters.');
   try {
-    await ctx.deps.webhooks.egress.vetUrl(url);
+    await ports.egress.vetUrl(url);
     return url; // stored as given: the response echoes what the caller sent
   } catch (err) {
     if (err instanceof EgressRefused) throw invalid('url', err.message);
@@ -71,17 +72,17 @@ function assertHttps(url: unknown): void {
  * has at most SVC_MAX_WEBHOOKS_PER_PROJECT active webhooks (16 by default, Stripe's endpoint limit): one event fans out
  * to every subscribed webhook, so the cap bounds the connections one inference can cause. Disabled ones do not count.
  */
-export async function createWebhook(ctx: Ctx, input: CreateWebhookInput): Promise<WebhookWithSecret> {
+export async function createWebhook(ports: WebhookPorts, ctx: Ctx, input: CreateWebhookInput): Promise<WebhookWithSecret> {
   assertHttps(input.url);
   const events = validateEvents(input.events);
   const projectId = await requireProjectId(ctx, input.project_id);
-  const url = await vetUrl(ctx, input.url);
+  const url = await vetUrl(ports, input.url);
   const secret = generateSigningSecret();
   const now = ctx.now();
   const id = newId('wh', now.getTime());
   const webhook = await ctx.db.$transaction(async (tx) => {
     await store.lockProject(tx, projectId);
-    const max = ctx.deps.config.maxWebhooksPerProject;
+    const max = ports.maxWebhooksPerProject;
     if ((await store.countActiveWebhooks(tx, projectId)) >= max) {
       // 400 invalid_request naming url (the spec has no quota code): the input is fine, this project may not add one.
       throw invalid(
@@ -95,7 +96,7 @@ export async function createWebhook(ctx: Ctx, input: CreateWebhookInput): Promis
       url,
       events,
       status: 'active',
-      secretEncrypted: ctx.deps.webhooks.secretBox.seal(secret, id),
+      secretEncrypted: ports.secretBox.seal(secret, id),
       createdAt: now,
     });
     await recordAudit(tx, ctx, 'webhook.create', { projectId, targetId: id, data: { url, events } });

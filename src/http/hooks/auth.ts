@@ -16,7 +16,7 @@ export type Identify = (req: FastifyRequest, reply: FastifyReply) => Promise<Cal
  */
 export function identifyCaller(app: FastifyInstance, afterAuthentication?: AfterAuthentication): Identify {
   return async (req: FastifyRequest, reply: FastifyReply): Promise<Caller> => {
-    const caller = await authenticate(app.deps, req.headers.authorization);
+    const caller = await authenticate(app.ports.auth, req.headers.authorization);
     const headerProject = req.headers['x-svc-project'];
     req.ctx = makeCtx(app.deps, {
       requestId: req.id,

@@ -23,8 +23,9 @@ const TAKEN_WITH_TOKENS = new Set(['/v1/inference', '/v1/chat/completions']);
  * headers like any authenticated response. A 401 has no key and so no window: it carries no X-Svc-RateLimit-* headers.
  */
 export async function rateLimitRequest(req: FastifyRequest): Promise<void> {
-  const { deps, caller } = req.ctx;
-  const ticket = new RateLimitTicket(deps.limiter, deps.clock, caller);
+  const { caller } = req.ctx;
+  const { limiter, clock } = req.server.deps;
+  const ticket = new RateLimitTicket(limiter, clock, caller);
   req.rateLimitTicket = ticket;
   const route = req.routeOptions.url;
   if (req.method === 'POST' && route !== undefined && TAKEN_WITH_TOKENS.has(route)) {

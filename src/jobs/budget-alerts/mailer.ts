@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../../config/config.ts';
 import type { BudgetAlertSender } from '../../domain/budgets/ports.ts';
 import type { BudgetAlert } from '../../domain/budgets/types.ts';
-import type { Deps } from '../../domain/context.ts';
+import type { Deps } from '../../deps.ts';
 import { alertMessage } from './alert-message.ts';
 
 /**

@@ -1,6 +1,6 @@
 import { isUniqueViolation } from '../../db/client.ts';
 import { microsToUsd } from '../../providers/pricing.ts';
-import type { Deps } from '../../domain/context.ts';
+import type { Deps } from '../../deps.ts';
 import { enqueueEvent } from '../../domain/events/outbox.ts';
 import { utcDate } from '../../domain/usage/service.ts';
 import { dayTotals, hasMarker, insertMarker } from './store.ts';

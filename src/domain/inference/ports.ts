@@ -1,0 +1,22 @@
+import type { ProviderRegistry } from '../../providers/router.ts';
+import type { BudgetPorts } from '../budgets/ports.ts';
+import type { ProjectReader } from '../projects/ports.ts';
+import type { OutcomeSink } from '../usage/ports.ts';
+import type { ResponseCache } from './cache.ts';
+
+/** The providers as inference uses them: routes, and calls with fallback and circuit breakers. */
+export type ProviderRouter = Pick<
+  ProviderRegistry,
+  'isKnownModel' | 'modelIds' | 'findRoute' | 'planRoutes' | 'routesForModel' | 'cheapestRoutes' | 'complete' | 'openStream'
+>;
+
+/** What the inference service needs from outside the domain (the rate-limit ticket comes with each call). */
+export interface InferencePorts {
+  providers: ProviderRouter;
+  responseCache: ResponseCache;
+  projects: ProjectReader;
+  /** Where each finished request's outcome goes (usage record, inference.completed, durable spend). */
+  outcomes: OutcomeSink;
+  /** The budget check and the spend counters. */
+  budgets: BudgetPorts;
+}
