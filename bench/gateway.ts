@@ -1,7 +1,8 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
+
+export { freePort } from '../test/helpers/ports.ts';
 
 /**
  * Starts the gateway exactly as `npm start` runs it (compiled JavaScript, the start script's Node flags), so the bench
@@ -22,16 +23,6 @@ export function startCompiledGateway(root: string, env: Record<string, string>, 
   });
 }
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-    s.on('error', reject);
-  });
-}
 
 export async function waitHttp(url: string, timeoutMs = 60_000): Promise<void> {
   const until = Date.now() + timeoutMs;
