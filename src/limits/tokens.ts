@@ -71,7 +71,7 @@ export function estimateTextTokens(text: string): number {
  * path), plus chat framing, plus max_tokens, or DEFAULT_COMPLETION_TOKENS when the request has none. The windows
  * are settled to the provider's real usage afterwards, so the estimate only decides what a request may start with.
  */
-export function estimateTokens(messages: readonly { role: string; content: string }[], maxTokens?: number): number {
+export function estimateTokens(messages: readonly TokenMessage[], maxTokens?: number): number {
   const prompt = promptTokens(messages, (content) => {
     const exact = content.length > EXACT_CHARS ? content.slice(0, EXACT_CHARS) : content;
     return estimateTextTokens(exact) + Math.ceil((content.length - exact.length) / 3);
@@ -81,6 +81,20 @@ export function estimateTokens(messages: readonly { role: string; content: strin
 }
 
 type Counter = (text: string) => number;
+
+/** A chat message as far as counting goes: its content is a string, an array of parts (their text counts), or null. */
+export interface TokenMessage {
+  role: string;
+  content: string | readonly { type: string; text?: string }[] | null;
+}
+
+function textOf(content: TokenMessage['content']): string {
+  if (typeof content === 'string') return content;
+  if (content === null) return '';
+  let out = '';
+  for (const part of content) if (typeof part.text === 'string') out += part.text;
+  return out;
+}
 let counter: Promise<Counter> | null = null;
 
 /**
@@ -103,13 +117,13 @@ export async function countTextTokens(text: string): Promise<number> {
 }
 
 /** Prompt tokens of chat messages counted with the tokenizer, framing included, when the provider did not report them. */
-export async function countPromptTokens(messages: readonly { role: string; content: string }[]): Promise<number> {
+export async function countPromptTokens(messages: readonly TokenMessage[]): Promise<number> {
   const count = await tokenizer();
   return promptTokens(messages, count);
 }
 
-function promptTokens(messages: readonly { role: string; content: string }[], count: Counter): number {
+function promptTokens(messages: readonly TokenMessage[], count: Counter): number {
   let n = TOKENS_PER_REPLY;
-  for (const m of messages) n += TOKENS_PER_MESSAGE + count(typeof m.content === 'string' ? m.content : '');
+  for (const m of messages) n += TOKENS_PER_MESSAGE + count(textOf(m.content));
   return n;
 }

@@ -1,19 +1,19 @@
 import type { ProviderSpec } from './config-file.ts';
-import type { ChatMessage, Completion, Provider, ProviderRequest, StreamPart } from './types.ts';
+import { contentText, type ChatMessage, type Completion, type Provider, type ProviderRequest, type StreamPart } from './types.ts';
 
 /** About four characters a token; deterministic, and cheap enough for the hot path. */
 export const approxTokens = (text: string): number => (text.length === 0 ? 0 : Math.ceil(text.length / 4));
 
 function echo(messages: ChatMessage[], maxTokens: number | undefined): { content: string; finishReason: string } {
   const lastUser = [...messages].reverse().find((m) => m.role === 'user');
-  const text = lastUser?.content ?? '';
+  const text = contentText(lastUser?.content ?? null);
   if (maxTokens !== undefined && text.length > maxTokens * 4) {
     return { content: text.slice(0, maxTokens * 4), finishReason: 'length' };
   }
   return { content: text, finishReason: 'stop' };
 }
 
-const promptTokens = (messages: ChatMessage[]) => messages.reduce((n, m) => n + 1 + approxTokens(m.content), 0);
+const promptTokens = (messages: ChatMessage[]) => messages.reduce((n, m) => n + 1 + approxTokens(contentText(m.content)), 0);
 
 function abortError(signal: AbortSignal): Error {
   return signal.reason instanceof Error ? signal.reason : new DOMException('The operation was aborted.', 'AbortError');

@@ -1,11 +1,47 @@
-/** The one interface every model provider adapter implements (kind `openai`, kind `mock`). */
+/**
+ * The one interface every model provider adapter implements. The gateway's internal request is OpenAI's
+ * chat-completions request (its public surface is OpenAI-compatible); each adapter translates it to and from its own
+ * wire format (kinds `openai`, `mock`, `azure_openai`, `anthropic`, `gemini`, `bedrock`).
+ */
 
-export type ChatRole = 'system' | 'user' | 'assistant';
+export type ProviderKind = 'openai' | 'mock' | 'azure_openai' | 'anthropic' | 'gemini' | 'bedrock';
+
+export type ChatRole = 'system' | 'developer' | 'user' | 'assistant' | 'tool';
+
+/** CONTRACT §9: content is a string or an array of parts. */
+export type ContentPart =
+  | { type: 'text'; text: string }
+  | { type: 'image_url'; image_url: { url: string; detail?: 'auto' | 'low' | 'high' } };
+
+/** An assistant's call of a function tool; `arguments` is the JSON text the model wrote. */
+export interface ToolCall {
+  id: string;
+  type: 'function';
+  function: { name: string; arguments: string };
+}
 
 export interface ChatMessage {
   role: ChatRole;
-  content: string;
+  /** null only on an assistant message that carries tool_calls. */
+  content: string | ContentPart[] | null;
+  name?: string;
+  /** role assistant. */
+  tool_calls?: ToolCall[];
+  /** role tool: the call this message answers. */
+  tool_call_id?: string;
 }
+
+export interface FunctionTool {
+  type: 'function';
+  function: { name: string; description?: string; parameters?: Record<string, unknown>; strict?: boolean };
+}
+
+export type ToolChoice = 'none' | 'auto' | 'required' | { type: 'function'; function: { name: string } };
+
+export type ResponseFormat =
+  | { type: 'text' }
+  | { type: 'json_object' }
+  | { type: 'json_schema'; json_schema: { name: string; description?: string; schema?: Record<string, unknown>; strict?: boolean } };
 
 /** Sampling parameters passed through to the provider as given (OpenAI names). */
 export interface Sampling {
@@ -17,11 +53,29 @@ export interface Sampling {
   frequency_penalty?: number;
 }
 
+/**
+ * The rest of the chat-completions request (CONTRACT §9), OpenAI names. A kind that cannot carry a field that is set
+ * says so through `Provider.unsupported` (the gateway answers 400 invalid_request naming it when no route can).
+ */
+export interface ChatOptions {
+  tools?: FunctionTool[];
+  tool_choice?: ToolChoice;
+  parallel_tool_calls?: boolean;
+  response_format?: ResponseFormat;
+  n?: number;
+  logit_bias?: Record<string, number>;
+  logprobs?: boolean;
+  top_logprobs?: number;
+  user?: string;
+  reasoning_effort?: 'minimal' | 'low' | 'medium' | 'high';
+}
+
 export interface ProviderRequest {
   model: string;
   messages: ChatMessage[];
   maxTokens?: number;
   sampling: Sampling;
+  options?: ChatOptions;
   /** Aborts the call (client gone, hop timeout, routing timeout); undici tears the upstream request down. */
   signal: AbortSignal;
 }
@@ -31,28 +85,79 @@ export interface ProviderUsage {
   completionTokens: number;
 }
 
+/** One choice of an answer (n > 1 gives several; choice 0 is also the Completion's own fields). */
+export interface Choice {
+  index: number;
+  content: string | null;
+  finishReason: string;
+  toolCalls?: ToolCall[];
+  /** The provider's logprobs object, passed through as given. */
+  logprobs?: unknown;
+  refusal?: string | null;
+}
+
 export interface Completion {
+  /** Choice 0's text ('' when it only called tools). */
   content: string;
   finishReason: string;
+  toolCalls?: ToolCall[];
+  logprobs?: unknown;
+  /** Present when the request asked for n > 1: every choice, choice 0 included. */
+  choices?: Choice[];
   /** Null when the provider reported none; the gateway then counts the tokens itself. */
   usage: ProviderUsage | null;
 }
 
 export type StreamPart =
-  | { type: 'delta'; content: string }
-  | { type: 'finish'; finishReason: string }
+  | { type: 'delta'; content: string; choice?: number }
+  /** A piece of a tool call: the first piece of call `index` has its id and name, later ones more argument text. */
+  | { type: 'tool_call'; index: number; id?: string; name?: string; arguments: string; choice?: number }
+  | { type: 'logprobs'; logprobs: unknown; choice?: number }
+  | { type: 'finish'; finishReason: string; choice?: number }
   | { type: 'usage'; usage: ProviderUsage };
+
+/** CONTRACT §9: POST /v1/embeddings, models of `type: "embedding"`. */
+export interface EmbeddingRequest {
+  model: string;
+  input: string[];
+  dimensions?: number;
+  user?: string;
+  signal: AbortSignal;
+}
+
+export interface EmbeddingResult {
+  /** One vector per input, in input order. */
+  vectors: number[][];
+  /** Null when the provider reported none; the gateway then counts the input tokens itself. */
+  usage: { promptTokens: number } | null;
+}
 
 export interface Provider {
   readonly name: string;
-  readonly kind: 'openai' | 'mock';
+  readonly kind: ProviderKind;
   readonly region: string;
   /** Per hop: time to the response headers (and, for streams, the longest silence between chunks). */
   readonly timeoutMs: number;
   complete(req: ProviderRequest): Promise<Completion>;
   /** Resolves once the provider has accepted the request (HTTP 200); the parts follow as they arrive. */
   openStream(req: ProviderRequest): Promise<AsyncIterable<StreamPart>>;
+  /** Kinds that serve embedding models. */
+  embed?(req: EmbeddingRequest): Promise<EmbeddingResult>;
+  /**
+   * The request field (OpenAI name, e.g. `logit_bias`, `n`, `messages[2].content[0]`) this kind cannot carry, or null.
+   * Optional: a kind without it carries everything.
+   */
+  unsupported?(req: Omit<ProviderRequest, 'signal'>): string | null;
   close(): Promise<void>;
+}
+
+/** The text of a message's content: a string as is, the text parts joined, '' for none. */
+export function contentText(content: ChatMessage['content']): string {
+  if (typeof content === 'string') return content;
+  if (content === null) return '';
+  let out = '';
+  for (const part of content) if (part.type === 'text') out += part.text;
+  return out;
 }
 
 /**

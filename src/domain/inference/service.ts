@@ -530,7 +530,7 @@ export async function streamInference(
           content += part.content;
           yield { type: 'delta', content: part.content };
         } else if (part.type === 'finish') finishReason = part.finishReason;
-        else usage = part.usage;
+        else if (part.type === 'usage') usage = part.usage;
       }
       ended = 'ok';
     } catch (err) {
