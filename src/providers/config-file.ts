@@ -29,6 +29,8 @@ export class SecretValue {
 
 export interface ModelSpec {
   id: string;
+  /** CONTRACT §9: `chat` (default) or `embedding` (served by POST /v1/embeddings only). */
+  type: 'chat' | 'embedding';
   /** USD per million tokens. */
   inputPerMtok: number;
   outputPerMtok: number;
@@ -65,7 +67,11 @@ export const BUILTIN_PROVIDERS: readonly ProviderSpec[] = Object.freeze([
     apiKey: null,
     region: 'local',
     timeoutMs: DEFAULT_PROVIDER_TIMEOUT_MS,
-    models: [{ id: 'mock-1', inputPerMtok: 0, outputPerMtok: 0 }],
+    models: [
+      { id: 'mock-1', type: 'chat', inputPerMtok: 0, outputPerMtok: 0 },
+      // CONTRACT §9: deterministic vectors, 256 dimensions.
+      { id: 'mock-embed-1', type: 'embedding', inputPerMtok: 0, outputPerMtok: 0 },
+    ],
   },
 ]);
 
@@ -80,6 +86,7 @@ const Model = Type.Object(
       pattern: '^(?!auto$)[^\\s]{1,200}$',
       ...says('must be a model id of 1 to 200 characters without spaces (and not "auto"), got {value}'),
     }),
+    type: Type.Optional(Type.Enum(['chat', 'embedding'], says('must be "chat" or "embedding", got {value}'))),
     input_per_mtok: Price,
     output_per_mtok: Price,
   },
@@ -169,7 +176,7 @@ export function parseProvidersDocument(doc: unknown, env: Env): ProviderSpec[] {
       for (const field of ['input_per_mtok', 'output_per_mtok'] as const) {
         if (!isExactPrice(m[field])) fail(`${mat}.${field}`, PRICE_PROBLEM, m[field]);
       }
-      return { id: m.id, inputPerMtok: m.input_per_mtok, outputPerMtok: m.output_per_mtok };
+      return { id: m.id, type: m.type ?? 'chat', inputPerMtok: m.input_per_mtok, outputPerMtok: m.output_per_mtok };
     });
 
     return {

@@ -159,9 +159,9 @@ export class ProviderRegistry {
     return [...(this.byModel.get(modelId) ?? [])];
   }
 
-  /** The default for `model: "auto"`: every route, cheapest first. */
+  /** The default for `model: "auto"`: every chat route, cheapest first. */
   cheapestRoutes(): Route[] {
-    return byPrice([...this.routes]);
+    return byPrice(this.routes.filter((r) => r.model.type !== 'embedding'));
   }
 
   findRoute(providerName: string, modelId: string): Route | undefined {

@@ -16,7 +16,7 @@ const spec = (name: string, region: string, models: Array<[string, number, numbe
   apiKey: null,
   region,
   timeoutMs: 1000,
-  models: models.map(([id, inputPerMtok, outputPerMtok]) => ({ id, inputPerMtok, outputPerMtok })),
+  models: models.map(([id, inputPerMtok, outputPerMtok]) => ({ id, type: 'chat' as const, inputPerMtok, outputPerMtok })),
 });
 
 const registry = (random?: () => number) =>
