@@ -12,7 +12,8 @@ import { SvcError } from '../errors/svc-error.ts';
  *   - `param`: the field's path as the API writes it (`scopes`, `targets[0].weight`, `messages[2].role`); an index into
  *     a list of plain values is left out (`scopes`, not `scopes[3]`);
  *   - a message: `<param> <problem>.`, the problem read from the schema's `x-problem` (config/schema-errors.ts), or
- *     "Missing required parameter: x." / "Unknown parameter: x.".
+ *     "Missing required parameter: x." / "Unknown parameter: x.". A wording that starts with a capital letter is the
+ *     whole sentence (`Unknown scope: {raw}`); `{value}` is the value as JSON, `{raw}` as text.
  *
  *   const input = parseInput(CreateKey, body);   // Static<typeof CreateKey>, or throws SvcError('invalid_request')
  */
@@ -61,11 +62,15 @@ export function inputError(schema: TSchema, error: TLocalizedValidationError, va
     return refused(fieldPath(schema, [...instance, missing!]), (p) => `Missing required parameter: ${p}.`);
   }
   const param = fieldPath(schema, instance);
-  let shown = show(valueAt(value, instance));
-  if (shown.length > MAX_SHOWN) shown = `${shown.slice(0, MAX_SHOWN)}…`;
-  const problem = problemFor(schema, schemaPath, error).replace('{value}', () => shown);
+  const found = valueAt(value, instance);
+  const problem = problemFor(schema, schemaPath, error)
+    .replace('{value}', () => clip(show(found)))
+    .replace('{raw}', () => clip(String(found)));
+  if (/^[A-Z]/.test(problem)) return refused(param, () => `${problem}.`);
   return refused(param, (p) => (p === null ? `The request ${problem}.` : `${p} ${problem}.`));
 }
+
+const clip = (text: string) => (text.length > MAX_SHOWN ? `${text.slice(0, MAX_SHOWN)}…` : text);
 
 function refused(param: string | null, message: (param: string | null) => string): SvcError {
   return new SvcError('invalid_request', { param, message: message(param) });

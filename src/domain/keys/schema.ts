@@ -26,7 +26,7 @@ export const CreateKey = Input({
     description: `1 to ${MAX_KEY_NAME_CHARS} characters after trimming, unique in the project ignoring case and compatibility forms.`,
     ...says(`must be a non-empty string of at most ${MAX_KEY_NAME_CHARS} characters`),
   }),
-  scopes: Type.Array(Type.Enum(SCOPES, says('has an unknown scope: {value}')), {
+  scopes: Type.Array(Type.Enum(SCOPES, says('Unknown scope: {raw}')), {
     minItems: 1,
     description: 'The scopes the key holds (spec §5); a key can grant only scopes it holds itself.',
     ...says({ type: 'must be a non-empty array of scopes', minItems: 'must be a non-empty array of scopes' }),
