@@ -26,7 +26,7 @@ export const CreateWebhook = Input({
       pattern: 'must be a valid absolute URL without spaces or control characters',
     }),
   }),
-  events: Type.Array(Type.Enum(EVENT_TYPES, says(`Unknown event type: {raw}. Known types: ${EVENT_TYPES.join(', ')}`)), {
+  events: Type.Array(Type.Enum(EVENT_TYPES, says(`has an unknown event type: {raw} (known types: ${EVENT_TYPES.join(', ')})`)), {
     minItems: 1,
     description: 'The event types the webhook receives (spec 2.4).',
     ...says({ type: 'must be a non-empty array of event types', minItems: 'must be a non-empty array of event types' }),
