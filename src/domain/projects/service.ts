@@ -19,8 +19,9 @@ function requireOperator(ctx: Ctx): void {
 
 /** Operator only. Audits project.create. */
 export async function createProject(ctx: Ctx, raw: unknown): Promise<Project> {
-  requireOperator(ctx);
+  // Input first, as the REST route's schema checks it before any service runs: both surfaces answer alike.
   const input = parseInput(CreateProject, raw);
+  requireOperator(ctx);
   const valid = { name: input.name, plan: input.plan ?? 'starter', region: input.region ?? null };
   const now = ctx.now();
   return ctx.db.$transaction(async (tx) => {

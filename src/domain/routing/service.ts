@@ -99,8 +99,8 @@ async function policiesChanged(ports: RoutingPorts, projectId: string): Promise<
 }
 
 export async function listRoutingPolicies(ctx: Ctx, raw: unknown): Promise<Page<RoutingPolicy>> {
-  assertCanRead(ctx);
   const query = parseInput(ListRoutingPoliciesQuery, raw);
+  assertCanRead(ctx);
   const projectId = await visibleProjectId(ctx, query.project_id);
   const where: Prisma.RoutingPolicyWhereInput = projectId !== undefined ? { projectId } : {};
   return paginate(query, {
