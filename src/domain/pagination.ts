@@ -1,11 +1,8 @@
+import { Type, type Static } from 'typebox';
+import { says } from '../config/schema-errors.ts';
 import { invalid } from '../errors/svc-error.ts';
-
-/** The spec's pagination query (§4.6). */
-export interface PageQuery {
-  limit?: number;
-  starting_after?: string;
-  ending_before?: string;
-}
+import { Input } from './schema.ts';
+import { parseInput } from './validation.ts';
 
 export interface Page<T> {
   data: T[];
@@ -15,6 +12,27 @@ export interface Page<T> {
 
 export const DEFAULT_PAGE_SIZE = 20;
 export const MAX_PAGE_SIZE = 100;
+
+const Cursor = (description: string) =>
+  Type.Optional(Type.String({ minLength: 1, maxLength: 200, description, ...says('must be an object id of 1 to 200 characters') }));
+
+/** The spec's pagination query (§4.6), for a list of at most `maxLimit` a page: every list query spreads these. */
+export const pageQueryProperties = (maxLimit = MAX_PAGE_SIZE) => ({
+  limit: Type.Optional(
+    Type.Integer({
+      minimum: 1,
+      maximum: maxLimit,
+      description: `Objects per page, 1 to ${maxLimit} (default ${DEFAULT_PAGE_SIZE}).`,
+      ...says('must be an integer between {minimum} and {maximum}'),
+    }),
+  ),
+  starting_after: Cursor('A cursor (the id of an object of this list): the page of objects older than it.'),
+  ending_before: Cursor('A cursor (the id of an object of this list): the page of objects newer than it.'),
+});
+
+export const PageQuery = Input(pageQueryProperties());
+export type PageQuery = Static<typeof PageQuery>;
+const pageQueries = new Map<number, typeof PageQuery>([[MAX_PAGE_SIZE, PageQuery]]);
 
 type Direction = { lt: string } | { gt: string };
 
@@ -29,10 +47,12 @@ export interface PageSource<T> {
 
 /** Validates limit and cursors; both surfaces (REST query, GraphQL first/last) go through here. */
 export function normalizePageQuery(q: PageQuery, maxLimit = MAX_PAGE_SIZE): Required<Pick<PageQuery, 'limit'>> & PageQuery {
+  let schema = pageQueries.get(maxLimit);
+  if (!schema) pageQueries.set(maxLimit, (schema = Input(pageQueryProperties(maxLimit))));
+  const page = { limit: q.limit, starting_after: q.starting_after, ending_before: q.ending_before };
+  for (const k of Object.keys(page) as (keyof PageQuery)[]) if (page[k] === undefined) delete page[k];
+  parseInput(schema, page);
   const limit = q.limit ?? DEFAULT_PAGE_SIZE;
-  if (!Number.isInteger(limit) || limit < 1 || limit > maxLimit) {
-    throw invalid('limit', `limit must be an integer between 1 and ${maxLimit}.`);
-  }
   if (q.starting_after !== undefined && q.ending_before !== undefined) {
     throw invalid('ending_before', 'Pass starting_after or ending_before, not both.');
   }

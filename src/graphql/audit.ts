@@ -1,7 +1,9 @@
 import { AUDIT_ACTION_NAMES } from '../domain/audit/actions.ts';
-import { AUDIT_MAX_PAGE_SIZE, listAuditEvents } from '../domain/audit/service.ts';
+import { listAuditEvents } from '../domain/audit/service.ts';
+import { AUDIT_MAX_PAGE_SIZE } from '../domain/audit/schema.ts';
 import { builder } from './builder.ts';
 import { serviceConnection } from './connections.ts';
+import { listFilters } from './inputs.ts';
 
 export const AuditEventRef = builder.prismaObject('AuditEvent', {
   fields: (t) => ({
@@ -33,13 +35,7 @@ builder.queryFields((t) => ({
       description: `Newest first; first/last up to ${AUDIT_MAX_PAGE_SIZE}, as GET /v1/audit/events.`,
       args: { projectId: t.arg.id(), action: t.arg.string() },
       resolve: (_root, args, { ctx }) =>
-        serviceConnection(args, (query) =>
-          listAuditEvents(ctx, {
-            ...query,
-            project_id: args.projectId ?? undefined,
-            action: args.action ?? undefined,
-          }),
-        ),
+        serviceConnection(args, (query) => listAuditEvents(ctx, { ...query, ...listFilters(args) })),
     },
     { name: 'AuditEventConnection' },
     { name: 'AuditEventEdge' },

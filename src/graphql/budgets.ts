@@ -1,4 +1,6 @@
-import { getBudget, microsToUsd, updateBudget, type ProjectBudget } from '../domain/budgets/service.ts';
+import { getBudget, updateBudget, type ProjectBudget } from '../domain/budgets/service.ts';
+import { microsToUsd } from '../kernel/money.ts';
+import { serviceInput } from './inputs.ts';
 import { builder } from './builder.ts';
 
 /** REST's svc.budget object: the project's monthly budget and this calendar month's spend (UTC). */
@@ -34,7 +36,6 @@ builder.mutationField('updateBudget', (t) =>
     description: 'budgetUsd null removes the budget; the argument must be given. Audits and emits policy.updated.',
     args: { projectId: t.arg.id({ required: true }), budgetUsd: t.arg.float() },
     // Absent and null differ, as in REST's body: absent is 400 invalid_request, null removes the budget.
-    resolve: (_root, args, { ctx, ports }) =>
-      updateBudget(ports.budgets, ctx, String(args.projectId), 'budgetUsd' in args ? { budget_usd: args.budgetUsd } : {}),
+    resolve: (_root, { projectId, ...input }, { ctx, ports }) => updateBudget(ports.budgets, ctx, String(projectId), serviceInput(input)),
   }),
 );

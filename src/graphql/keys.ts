@@ -6,11 +6,13 @@ import {
   listKeys,
   revokeKey,
   rotateKey,
-  MICROS_PER_USD,
 } from '../domain/keys/service.ts';
+import { CreateKey } from '../domain/keys/schema.ts';
+import { microsToUsd } from '../kernel/money.ts';
 import { KEY_PREFIX, redactSecret } from '../domain/keys/secrets.ts';
 import { builder } from './builder.ts';
 import { serviceConnection } from './connections.ts';
+import { inputTypeFrom, listFilters, serviceInput } from './inputs.ts';
 
 /** The key object of REST (spec 2.1, CONTRACT §3) with camelCase names; the secret is always redacted here. */
 export const ApiKeyRef = builder.prismaObject('ApiKey', {
@@ -31,7 +33,7 @@ export const ApiKeyRef = builder.prismaObject('ApiKey', {
     }),
     budgetUsd: t.float({
       nullable: true,
-      resolve: (key) => (key.budgetMicros === null ? null : Number(key.budgetMicros) / MICROS_PER_USD),
+      resolve: (key) => (key.budgetMicros === null ? null : microsToUsd(key.budgetMicros)),
     }),
     expiresAt: t.expose('expiresAt', { type: 'UnixSeconds', nullable: true }),
     createdAt: t.expose('createdAt', { type: 'UnixSeconds' }),
@@ -60,15 +62,7 @@ const RotateKeyPayload = builder
     }),
   });
 
-const CreateKeyInput = builder.inputType('CreateKeyInput', {
-  fields: (t) => ({
-    projectId: t.id({ description: 'Else the X-Svc-Project header; missing: missing_project_id.' }),
-    name: t.string({ required: true }),
-    scopes: t.stringList({ required: true }),
-    budgetUsd: t.float(),
-    expiresAt: t.field({ type: 'UnixSeconds' }),
-  }),
-});
+const CreateKeyInput = inputTypeFrom('CreateKeyInput', CreateKey);
 
 builder.queryFields((t) => ({
   keys: t.connection(
@@ -79,7 +73,7 @@ builder.queryFields((t) => ({
       description: 'Newest first. Audits key.list, as GET /v1/keys does.',
       args: { projectId: t.arg.id() },
       resolve: (_root, args, { ctx }) =>
-        serviceConnection(args, (query) => listKeys(ctx, { ...query, project_id: args.projectId ?? undefined })),
+        serviceConnection(args, (query) => listKeys(ctx, { ...query, ...listFilters(args) })),
     },
     { name: 'ApiKeyConnection' },
     { name: 'ApiKeyEdge' },
@@ -102,13 +96,7 @@ builder.mutationFields((t) => ({
         'A key can only grant scopes it holds, and a budgetUsd / expiresAt no looser than its own (insufficient_scope naming budget_usd / expires_at). Audits key.create.',
     args: { input: t.arg({ type: CreateKeyInput, required: true }) },
     resolve: async (_root, { input }, { ctx }) => {
-      const key = await createKey(ctx, {
-        project_id: input.projectId === null || input.projectId === undefined ? null : String(input.projectId),
-        name: input.name,
-        scopes: input.scopes,
-        budget_usd: input.budgetUsd,
-        expires_at: input.expiresAt,
-      });
+      const key = await createKey(ctx, serviceInput(input));
       return { key, secret: key.secret! };
     },
   }),
@@ -119,8 +107,8 @@ builder.mutationFields((t) => ({
     description:
       'New secret for the same key id; the previous one stays valid overlapHours (0 to 168). A key rotates only keys whose scopes it holds and whose budget and expiry are within its own. Audits key.rotate, emits key.rotated.',
     args: { id: t.arg.id({ required: true }), overlapHours: t.arg.int() },
-    resolve: async (_root, args, { ctx, ports }) => {
-      const key = await rotateKey(ports.keys, ctx, String(args.id), { overlap_hours: args.overlapHours });
+    resolve: async (_root, { id, ...input }, { ctx, ports }) => {
+      const key = await rotateKey(ports.keys, ctx, String(id), serviceInput(input));
       return { key, secret: key.secret!, previousSecretExpiresAt: key.previousSecretExpiresAt };
     },
   }),

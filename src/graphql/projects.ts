@@ -1,6 +1,8 @@
 import { archiveProject, createProject, getProject, listProjects } from '../domain/projects/service.ts';
 import { builder } from './builder.ts';
 import { serviceConnection } from './connections.ts';
+import { inputTypeFrom, serviceInput } from './inputs.ts';
+import { CreateProject } from '../domain/projects/schema.ts';
 
 export const ProjectRef = builder.prismaObject('Project', {
   fields: (t) => ({
@@ -13,13 +15,7 @@ export const ProjectRef = builder.prismaObject('Project', {
   }),
 });
 
-const CreateProjectInput = builder.inputType('CreateProjectInput', {
-  fields: (t) => ({
-    name: t.string({ required: true }),
-    plan: t.string({ description: 'starter (default), growth or enterprise.' }),
-    region: t.string(),
-  }),
-});
+const CreateProjectInput = inputTypeFrom('CreateProjectInput', CreateProject);
 
 // Any valid key, as on REST (domain/auth/actions.ts): a key sees its own project, the operator all; the service decides.
 builder.queryFields((t) => ({
@@ -49,8 +45,7 @@ builder.mutationFields((t) => ({
     authScopes: { action: 'project.create' },
     description: 'Operator only (403 insufficient_scope for a project key). Audits project.create.',
     args: { input: t.arg({ type: CreateProjectInput, required: true }) },
-    resolve: (_root, { input }, { ctx }) =>
-      createProject(ctx, { name: input.name, plan: input.plan ?? undefined, region: input.region ?? null }),
+    resolve: (_root, { input }, { ctx }) => createProject(ctx, serviceInput(input)),
   }),
   archiveProject: t.field({
     type: ProjectRef,

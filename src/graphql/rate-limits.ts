@@ -1,5 +1,7 @@
 import { getRateLimits, updateRateLimits, type ProjectRateLimits } from '../domain/rate-limits/service.ts';
+import { UpdateRateLimits } from '../domain/rate-limits/schema.ts';
 import { builder } from './builder.ts';
+import { inputTypeFrom, serviceInput } from './inputs.ts';
 
 /** REST's svc.rate_limits object (spec 2.5, CONTRACT §7). */
 export const RateLimitsRef = builder.objectRef<ProjectRateLimits>('RateLimits').implement({
@@ -12,13 +14,7 @@ export const RateLimitsRef = builder.objectRef<ProjectRateLimits>('RateLimits').
   }),
 });
 
-const RateLimitsInput = builder.inputType('RateLimitsInput', {
-  fields: (t) => ({
-    requestsPerMinute: t.int({ required: true }),
-    tokensPerMinute: t.int({ required: true }),
-    burst: t.int({ required: true }),
-  }),
-});
+const RateLimitsInput = inputTypeFrom('RateLimitsInput', UpdateRateLimits, { omit: ['project_id'] });
 
 builder.queryField('rateLimits', (t) =>
   t.field({
@@ -38,10 +34,6 @@ builder.mutationField('updateRateLimits', (t) =>
     description: 'Sets all three limits; the next request on every replica uses them. Audits and emits policy.updated.',
     args: { projectId: t.arg.id({ required: true }), input: t.arg({ type: RateLimitsInput, required: true }) },
     resolve: (_root, { projectId, input }, { ctx, ports }) =>
-      updateRateLimits(ports.rateLimits, ctx, String(projectId), {
-        requests_per_minute: input.requestsPerMinute,
-        tokens_per_minute: input.tokensPerMinute,
-        burst: input.burst,
-      }),
+      updateRateLimits(ports.rateLimits, ctx, String(projectId), serviceInput(input)),
   }),
 );

@@ -1,8 +1,9 @@
 import type { UsageRecord } from '../generated/prisma/client.ts';
-import { listUsage, type UsageDay, type UsageQuery } from '../domain/usage/service.ts';
-import { microsToUsd } from '../domain/budgets/service.ts';
+import { listUsage, type UsageDay } from '../domain/usage/service.ts';
+import { microsToUsd } from '../kernel/money.ts';
 import { builder } from './builder.ts';
 import { serviceConnection } from './connections.ts';
+import { listFilters } from './inputs.ts';
 
 /** CONTRACT §8's usage record; its cursor is the request id (spec 4.5). */
 export const UsageRecordRef = builder.prismaObject('UsageRecord', {
@@ -46,7 +47,7 @@ builder.queryFields((t) => ({
         serviceConnection(
           args,
           async (query) => {
-            const usage = await listUsage(ports.usage, ctx, { ...query, ...usageFilter(args), granularity: 'request' });
+            const usage = await listUsage(ports.usage, ctx, { ...query, ...listFilters(args), granularity: 'request' });
             return usage.granularity === 'request' ? usage.page : { data: [], hasMore: false, limit: 0 };
           },
           (u: UsageRecord) => u.requestId,
@@ -62,16 +63,8 @@ builder.queryFields((t) => ({
     description: 'One row per UTC day with usage, newest first (GET /v1/usage?granularity=day): the last 30 days by default.',
     args: { projectId: t.arg.id(), startDate: t.arg.string(), endDate: t.arg.string() },
     resolve: async (_root, args, { ctx, ports }) => {
-      const usage = await listUsage(ports.usage, ctx, { ...usageFilter(args), granularity: 'day' });
+      const usage = await listUsage(ports.usage, ctx, { ...listFilters(args), granularity: 'day' });
       return usage.granularity === 'day' ? usage.days : [];
     },
   }),
 }));
-
-function usageFilter(args: { projectId?: string | number | null; startDate?: string | null; endDate?: string | null }): UsageQuery {
-  return {
-    ...(args.projectId !== null && args.projectId !== undefined ? { project_id: String(args.projectId) } : {}),
-    ...(args.startDate !== null && args.startDate !== undefined ? { start_date: args.startDate } : {}),
-    ...(args.endDate !== null && args.endDate !== undefined ? { end_date: args.endDate } : {}),
-  };
-}

@@ -8,7 +8,9 @@ import {
 } from '../domain/webhooks/service.ts';
 import { findDelivery } from '../domain/webhooks/store.ts';
 import { SvcError } from '../errors/svc-error.ts';
+import { CreateWebhook } from '../domain/webhooks/schema.ts';
 import { builder } from './builder.ts';
+import { inputTypeFrom, listFilters, serviceInput } from './inputs.ts';
 import { relationConnection, relationPageArgs, serviceConnection } from './connections.ts';
 
 /** The event envelope (spec 2.4). */
@@ -94,13 +96,7 @@ const CreateWebhookPayload = builder.objectRef<{ webhook: Webhook; secret: strin
   }),
 });
 
-const CreateWebhookInput = builder.inputType('CreateWebhookInput', {
-  fields: (t) => ({
-    projectId: t.id({ description: 'Else the X-Svc-Project header; missing: missing_project_id.' }),
-    url: t.string({ required: true, description: 'HTTPS only.' }),
-    events: t.stringList({ required: true }),
-  }),
-});
+const CreateWebhookInput = inputTypeFrom('CreateWebhookInput', CreateWebhook);
 
 builder.queryFields((t) => ({
   webhooks: t.connection(
@@ -111,7 +107,7 @@ builder.queryFields((t) => ({
       description: 'Newest first, as GET /v1/webhooks.',
       args: { projectId: t.arg.id() },
       resolve: (_root, args, { ctx }) =>
-        serviceConnection(args, (query) => listWebhooks(ctx, { ...query, project_id: args.projectId ?? undefined })),
+        serviceConnection(args, (query) => listWebhooks(ctx, { ...query, ...listFilters(args) })),
     },
     { name: 'WebhookConnection' },
     { name: 'WebhookEdge' },
@@ -148,11 +144,7 @@ builder.mutationFields((t) => ({
     description: 'HTTPS only; private addresses are refused unless allowlisted. Audits webhook.create.',
     args: { input: t.arg({ type: CreateWebhookInput, required: true }) },
     resolve: async (_root, { input }, { ctx, ports }) => {
-      const webhook = await createWebhook(ports.webhooks, ctx, {
-        project_id: input.projectId === null || input.projectId === undefined ? null : String(input.projectId),
-        url: input.url,
-        events: input.events,
-      });
+      const webhook = await createWebhook(ports.webhooks, ctx, serviceInput(input));
       return { webhook, secret: webhook.secret! };
     },
   }),

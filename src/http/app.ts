@@ -26,6 +26,7 @@ import { rateLimitRequest, registerRateLimitHeaders } from './hooks/rate-limit.t
 import { budgetsRoutes } from '../rest/budgets.ts';
 import { rateLimitsRoutes } from '../rest/rate-limits.ts';
 import { parseJsonBodies } from './json-body.ts';
+import { routeValidatorCompiler } from './route-validation.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -92,8 +93,8 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   app.decorate('ports', deps.ports);
   app.decorateRequest('ctx', null as unknown as Ctx);
 
-  app.setValidatorCompiler(({ schema, httpPart }) =>
-    httpPart === 'body' ? bodyAjv.compile(schema) : queryAjv.compile(schema),
+  app.setValidatorCompiler(
+    routeValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? bodyAjv.compile(schema) : queryAjv.compile(schema))),
   );
 
   // An empty body with Content-Type: application/json is no body, not an error (curl -X POST on revoke).

@@ -14,7 +14,12 @@ interface AjvError {
   message?: string;
 }
 
-/** The request field a schema failure is about: `/scopes/0` is `scopes`; a missing or unknown property names itself. */
+/**
+ * For routes whose schema is still plain JSON Schema (ajv): the inference routes and strict-input's defaults. A TypeBox
+ * route schema is checked by domain/validation.ts (http/route-validation.ts), whose SvcError already carries the param
+ * and the schema's wording, the same GraphQL gets.
+ * The request field a schema failure is about: `/scopes/0` is `scopes`; a missing or unknown property names itself.
+ */
 function paramOf(err: AjvError): string | null {
   const fromPath = err.instancePath?.split('/').filter(Boolean)[0];
   const own = err.params?.missingProperty ?? err.params?.additionalProperty;

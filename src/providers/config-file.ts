@@ -6,6 +6,7 @@ import { Errors } from 'typebox/value';
 import { parse as parseYaml } from 'yaml';
 import { pointer, problemFor, says, show, valueAt } from '../config/schema-errors.ts';
 import { isExactPrice, MAX_PRICE_USD_PER_MTOK } from '../kernel/money.ts';
+import { REGION_PATTERN } from '../kernel/region.ts';
 
 /** A secret that prints as [redacted] everywhere (JSON, util.inspect, pino): only reveal() gives the value. */
 export class SecretValue {
@@ -104,7 +105,7 @@ const Provider = Type.Object(
     api_key_env: Type.Optional(
       Type.Union([Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$' }), Type.Null()], says('must be the name of an environment variable, got {value}')),
     ),
-    region: Type.String({ pattern: '^[a-z0-9][a-z0-9-]{0,62}$', ...says('is required: a lower-case region name such as eu-west-1, got {value}') }),
+    region: Type.String({ pattern: REGION_PATTERN, ...says('is required: a lower-case region name such as eu-west-1, got {value}') }),
     timeout_ms: Type.Optional(
       Type.Integer({ minimum: 1, maximum: 600_000, ...says('must be a whole number of milliseconds from 1 to 600000, got {value}') }),
     ),

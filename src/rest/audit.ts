@@ -1,8 +1,9 @@
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { AuditEvent } from '../generated/prisma/client.ts';
-import { AUDIT_MAX_PAGE_SIZE, listAuditEvents, type AuditQuery } from '../domain/audit/service.ts';
+import { listAuditEvents } from '../domain/audit/service.ts';
+import { AuditQuery } from '../domain/audit/schema.ts';
 import { unixSeconds } from '../domain/context.ts';
-import { pageQueryProperties, sendList } from './list.ts';
+import { sendList } from './list.ts';
 
 export function presentAuditEvent(e: AuditEvent) {
   return {
@@ -19,18 +20,8 @@ export function presentAuditEvent(e: AuditEvent) {
   };
 }
 
-export const auditRoutes: FastifyPluginAsync = async (app) => {
-  app.get<{ Querystring: AuditQuery }>(
-    '/v1/audit/events',
-    {
-      schema: {
-        querystring: {
-          type: 'object',
-          additionalProperties: false,
-          properties: { ...pageQueryProperties, project_id: { type: 'string' }, action: { type: 'string' } }, // length: the service, for both surfaces
-        },
-      },
-    },
-    async (req, reply) => sendList(reply, await listAuditEvents(req.ctx, req.query), '/v1/audit/events', presentAuditEvent),
+export const auditRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  app.get('/v1/audit/events', { schema: { querystring: AuditQuery } }, async (req, reply) =>
+    sendList(reply, await listAuditEvents(req.ctx, req.query), '/v1/audit/events', presentAuditEvent),
   );
 };

@@ -1,6 +1,9 @@
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { unixOrNull } from '../domain/context.ts';
-import { getBudget, microsToUsd, updateBudget, type ProjectBudget, type UpdateBudgetInput } from '../domain/budgets/service.ts';
+import { getBudget, updateBudget, type ProjectBudget } from '../domain/budgets/service.ts';
+import { UpdateBudget } from '../domain/budgets/schema.ts';
+import { ProjectIdParams } from '../domain/projects/schema.ts';
+import { microsToUsd } from '../kernel/money.ts';
 
 /** Our budget object: the project's monthly budget and its spend in the current calendar month (UTC). */
 export function presentBudget(b: ProjectBudget) {
@@ -14,27 +17,12 @@ export function presentBudget(b: ProjectBudget) {
   };
 }
 
-const ProjectIdParams = {
-  type: 'object',
-  properties: { project_id: { type: 'string' } },
-  required: ['project_id'],
-} as const;
-
-export const budgetsRoutes: FastifyPluginAsync = async (app) => {
-  app.put<{ Params: { project_id: string }; Body: UpdateBudgetInput }>(
-    '/v1/projects/:project_id/budget',
-    {
-      schema: {
-        params: ProjectIdParams,
-        body: { type: 'object', additionalProperties: false, required: ['budget_usd'], properties: { project_id: { type: ['string', 'null'] }, budget_usd: {} } },
-      },
-    },
-    async (req) => presentBudget(await updateBudget(app.ports.budgets, req.ctx, req.params.project_id, req.body)),
+export const budgetsRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  app.put('/v1/projects/:project_id/budget', { schema: { params: ProjectIdParams, body: UpdateBudget } }, async (req) =>
+    presentBudget(await updateBudget(app.ports.budgets, req.ctx, req.params.project_id, req.body)),
   );
 
-  app.get<{ Params: { project_id: string } }>(
-    '/v1/projects/:project_id/budget',
-    { schema: { params: ProjectIdParams } },
-    async (req) => presentBudget(await getBudget(app.ports.budgets, req.ctx, req.params.project_id)),
+  app.get('/v1/projects/:project_id/budget', { schema: { params: ProjectIdParams } }, async (req) =>
+    presentBudget(await getBudget(app.ports.budgets, req.ctx, req.params.project_id)),
   );
 };

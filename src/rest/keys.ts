@@ -1,4 +1,4 @@
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { ApiKey } from '../generated/prisma/client.ts';
 import { unixOrNull, unixSeconds } from '../domain/context.ts';
 import {
@@ -8,13 +8,11 @@ import {
   listKeys,
   revokeKey,
   rotateKey,
-  MICROS_PER_USD,
-  type CreateKeyInput,
-  type ListKeysQuery,
-  type RotateKeyInput,
 } from '../domain/keys/service.ts';
+import { CreateKey, KeyIdParams, ListKeysQuery, RotateKey } from '../domain/keys/schema.ts';
+import { microsToUsd } from '../kernel/money.ts';
 import { KEY_PREFIX, redactSecret } from '../domain/keys/secrets.ts';
-import { pageQueryProperties, sendList } from './list.ts';
+import { sendList } from './list.ts';
 
 /** The key object (spec 2.1, CONTRACT §3); the full secret only when given (create, rotate). */
 export function presentKey(key: ApiKey, now: Date, secret?: string) {
@@ -27,7 +25,7 @@ export function presentKey(key: ApiKey, now: Date, secret?: string) {
     scopes: key.scopes,
     project_id: key.projectId,
     status: keyStatus(key, now),
-    budget_usd: key.budgetMicros === null ? null : Number(key.budgetMicros) / MICROS_PER_USD,
+    budget_usd: key.budgetMicros === null ? null : microsToUsd(key.budgetMicros),
     expires_at: unixOrNull(key.expiresAt),
     created_at: unixSeconds(key.createdAt),
     last_used_at: unixOrNull(key.lastUsedAt),
@@ -35,76 +33,30 @@ export function presentKey(key: ApiKey, now: Date, secret?: string) {
   };
 }
 
-const KeyIdParams = { type: 'object', properties: { key_id: { type: 'string' } }, required: ['key_id'] } as const;
+export const keysRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  app.post('/v1/keys', { schema: { body: CreateKey } }, async (req) => {
+    const key = await createKey(req.ctx, req.body);
+    return presentKey(key, req.ctx.now(), key.secret);
+  });
 
-export const keysRoutes: FastifyPluginAsync = async (app) => {
-  app.post<{ Body: CreateKeyInput }>(
-    '/v1/keys',
-    {
-      schema: {
-        body: {
-          type: 'object',
-          additionalProperties: false,
-          required: ['name', 'scopes'],
-          properties: {
-            project_id: { type: ['string', 'null'] },
-            name: { type: 'string' },
-            scopes: { type: 'array', items: { type: 'string' } },
-            budget_usd: { type: ['number', 'null'] },
-            expires_at: { type: ['integer', 'null'] },
-          },
-        },
-      },
-    },
-    async (req) => {
-      const key = await createKey(req.ctx, req.body);
-      return presentKey(key, req.ctx.now(), key.secret);
-    },
-  );
+  app.get('/v1/keys', { schema: { querystring: ListKeysQuery } }, async (req, reply) => {
+    const now = req.ctx.now();
+    return sendList(reply, await listKeys(req.ctx, req.query), '/v1/keys', (k) => presentKey(k, now));
+  });
 
-  app.get<{ Querystring: ListKeysQuery }>(
-    '/v1/keys',
-    {
-      schema: {
-        querystring: {
-          type: 'object',
-          additionalProperties: false,
-          properties: { ...pageQueryProperties, project_id: { type: 'string' } },
-        },
-      },
-    },
-    async (req, reply) => {
-      const now = req.ctx.now();
-      return sendList(reply, await listKeys(req.ctx, req.query), '/v1/keys', (k) => presentKey(k, now));
-    },
-  );
-
-  app.get<{ Params: { key_id: string } }>('/v1/keys/:key_id', { schema: { params: KeyIdParams } }, async (req) =>
+  app.get('/v1/keys/:key_id', { schema: { params: KeyIdParams } }, async (req) =>
     presentKey(await getKey(req.ctx, req.params.key_id), req.ctx.now()),
   );
 
-  app.post<{ Params: { key_id: string }; Body: RotateKeyInput | undefined }>(
-    '/v1/keys/:key_id/rotate',
-    {
-      schema: {
-        params: KeyIdParams,
-        body: {
-          type: ['object', 'null'],
-          additionalProperties: false,
-          properties: { project_id: { type: ['string', 'null'] }, overlap_hours: { type: ['integer', 'null'] } },
-        },
-      },
-    },
-    async (req) => {
-      const key = await rotateKey(app.ports.keys, req.ctx, req.params.key_id, req.body ?? {});
-      return {
-        ...presentKey(key, req.ctx.now(), key.secret),
-        previous_secret_expires_at: unixSeconds(key.previousSecretExpiresAt),
-      };
-    },
-  );
+  app.post('/v1/keys/:key_id/rotate', { schema: { params: KeyIdParams, body: RotateKey } }, async (req) => {
+    const key = await rotateKey(app.ports.keys, req.ctx, req.params.key_id, req.body ?? {});
+    return {
+      ...presentKey(key, req.ctx.now(), key.secret),
+      previous_secret_expires_at: unixSeconds(key.previousSecretExpiresAt),
+    };
+  });
 
-  app.post<{ Params: { key_id: string } }>('/v1/keys/:key_id/revoke', { schema: { params: KeyIdParams } }, async (req) =>
+  app.post('/v1/keys/:key_id/revoke', { schema: { params: KeyIdParams } }, async (req) =>
     presentKey(await revokeKey(app.ports.keys, req.ctx, req.params.key_id), req.ctx.now()),
   );
 };

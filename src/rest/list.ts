@@ -7,10 +7,3 @@ export function sendList<T, J>(reply: FastifyReply, page: Page<T>, url: string, 
   reply.header('X-Svc-Has-More', page.hasMore ? 'true' : 'false');
   return { object: 'list' as const, data: page.data.map(present), has_more: page.hasMore, url };
 }
-
-/** The pagination query (§4.6); ranges are checked by domain/pagination.ts so GraphQL shares them. */
-export const pageQueryProperties = {
-  limit: { type: 'integer' },
-  starting_after: { type: 'string', minLength: 1, maxLength: 200 },
-  ending_before: { type: 'string', minLength: 1, maxLength: 200 },
-} as const;

@@ -1,9 +1,9 @@
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Project } from '../generated/prisma/client.ts';
 import { unixSeconds } from '../domain/context.ts';
-import { archiveProject, createProject, getProject, listProjects, type CreateProjectInput } from '../domain/projects/service.ts';
-import type { PageQuery } from '../domain/pagination.ts';
-import { pageQueryProperties, sendList } from './list.ts';
+import { archiveProject, createProject, getProject, listProjects } from '../domain/projects/service.ts';
+import { CreateProject, ListProjectsQuery, ProjectIdParams } from '../domain/projects/schema.ts';
+import { sendList } from './list.ts';
 
 export function presentProject(p: Project) {
   return {
@@ -17,45 +17,18 @@ export function presentProject(p: Project) {
   };
 }
 
-const ProjectIdParams = {
-  type: 'object',
-  properties: { project_id: { type: 'string' } },
-  required: ['project_id'],
-} as const;
+export const projectsRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  app.post('/v1/projects', { schema: { body: CreateProject } }, async (req) => presentProject(await createProject(req.ctx, req.body)));
 
-export const projectsRoutes: FastifyPluginAsync = async (app) => {
-  app.post<{ Body: CreateProjectInput }>(
-    '/v1/projects',
-    {
-      schema: {
-        body: {
-          type: 'object',
-          additionalProperties: false,
-          required: ['name'],
-          properties: {
-            name: { type: 'string' },
-            plan: { type: ['string', 'null'] }, // null: the default plan, as GraphQL's createProject reads it
-            region: { type: ['string', 'null'] },
-          },
-        },
-      },
-    },
-    async (req) => presentProject(await createProject(req.ctx, req.body)),
+  app.get('/v1/projects', { schema: { querystring: ListProjectsQuery } }, async (req, reply) =>
+    sendList(reply, await listProjects(req.ctx, req.query), '/v1/projects', presentProject),
   );
 
-  app.get<{ Querystring: PageQuery }>(
-    '/v1/projects',
-    { schema: { querystring: { type: 'object', additionalProperties: false, properties: pageQueryProperties } } },
-    async (req, reply) => sendList(reply, await listProjects(req.ctx, req.query), '/v1/projects', presentProject),
-  );
-
-  app.get<{ Params: { project_id: string } }>('/v1/projects/:project_id', { schema: { params: ProjectIdParams } }, async (req) =>
+  app.get('/v1/projects/:project_id', { schema: { params: ProjectIdParams } }, async (req) =>
     presentProject(await getProject(req.ctx, req.params.project_id)),
   );
 
-  app.post<{ Params: { project_id: string } }>(
-    '/v1/projects/:project_id/archive',
-    { schema: { params: ProjectIdParams } },
-    async (req) => presentProject(await archiveProject(app.ports.projects, req.ctx, req.params.project_id)),
+  app.post('/v1/projects/:project_id/archive', { schema: { params: ProjectIdParams } }, async (req) =>
+    presentProject(await archiveProject(app.ports.projects, req.ctx, req.params.project_id)),
   );
 };

@@ -1,9 +1,10 @@
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { UsageRecord } from '../generated/prisma/client.ts';
 import { unixSeconds } from '../domain/context.ts';
-import { listUsage, MAX_DAYS, type UsageDay, type UsageQuery } from '../domain/usage/service.ts';
-import { microsToUsd } from '../providers/pricing.ts';
-import { pageQueryProperties, sendList } from './list.ts';
+import { listUsage, MAX_DAYS, type UsageDay } from '../domain/usage/service.ts';
+import { UsageQuery } from '../domain/usage/schema.ts';
+import { microsToUsd } from '../kernel/money.ts';
+import { sendList } from './list.ts';
 
 /** CONTRACT §8's usage record. */
 export function presentUsageRecord(u: UsageRecord) {
@@ -37,28 +38,10 @@ export function presentUsageDay(d: UsageDay) {
   };
 }
 
-export const usageRoutes: FastifyPluginAsync = async (app) => {
-  app.get<{ Querystring: UsageQuery }>(
-    '/v1/usage',
-    {
-      schema: {
-        querystring: {
-          type: 'object',
-          additionalProperties: false,
-          properties: {
-            ...pageQueryProperties,
-            project_id: { type: 'string' },
-            granularity: { type: 'string' },
-            start_date: { type: 'string' },
-            end_date: { type: 'string' },
-          },
-        },
-      },
-    },
-    async (req, reply) => {
-      const usage = await listUsage(app.ports.usage, req.ctx, req.query);
-      if (usage.granularity === 'request') return sendList(reply, usage.page, '/v1/usage', presentUsageRecord);
-      return sendList(reply, { data: usage.days, hasMore: false, limit: MAX_DAYS }, '/v1/usage', presentUsageDay);
-    },
-  );
+export const usageRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  app.get('/v1/usage', { schema: { querystring: UsageQuery } }, async (req, reply) => {
+    const usage = await listUsage(app.ports.usage, req.ctx, req.query);
+    if (usage.granularity === 'request') return sendList(reply, usage.page, '/v1/usage', presentUsageRecord);
+    return sendList(reply, { data: usage.days, hasMore: false, limit: MAX_DAYS }, '/v1/usage', presentUsageDay);
+  });
 };

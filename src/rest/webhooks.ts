@@ -1,7 +1,6 @@
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Webhook, WebhookDelivery } from '../generated/prisma/client.ts';
 import { unixOrNull, unixSeconds } from '../domain/context.ts';
-import type { PageQuery } from '../domain/pagination.ts';
 import {
   createWebhook,
   disableWebhook,
@@ -9,10 +8,9 @@ import {
   listDeliveries,
   listWebhooks,
   replayDelivery,
-  type CreateWebhookInput,
-  type ListWebhooksQuery,
 } from '../domain/webhooks/service.ts';
-import { pageQueryProperties, sendList } from './list.ts';
+import { CreateWebhook, DeliveryParams, ListDeliveriesQuery, ListWebhooksQuery, WebhookIdParams } from '../domain/webhooks/schema.ts';
+import { sendList } from './list.ts';
 
 /** The webhook object (spec 2.2, CONTRACT §6); the signing secret only on create. */
 export function presentWebhook(webhook: Webhook, secret?: string) {
@@ -44,72 +42,27 @@ export function presentDelivery(delivery: WebhookDelivery) {
   };
 }
 
-const WebhookIdParams = {
-  type: 'object',
-  properties: { webhook_id: { type: 'string' } },
-  required: ['webhook_id'],
-} as const;
-const DeliveryParams = {
-  type: 'object',
-  properties: { webhook_id: { type: 'string' }, delivery_id: { type: 'string' } },
-  required: ['webhook_id', 'delivery_id'],
-} as const;
+export const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  app.post('/v1/webhooks', { schema: { body: CreateWebhook } }, async (req) => {
+    const webhook = await createWebhook(app.ports.webhooks, req.ctx, req.body);
+    return presentWebhook(webhook, webhook.secret);
+  });
 
-export const webhooksRoutes: FastifyPluginAsync = async (app) => {
-  app.post<{ Body: CreateWebhookInput }>(
-    '/v1/webhooks',
-    {
-      schema: {
-        body: {
-          type: 'object',
-          additionalProperties: false,
-          required: ['url', 'events'],
-          properties: {
-            project_id: { type: ['string', 'null'] },
-            url: { type: 'string' },
-            events: { type: 'array', items: { type: 'string' } },
-          },
-        },
-      },
-    },
-    async (req) => {
-      const webhook = await createWebhook(app.ports.webhooks, req.ctx, req.body);
-      return presentWebhook(webhook, webhook.secret);
-    },
+  app.get('/v1/webhooks', { schema: { querystring: ListWebhooksQuery } }, async (req, reply) =>
+    sendList(reply, await listWebhooks(req.ctx, req.query), '/v1/webhooks', (w) => presentWebhook(w)),
   );
 
-  app.get<{ Querystring: ListWebhooksQuery }>(
-    '/v1/webhooks',
-    {
-      schema: {
-        querystring: {
-          type: 'object',
-          additionalProperties: false,
-          properties: { ...pageQueryProperties, project_id: { type: 'string' } },
-        },
-      },
-    },
-    async (req, reply) => sendList(reply, await listWebhooks(req.ctx, req.query), '/v1/webhooks', (w) => presentWebhook(w)),
-  );
-
-  app.get<{ Params: { webhook_id: string } }>('/v1/webhooks/:webhook_id', { schema: { params: WebhookIdParams } }, async (req) =>
+  app.get('/v1/webhooks/:webhook_id', { schema: { params: WebhookIdParams } }, async (req) =>
     presentWebhook(await getWebhook(req.ctx, req.params.webhook_id)),
   );
 
-  app.post<{ Params: { webhook_id: string } }>(
-    '/v1/webhooks/:webhook_id/disable',
-    { schema: { params: WebhookIdParams } },
-    async (req) => presentWebhook(await disableWebhook(req.ctx, req.params.webhook_id)),
+  app.post('/v1/webhooks/:webhook_id/disable', { schema: { params: WebhookIdParams } }, async (req) =>
+    presentWebhook(await disableWebhook(req.ctx, req.params.webhook_id)),
   );
 
-  app.get<{ Params: { webhook_id: string }; Querystring: PageQuery }>(
+  app.get(
     '/v1/webhooks/:webhook_id/deliveries',
-    {
-      schema: {
-        params: WebhookIdParams,
-        querystring: { type: 'object', additionalProperties: false, properties: { ...pageQueryProperties, project_id: { type: 'string' } } },
-      },
-    },
+    { schema: { params: WebhookIdParams, querystring: ListDeliveriesQuery } },
     async (req, reply) =>
       sendList(
         reply,
@@ -119,9 +72,7 @@ export const webhooksRoutes: FastifyPluginAsync = async (app) => {
       ),
   );
 
-  app.post<{ Params: { webhook_id: string; delivery_id: string } }>(
-    '/v1/webhooks/:webhook_id/deliveries/:delivery_id/replay',
-    { schema: { params: DeliveryParams } },
-    async (req) => presentDelivery(await replayDelivery(req.ctx, req.params.webhook_id, req.params.delivery_id)),
+  app.post('/v1/webhooks/:webhook_id/deliveries/:delivery_id/replay', { schema: { params: DeliveryParams } }, async (req) =>
+    presentDelivery(await replayDelivery(req.ctx, req.params.webhook_id, req.params.delivery_id)),
   );
 };

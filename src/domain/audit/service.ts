@@ -1,13 +1,13 @@
 import type { Prisma, AuditEvent } from '../../generated/prisma/client.ts';
 import type { Tx } from '../../db/client.ts';
 import { newId } from '../../db/ids.ts';
-import { invalid } from '../../errors/svc-error.ts';
 import type { Ctx } from '../context.ts';
-import { paginate, type Page, type PageQuery } from '../pagination.ts';
+import { paginate, type Page } from '../pagination.ts';
+import { parseInput } from '../validation.ts';
+import { AUDIT_MAX_PAGE_SIZE, AuditQuery } from './schema.ts';
 import { visibleProjectId } from '../tenancy.ts';
 import type { AuditAction } from './actions.ts';
 
-export const AUDIT_MAX_PAGE_SIZE = 500;
 
 export interface AuditInput {
   projectId: string | null;
@@ -55,16 +55,8 @@ export async function recordSystemAudit(
   });
 }
 
-export interface AuditQuery extends PageQuery {
-  project_id?: string;
-  action?: string;
-}
-
-export async function listAuditEvents(ctx: Ctx, query: AuditQuery): Promise<Page<AuditEvent>> {
-  // For GraphQL's `action` argument as for the REST schema: an empty or over-long filter names no action.
-  if (query.action !== undefined && (query.action.length < 1 || query.action.length > 100)) {
-    throw invalid('action', 'action must be 1 to 100 characters.');
-  }
+export async function listAuditEvents(ctx: Ctx, raw: unknown): Promise<Page<AuditEvent>> {
+  const query = parseInput(AuditQuery, raw);
   const projectId = await visibleProjectId(ctx, query.project_id);
   const where: Prisma.AuditEventWhereInput = {
     ...(projectId !== undefined ? { projectId } : {}),

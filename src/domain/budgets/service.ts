@@ -1,10 +1,12 @@
 import type { Tx } from '../../db/client.ts';
-import { SvcError, invalid } from '../../errors/svc-error.ts';
+import { SvcError } from '../../errors/svc-error.ts';
 import { recordAudit } from '../audit/service.ts';
 import type { Ctx } from '../context.ts';
 import type { BudgetPorts } from './ports.ts';
 import { enqueueEvent, enqueueEvents, type NewEvent } from '../events/outbox.ts';
-import { budgetMicros } from '../keys/service.ts';
+import { budgetMicros as toBudgetMicros } from '../keys/service.ts';
+import { parseInput } from '../validation.ts';
+import { UpdateBudget } from './schema.ts';
 import { microsToUsd } from '../../kernel/money.ts';
 import { requireProjectId } from '../tenancy.ts';
 import type { BudgetAlert } from './types.ts';
@@ -16,9 +18,6 @@ export type { BudgetAlert };
 export function periodOf(d: Date): string {
   return `${d.getUTCFullYear()}-${String(d.getUTCMonth() + 1).padStart(2, '0')}`;
 }
-
-// The REST and GraphQL budget fields read it from here.
-export { microsToUsd };
 
 /** Alerts in the order they fire; `mark` is what budget_spend.thresholds_sent remembers for the month. */
 const LEVELS = [
@@ -33,10 +32,6 @@ export interface ProjectBudget {
   spentMicros: bigint;
   period: string;
   updatedAt: Date | null;
-}
-
-export interface UpdateBudgetInput {
-  budget_usd?: unknown;
 }
 
 export async function getBudget(ports: BudgetPorts, ctx: Ctx, projectId: string): Promise<ProjectBudget> {
@@ -55,23 +50,13 @@ export async function getBudget(ports: BudgetPorts, ctx: Ctx, projectId: string)
   };
 }
 
-function validBudget(input: UpdateBudgetInput): bigint | null {
-  if (!('budget_usd' in input) || input.budget_usd === undefined) throw invalid('budget_usd', 'Missing required parameter: budget_usd.');
-  const value = input.budget_usd;
-  if (value === null) return null;
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
-    throw invalid('budget_usd', 'budget_usd must be a number of at least 0, or null to remove the budget.');
-  }
-  if (value > 1e12) throw invalid('budget_usd', 'budget_usd is too large.');
-  return budgetMicros(value);
-}
-
 /**
  * Sets (or, with null, removes) the project's monthly budget. Audits policy.updated and emits policy.updated
  * `{policy: "budget", budget_usd}` in the same transaction. Alerts already sent this month are not sent again.
  */
-export async function updateBudget(ports: BudgetPorts, ctx: Ctx, projectId: string, input: UpdateBudgetInput): Promise<ProjectBudget> {
-  const budgetMicros = validBudget(input);
+export async function updateBudget(ports: BudgetPorts, ctx: Ctx, projectId: string, raw: unknown): Promise<ProjectBudget> {
+  const input = parseInput(UpdateBudget, raw);
+  const budgetMicros = input.budget_usd === null ? null : toBudgetMicros(input.budget_usd);
   const id = await requireProjectId(ctx, projectId);
   const now = ctx.now();
   const period = periodOf(now);

@@ -7,29 +7,17 @@ import { recordReadAudit } from '../audit/console-session.ts';
 import type { Ctx } from '../context.ts';
 import type { KeyPorts } from './ports.ts';
 import { enqueueEvent } from '../events/outbox.ts';
-import { paginate, type Page, type PageQuery } from '../pagination.ts';
+import { microsToUsd, usdToMicros } from '../../kernel/money.ts';
+import { paginate, type Page } from '../pagination.ts';
+import { parseInput } from '../validation.ts';
 import { addressed, requireProjectId, visibleProjectId } from '../tenancy.ts';
 import { keyNameFold, normalizeKeyName } from './names.ts';
-import { isScope, type Scope } from './scopes.ts';
+import { CreateKey, ListKeysQuery, RotateKey } from './schema.ts';
+import type { Scope } from './scopes.ts';
 import { generateSecret, hashSecret } from './secrets.ts';
 
 /** A key row with, on create and rotate only, the full secret. */
 export type KeyWithSecret = ApiKey & { secret?: string };
-
-export interface CreateKeyInput {
-  project_id?: string | null;
-  name: string;
-  scopes: string[];
-  budget_usd?: number | null;
-  expires_at?: number | null;
-}
-
-export const MAX_OVERLAP_HOURS = 168;
-export const MICROS_PER_USD = 1_000_000;
-
-export function usdToMicros(usd: number): bigint {
-  return BigInt(Math.round(usd * MICROS_PER_USD));
-}
 
 /**
  * A budget in micro-dollars, the unit spend is counted in: a positive amount under half a micro-dollar would round to a
@@ -41,33 +29,20 @@ export function budgetMicros(usd: number): bigint {
   return micros;
 }
 
-function validateKeyInput(ctx: Ctx, input: CreateKeyInput): { name: string; scopes: Scope[]; budgetMicros: bigint | null; expiresAt: Date | null } {
+/** The schema's checks (CreateKey), then what it cannot say: the name's characters, an expiry in the future, whole micro-dollars. */
+function validateKeyInput(ctx: Ctx, raw: unknown): { input: CreateKey; name: string; scopes: Scope[]; budgetMicros: bigint | null; expiresAt: Date | null } {
+  const input = parseInput(CreateKey, raw);
   const name = normalizeKeyName(input.name);
-  if (!Array.isArray(input.scopes) || input.scopes.length === 0) {
-    throw invalid('scopes', 'scopes must be a non-empty array of scopes.');
-  }
-  const unknown = input.scopes.find((s) => typeof s !== 'string' || !isScope(s));
-  if (unknown !== undefined) throw invalid('scopes', `Unknown scope: ${String(unknown)}.`);
-  const scopes = [...new Set(input.scopes as Scope[])];
-
-  let budget: bigint | null = null;
-  if (input.budget_usd !== undefined && input.budget_usd !== null) {
-    if (typeof input.budget_usd !== 'number' || !Number.isFinite(input.budget_usd) || input.budget_usd < 0) {
-      throw invalid('budget_usd', 'budget_usd must be a number of at least 0.');
-    }
-    if (input.budget_usd > 1e12) throw invalid('budget_usd', 'budget_usd is too large.');
-    budget = budgetMicros(input.budget_usd);
-  }
-
+  const scopes = [...new Set(input.scopes)];
+  const budget = input.budget_usd === undefined || input.budget_usd === null ? null : budgetMicros(input.budget_usd);
   let expiresAt: Date | null = null;
   if (input.expires_at !== undefined && input.expires_at !== null) {
-    if (!Number.isInteger(input.expires_at) || input.expires_at * 1000 <= ctx.now().getTime()) {
+    if (input.expires_at * 1000 <= ctx.now().getTime()) {
       throw invalid('expires_at', 'expires_at must be a Unix time in seconds in the future.');
     }
-    if (input.expires_at > 253_402_300_799) throw invalid('expires_at', 'expires_at is too far in the future.');
     expiresAt = new Date(input.expires_at * 1000);
   }
-  return { name, scopes, budgetMicros: budget, expiresAt };
+  return { input, name, scopes, budgetMicros: budget, expiresAt };
 }
 
 type KeyAction = 'grant' | 'rotate' | 'revoke';
@@ -110,7 +85,7 @@ async function assertNoLooserThanCaller(
   if (own.budgetMicros !== null && (child.budgetMicros === null || child.budgetMicros > own.budgetMicros)) {
     throw new SvcError('insufficient_scope', {
       param: action === 'grant' ? 'budget_usd' : 'key_id',
-      message: `A key with budget_usd ${Number(own.budgetMicros) / MICROS_PER_USD} cannot ${verb} a key without a budget_usd or with a higher one.`,
+      message: `A key with budget_usd ${microsToUsd(own.budgetMicros)} cannot ${verb} a key without a budget_usd or with a higher one.`,
     });
   }
   if (own.expiresAt !== null && (child.expiresAt === null || child.expiresAt.getTime() > own.expiresAt.getTime())) {
@@ -122,11 +97,11 @@ async function assertNoLooserThanCaller(
 }
 
 /** Audits key.create. A failed create (bad input, name conflict) stores nothing, audit included. */
-export async function createKey(ctx: Ctx, input: CreateKeyInput): Promise<KeyWithSecret> {
-  const valid = validateKeyInput(ctx, input);
+export async function createKey(ctx: Ctx, raw: unknown): Promise<KeyWithSecret> {
+  const valid = validateKeyInput(ctx, raw);
   assertScopeSubset(ctx, valid.scopes, 'grant');
   await assertNoLooserThanCaller(ctx, ctx.db, valid, 'grant');
-  const projectId = await requireProjectId(ctx, input.project_id);
+  const projectId = await requireProjectId(ctx, valid.input.project_id);
   const secret = generateSecret();
   const now = ctx.now();
   try {
@@ -160,12 +135,9 @@ export async function createKey(ctx: Ctx, input: CreateKeyInput): Promise<KeyWit
   }
 }
 
-export interface ListKeysQuery extends PageQuery {
-  project_id?: string;
-}
-
 /** Audits key.list (spec §5: listing keys is an audited action). */
-export async function listKeys(ctx: Ctx, query: ListKeysQuery): Promise<Page<ApiKey>> {
+export async function listKeys(ctx: Ctx, raw: unknown): Promise<Page<ApiKey>> {
+  const query = parseInput(ListKeysQuery, raw);
   const projectId = await visibleProjectId(ctx, query.project_id);
   const where: Prisma.ApiKeyWhereInput = projectId !== undefined ? { projectId } : {};
   const page = await paginate(query, {
@@ -206,19 +178,12 @@ export function keyStatus(key: Pick<ApiKey, 'status' | 'expiresAt'>, now: Date):
   return 'active';
 }
 
-export interface RotateKeyInput {
-  overlap_hours?: number | null;
-}
-
 /**
  * Issues a new secret for the same key id. The previous secret stays valid for overlap_hours (0 to 168, default 0);
  * a secret still in an earlier overlap is dropped at once. Audits key.rotate and emits key.rotated.
  */
-export async function rotateKey(ports: KeyPorts, ctx: Ctx, keyId: string, input: RotateKeyInput = {}): Promise<KeyWithSecret & { previousSecretExpiresAt: Date }> {
-  const overlap = input.overlap_hours ?? 0;
-  if (!Number.isInteger(overlap) || overlap < 0 || overlap > MAX_OVERLAP_HOURS) {
-    throw invalid('overlap_hours', `overlap_hours must be an integer from 0 to ${MAX_OVERLAP_HOURS}.`);
-  }
+export async function rotateKey(ports: KeyPorts, ctx: Ctx, keyId: string, raw: unknown = {}): Promise<KeyWithSecret & { previousSecretExpiresAt: Date }> {
+  const overlap = parseInput(RotateKey, raw)?.overlap_hours ?? 0;
   const secret = generateSecret();
   const now = ctx.now();
   const previousExpiresAt = new Date(now.getTime() + overlap * 3_600_000);

@@ -1,14 +1,13 @@
 import type { Project } from '../../generated/prisma/client.ts';
 import { newId } from '../../db/ids.ts';
-import { SvcError, invalid } from '../../errors/svc-error.ts';
+import { SvcError } from '../../errors/svc-error.ts';
 import { recordAudit } from '../audit/service.ts';
 import type { Ctx } from '../context.ts';
 import type { ProjectPorts } from './ports.ts';
 import { addressed, assertPathProject } from '../tenancy.ts';
-import { paginate, type Page, type PageQuery } from '../pagination.ts';
-
-export const PLANS = ['starter', 'growth', 'enterprise'] as const;
-export type Plan = (typeof PLANS)[number];
+import { paginate, type Page } from '../pagination.ts';
+import { parseInput } from '../validation.ts';
+import { CreateProject, ListProjectsQuery } from './schema.ts';
 
 const notFound = (param = 'project_id') => new SvcError('not_found', { param, message: 'No such project.' });
 
@@ -18,29 +17,12 @@ function requireOperator(ctx: Ctx): void {
   }
 }
 
-export interface CreateProjectInput {
-  name: string;
-  plan?: string | null;
-  region?: string | null;
-}
-
-export function validateProjectInput(input: CreateProjectInput): { name: string; plan: Plan; region: string | null } {
-  if (typeof input.name !== 'string' || input.name.trim().length === 0 || [...input.name].length > 100) {
-    throw invalid('name', 'name must be a non-empty string of at most 100 characters.');
-  }
-  const plan = input.plan ?? 'starter';
-  if (!(PLANS as readonly string[]).includes(plan)) throw invalid('plan', 'plan must be one of starter, growth, enterprise.');
-  const region = input.region ?? null;
-  if (region !== null && !/^[a-z0-9][a-z0-9-]{0,62}$/.test(region)) {
-    throw invalid('region', 'region must be a lower-case region name such as eu-west-1.');
-  }
-  return { name: input.name, plan: plan as Plan, region };
-}
-
 /** Operator only. Audits project.create. */
-export async function createProject(ctx: Ctx, input: CreateProjectInput): Promise<Project> {
+export async function createProject(ctx: Ctx, raw: unknown): Promise<Project> {
+  // Input first, as the REST route's schema checks it before any service runs: both surfaces answer alike.
+  const input = parseInput(CreateProject, raw);
   requireOperator(ctx);
-  const valid = validateProjectInput(input);
+  const valid = { name: input.name, plan: input.plan ?? 'starter', region: input.region ?? null };
   const now = ctx.now();
   return ctx.db.$transaction(async (tx) => {
     const project = await tx.project.create({
@@ -52,7 +34,8 @@ export async function createProject(ctx: Ctx, input: CreateProjectInput): Promis
   });
 }
 
-export async function listProjects(ctx: Ctx, query: PageQuery): Promise<Page<Project>> {
+export async function listProjects(ctx: Ctx, raw: unknown): Promise<Page<Project>> {
+  const query = parseInput(ListProjectsQuery, raw);
   const where = ctx.caller.kind === 'key' ? { id: ctx.caller.projectId! } : {};
   return paginate(query, {
     cursorField: 'id',

@@ -1,11 +1,13 @@
 import type { Db } from '../../db/client.ts';
-import { invalid, SvcError } from '../../errors/svc-error.ts';
+import { SvcError } from '../../errors/svc-error.ts';
 import type { RateLimits, VersionedLimits } from '../../limits/types.ts';
 import { recordAudit } from '../audit/service.ts';
 import type { Ctx } from '../context.ts';
 import type { RateLimitPorts } from './ports.ts';
 import { enqueueEvent } from '../events/outbox.ts';
 import { requireProjectId } from '../tenancy.ts';
+import { parseInput } from '../validation.ts';
+import { UpdateRateLimits } from './schema.ts';
 
 /** Spec 8.1.2; CONTRACT §7: enterprise has growth's figures until set, burst 0. */
 export const PLAN_LIMITS: Record<string, RateLimits> = {
@@ -14,19 +16,10 @@ export const PLAN_LIMITS: Record<string, RateLimits> = {
   enterprise: { requestsPerMinute: 300, tokensPerMinute: 500_000, burst: 0 },
 };
 
-/** The columns are PostgreSQL integers. */
-const MAX_LIMIT = 2_147_483_647;
-
 export interface ProjectRateLimits extends RateLimits {
   projectId: string;
   /** null while the plan defaults apply. */
   updatedAt: Date | null;
-}
-
-export interface UpdateRateLimitsInput {
-  requests_per_minute?: unknown;
-  tokens_per_minute?: unknown;
-  burst?: unknown;
 }
 
 const LIMIT_COLUMNS = {
@@ -74,29 +67,13 @@ export async function getRateLimits(ctx: Ctx, projectId: string): Promise<Projec
   return { projectId: id, ...effective(row) };
 }
 
-function validLimit(input: UpdateRateLimitsInput, field: keyof UpdateRateLimitsInput, min: number): number {
-  const value = input[field];
-  if (value === undefined || value === null) throw invalid(field, `Missing required parameter: ${field}.`);
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > MAX_LIMIT) {
-    throw invalid(field, `${field} must be an integer from ${min} to ${MAX_LIMIT}.`);
-  }
-  return value;
-}
-
-export function validateRateLimits(input: UpdateRateLimitsInput): RateLimits {
-  return {
-    requestsPerMinute: validLimit(input, 'requests_per_minute', 1),
-    tokensPerMinute: validLimit(input, 'tokens_per_minute', 1),
-    burst: validLimit(input, 'burst', 0),
-  };
-}
-
 /**
  * Sets all three limits (CONTRACT §7). Audits policy.updated and emits policy.updated in the same transaction. The
  * next request on every replica uses them, with the project's and its keys' windows started afresh.
  */
-export async function updateRateLimits(ports: RateLimitPorts, ctx: Ctx, projectId: string, input: UpdateRateLimitsInput): Promise<ProjectRateLimits> {
-  const limits = validateRateLimits(input);
+export async function updateRateLimits(ports: RateLimitPorts, ctx: Ctx, projectId: string, raw: unknown): Promise<ProjectRateLimits> {
+  const input = parseInput(UpdateRateLimits, raw);
+  const limits = { requestsPerMinute: input.requests_per_minute, tokensPerMinute: input.tokens_per_minute, burst: input.burst };
   const id = await requireProjectId(ctx, projectId);
   const now = ctx.now();
   const updated = await ctx.db.$transaction(async (tx) => {

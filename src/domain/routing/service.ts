@@ -2,30 +2,15 @@ import type { Prisma, RoutingPolicy } from '../../generated/prisma/client.ts';
 import type { Tx } from '../../db/client.ts';
 import { newId } from '../../db/ids.ts';
 import { SvcError, invalid } from '../../errors/svc-error.ts';
-import type { RoutingStrategy, RoutingTarget } from '../../providers/router.ts';
+import type { RoutingTarget } from '../../providers/router.ts';
 import { recordAudit } from '../audit/service.ts';
 import type { Ctx } from '../context.ts';
 import type { ProviderCatalog, RoutingPorts } from './ports.ts';
 import { enqueueEvent } from '../events/outbox.ts';
-import { MAX_CACHE_TTL_S } from '../inference/cache.ts';
-import { paginate, type Page, type PageQuery } from '../pagination.ts';
+import { paginate, type Page } from '../pagination.ts';
+import { parseInput } from '../validation.ts';
+import { CreateRoutingPolicy, ListRoutingPoliciesQuery, UpdateRoutingPolicy } from './schema.ts';
 import { addressed, requireProjectId, visibleProjectId } from '../tenancy.ts';
-
-export const STRATEGIES: readonly RoutingStrategy[] = ['ordered', 'cheapest', 'weighted'];
-const MAX_TARGETS = 20;
-
-export interface RoutingPolicyInput {
-  project_id?: string | null;
-  name?: string | null;
-  strategy?: string | null;
-  targets?: unknown;
-  cache_ttl_s?: number | null;
-  is_default?: boolean | null;
-}
-
-export interface RoutingPolicyQuery extends PageQuery {
-  project_id?: string;
-}
 
 const notFound = () => new SvcError('not_found', { param: 'policy_id', message: 'No such routing policy.' });
 
@@ -39,59 +24,19 @@ function assertCanRead(ctx: Ctx): void {
 
 export const policyTargets = (p: RoutingPolicy): RoutingTarget[] => p.targets as unknown as RoutingTarget[];
 
-function validateName(name: unknown): string {
-  if (typeof name !== 'string' || name.trim() === '' || [...name].length > 100) {
-    throw invalid('name', 'name must be a non-empty string of at most 100 characters.');
-  }
-  return name;
-}
+type TargetInput = NonNullable<UpdateRoutingPolicy['targets']>[number];
 
-function validateStrategy(strategy: unknown): RoutingStrategy {
-  if (typeof strategy !== 'string' || !STRATEGIES.includes(strategy as RoutingStrategy)) {
-    throw invalid('strategy', 'strategy must be one of ordered, cheapest, weighted.');
-  }
-  return strategy as RoutingStrategy;
-}
-
-/** Each target names a configured model, and optionally the provider that must serve it. */
-function validateTargets(registry: ProviderCatalog, raw: unknown): RoutingTarget[] {
-  if (!Array.isArray(raw) || raw.length === 0 || raw.length > MAX_TARGETS) {
-    throw invalid('targets', `targets must be an array of 1 to ${MAX_TARGETS} {model, provider?, weight?} objects.`);
-  }
-  return raw.map((t, i): RoutingTarget => {
+/** What the schema cannot say: each target names a configured model, and a provider that serves it. */
+function resolveTargets(registry: ProviderCatalog, targets: readonly TargetInput[]): RoutingTarget[] {
+  return targets.map((t, i): RoutingTarget => {
     const at = `targets[${i}]`;
-    if (typeof t !== 'object' || t === null || Array.isArray(t)) throw invalid(at, `${at} must be an object {model, provider?, weight?}.`);
-    const o = t as Record<string, unknown>;
-    for (const k of Object.keys(o)) {
-      if (!['model', 'provider', 'weight'].includes(k)) throw invalid(`${at}.${k}`, `Unknown parameter: ${at}.${k}.`);
+    if (!registry.isKnownModel(t.model)) throw invalid(`${at}.model`, `${at}.model must be a configured model id (GET /v1/models).`);
+    const provider = t.provider ?? null;
+    if (provider !== null && !registry.findRoute(provider, t.model)) {
+      throw invalid(`${at}.provider`, `${at}.provider must name a configured provider that serves ${t.model}.`);
     }
-    if (typeof o.model !== 'string' || !registry.isKnownModel(o.model)) {
-      throw invalid(`${at}.model`, `${at}.model must be a configured model id (GET /v1/models).`);
-    }
-    let provider: string | null = null;
-    if (o.provider !== undefined && o.provider !== null) {
-      if (typeof o.provider !== 'string' || !registry.findRoute(o.provider, o.model)) {
-        throw invalid(`${at}.provider`, `${at}.provider must name a configured provider that serves ${o.model}.`);
-      }
-      provider = o.provider;
-    }
-    let weight = 1;
-    if (o.weight !== undefined && o.weight !== null) {
-      if (!Number.isInteger(o.weight) || (o.weight as number) < 1 || (o.weight as number) > 1000) {
-        throw invalid(`${at}.weight`, `${at}.weight must be an integer from 1 to 1000.`);
-      }
-      weight = o.weight as number;
-    }
-    return { provider, model: o.model, weight };
+    return { provider, model: t.model, weight: t.weight ?? 1 };
   });
-}
-
-function validateTtl(v: unknown): number | null {
-  if (v === null || v === undefined) return null;
-  if (!Number.isInteger(v) || (v as number) < 1 || (v as number) > MAX_CACHE_TTL_S) {
-    throw invalid('cache_ttl_s', `cache_ttl_s must be null or whole seconds from 1 to ${MAX_CACHE_TTL_S}.`);
-  }
-  return v as number;
 }
 
 /** policy.updated data (CONTRACT §6): which policy kind, what happened, and the new values. */
@@ -117,11 +62,11 @@ async function clearOtherDefaults(tx: Tx, projectId: string, keepId: string): Pr
  * Audits routing_policy.create and emits policy.updated. `is_default` omitted: the policy becomes the default when the
  * project has none yet, so the first policy takes effect for `model: "auto"` at once.
  */
-export async function createRoutingPolicy(ports: RoutingPorts, ctx: Ctx, input: RoutingPolicyInput): Promise<RoutingPolicy> {
-  const name = validateName(input.name);
-  const strategy = validateStrategy(input.strategy);
-  const targets = validateTargets(ports.providers, input.targets);
-  const cacheTtlS = validateTtl(input.cache_ttl_s);
+export async function createRoutingPolicy(ports: RoutingPorts, ctx: Ctx, raw: unknown): Promise<RoutingPolicy> {
+  const input = parseInput(CreateRoutingPolicy, raw);
+  const { name, strategy } = input;
+  const targets = resolveTargets(ports.providers, input.targets);
+  const cacheTtlS = input.cache_ttl_s ?? null;
   const projectId = await requireProjectId(ctx, input.project_id);
   const now = ctx.now();
   const created = await ctx.db.$transaction(async (tx) => {
@@ -153,7 +98,8 @@ async function policiesChanged(ports: RoutingPorts, projectId: string): Promise<
   await ports.projects.invalidate(projectId);
 }
 
-export async function listRoutingPolicies(ctx: Ctx, query: RoutingPolicyQuery): Promise<Page<RoutingPolicy>> {
+export async function listRoutingPolicies(ctx: Ctx, raw: unknown): Promise<Page<RoutingPolicy>> {
+  const query = parseInput(ListRoutingPoliciesQuery, raw);
   assertCanRead(ctx);
   const projectId = await visibleProjectId(ctx, query.project_id);
   const where: Prisma.RoutingPolicyWhereInput = projectId !== undefined ? { projectId } : {};
@@ -182,12 +128,13 @@ export async function getRoutingPolicy(ctx: Ctx, policyId: string): Promise<Rout
 }
 
 /** Partial update; audits routing_policy.update and emits policy.updated with the new values. */
-export async function updateRoutingPolicy(ports: RoutingPorts, ctx: Ctx, policyId: string, input: RoutingPolicyInput): Promise<RoutingPolicy> {
+export async function updateRoutingPolicy(ports: RoutingPorts, ctx: Ctx, policyId: string, raw: unknown): Promise<RoutingPolicy> {
+  const input = parseInput(UpdateRoutingPolicy, raw);
   const data: Prisma.RoutingPolicyUpdateInput = {};
-  if (input.name !== undefined) data.name = validateName(input.name);
-  if (input.strategy !== undefined) data.strategy = validateStrategy(input.strategy);
-  if (input.targets !== undefined) data.targets = validateTargets(ports.providers, input.targets) as unknown as Prisma.InputJsonArray;
-  if (input.cache_ttl_s !== undefined) data.cacheTtlS = validateTtl(input.cache_ttl_s);
+  if (input.name !== undefined) data.name = input.name;
+  if (input.strategy !== undefined) data.strategy = input.strategy;
+  if (input.targets !== undefined) data.targets = resolveTargets(ports.providers, input.targets) as unknown as Prisma.InputJsonArray;
+  if (input.cache_ttl_s !== undefined) data.cacheTtlS = input.cache_ttl_s;
   if (input.is_default !== undefined && input.is_default !== null) data.isDefault = input.is_default;
   const now = ctx.now();
   const projectId = await visibleProjectId(ctx, input.project_id);

@@ -1,4 +1,4 @@
-import { microsToUsd } from '../../providers/pricing.ts';
+import { microsToUsd } from '../../kernel/money.ts';
 
 /** How one inference ended: the usage record (CONTRACT §8) and the inference.completed event are made from it. */
 export interface InferenceOutcome {

@@ -2,16 +2,10 @@ import { Prisma, type UsageRecord } from '../../generated/prisma/client.ts';
 import { invalid } from '../../errors/svc-error.ts';
 import type { Ctx } from '../context.ts';
 import type { UsagePorts } from './ports.ts';
-import { paginate, type Page, type PageQuery } from '../pagination.ts';
+import { paginate, type Page } from '../pagination.ts';
+import { parseInput } from '../validation.ts';
+import { UsageQuery } from './schema.ts';
 import { visibleProjectId } from '../tenancy.ts';
-
-export interface UsageQuery extends PageQuery {
-  project_id?: string;
-  granularity?: string;
-  /** YYYY-MM-DD (UTC), inclusive. */
-  start_date?: string;
-  end_date?: string;
-}
 
 export interface UsageDay {
   date: string;
@@ -30,8 +24,9 @@ export const MAX_DAYS = 366;
 
 export const utcDate = (d: Date): string => d.toISOString().slice(0, 10);
 
+/** A YYYY-MM-DD (the schema's pattern) that is a day of the calendar. */
 function parseDate(value: string, param: string): number {
-  const ms = /^\d{4}-\d{2}-\d{2}$/.test(value) ? Date.parse(`${value}T00:00:00Z`) : NaN;
+  const ms = Date.parse(`${value}T00:00:00Z`);
   if (Number.isNaN(ms) || utcDate(new Date(ms)) !== value) throw invalid(param, `${param} must be a date as YYYY-MM-DD.`);
   // No usage is older than the Unix epoch; PostgreSQL has no year 0 to compare with.
   if (ms < 0) throw invalid(param, `${param} must be 1970-01-01 or later.`);
@@ -51,9 +46,9 @@ function dateRange(q: UsageQuery): { from?: number; to?: number } {
  * one row per UTC day with usage, newest first, over start_date..end_date (default the last 30 days, at most 366);
  * the pagination parameters do not apply to it (spec 4.5).
  */
-export async function listUsage(ports: UsagePorts, ctx: Ctx, query: UsageQuery): Promise<UsageList> {
+export async function listUsage(ports: UsagePorts, ctx: Ctx, raw: unknown): Promise<UsageList> {
+  const query = parseInput(UsageQuery, raw);
   const granularity = query.granularity ?? 'request';
-  if (granularity !== 'request' && granularity !== 'day') throw invalid('granularity', 'granularity must be request or day.');
   const projectId = await visibleProjectId(ctx, query.project_id);
   const { from, to } = dateRange(query);
   // Read-your-writes: the usage records of inferences this replica answered are written before they are listed.

@@ -7,46 +7,22 @@ import { notifyDeliveryWorkers } from '../../webhooks/wakeups.ts';
 import { recordAudit } from '../audit/service.ts';
 import type { Ctx } from '../context.ts';
 import type { WebhookPorts } from './ports.ts';
-import { EVENT_TYPES, isEventType } from '../events/outbox.ts';
-import { paginate, type Page, type PageQuery } from '../pagination.ts';
+import { paginate, type Page } from '../pagination.ts';
+import { parseInput } from '../validation.ts';
+import { CreateWebhook, ListDeliveriesQuery, ListWebhooksQuery } from './schema.ts';
 import { addressed, requireProjectId, visibleProjectId } from '../tenancy.ts';
 import * as store from './store.ts';
 
 /** A webhook row with, on create only, its signing secret. */
 export type WebhookWithSecret = Webhook & { secret?: string };
 
-export interface CreateWebhookInput {
-  project_id?: string | null;
-  url: string;
-  events: string[];
-}
-
-export const MAX_URL_LENGTH = 2048;
-
 const webhookNotFound = () => new SvcError('not_found', { param: 'webhook_id', message: 'No such webhook.' });
-
-function validateEvents(events: unknown): string[] {
-  if (!Array.isArray(events) || events.length === 0) {
-    throw invalid('events', 'events must be a non-empty array of event types.');
-  }
-  const unknown = events.find((e) => typeof e !== 'string' || !isEventType(e));
-  if (unknown !== undefined) {
-    throw invalid('events', `Unknown event type: ${String(unknown)}. Known types: ${EVENT_TYPES.join(', ')}.`);
-  }
-  return [...new Set(events as string[])];
-}
 
 /**
  * CONTRACT §6: HTTPS only, and no host that is or resolves to a private, loopback or link-local address unless
  * SVC_EGRESS_ALLOWLIST allows it. Checked again at every delivery.
  */
-async function vetUrl(ports: WebhookPorts, url: unknown): Promise<string> {
-  if (typeof url !== 'string' || url.length === 0 || url.length > MAX_URL_LENGTH) {
-    throw invalid('url', `url must be an HTTPS URL of at most ${MAX_URL_LENGTH} characters.`);
-  }
-  // A URL parser drops spaces and control characters at the ends and some inside; the url is stored as sent, so it
-  // must be exactly what is called.
-  if (/[\s\u0000-\u001f\u007f]/.test(url)) throw invalid('url', 'url must not contain spaces or control characters.');
+async function vetUrl(ports: WebhookPorts, url: string): Promise<string> {
   try {
     await ports.egress.vetUrl(url);
     return url; // stored as given: the response echoes what the caller sent
@@ -57,8 +33,7 @@ async function vetUrl(ports: WebhookPorts, url: unknown): Promise<string> {
 }
 
 /** The scheme check alone (no DNS), so that a plain input error is reported before anything is looked up. */
-function assertHttps(url: unknown): void {
-  if (typeof url !== 'string') return;
+function assertHttps(url: string): void {
   try {
     if (new URL(url).protocol !== 'https:') throw invalid('url', 'url must use https.');
   } catch (err) {
@@ -72,9 +47,10 @@ function assertHttps(url: unknown): void {
  * has at most SVC_MAX_WEBHOOKS_PER_PROJECT active webhooks (16 by default, Stripe's endpoint limit): one event fans out
  * to every subscribed webhook, so the cap bounds the connections one inference can cause. Disabled ones do not count.
  */
-export async function createWebhook(ports: WebhookPorts, ctx: Ctx, input: CreateWebhookInput): Promise<WebhookWithSecret> {
+export async function createWebhook(ports: WebhookPorts, ctx: Ctx, raw: unknown): Promise<WebhookWithSecret> {
+  const input = parseInput(CreateWebhook, raw);
   assertHttps(input.url);
-  const events = validateEvents(input.events);
+  const events = [...new Set(input.events)];
   const projectId = await requireProjectId(ctx, input.project_id);
   const url = await vetUrl(ports, input.url);
   const secret = generateSigningSecret();
@@ -105,11 +81,8 @@ export async function createWebhook(ports: WebhookPorts, ctx: Ctx, input: Create
   return { ...webhook, secret };
 }
 
-export interface ListWebhooksQuery extends PageQuery {
-  project_id?: string;
-}
-
-export async function listWebhooks(ctx: Ctx, query: ListWebhooksQuery): Promise<Page<Webhook>> {
+export async function listWebhooks(ctx: Ctx, raw: unknown): Promise<Page<Webhook>> {
+  const query = parseInput(ListWebhooksQuery, raw);
   const projectId = await visibleProjectId(ctx, query.project_id);
   return paginate(query, {
     cursorField: 'id',
@@ -153,7 +126,8 @@ export async function disableWebhook(ctx: Ctx, webhookId: string): Promise<Webho
   });
 }
 
-export async function listDeliveries(ctx: Ctx, webhookId: string, query: PageQuery): Promise<Page<WebhookDelivery>> {
+export async function listDeliveries(ctx: Ctx, webhookId: string, raw: unknown): Promise<Page<WebhookDelivery>> {
+  const query = parseInput(ListDeliveriesQuery, raw);
   const webhook = await findVisibleWebhook(ctx, webhookId);
   return paginate(query, {
     cursorField: 'id',

@@ -1,5 +1,5 @@
 import { isUniqueViolation } from '../../db/client.ts';
-import { microsToUsd } from '../../providers/pricing.ts';
+import { microsToUsd } from '../../kernel/money.ts';
 import type { Deps } from '../../deps.ts';
 import { enqueueEvent } from '../../domain/events/outbox.ts';
 import { utcDate } from '../../domain/usage/service.ts';

@@ -1,0 +1,65 @@
+import { Type, type Static } from 'typebox';
+import { says } from '../../config/schema-errors.ts';
+import { pageQueryProperties } from '../pagination.ts';
+import { Input, Nullable, PathId, ProjectIdField, ProjectIdFilter } from '../schema.ts';
+import { MAX_KEY_NAME_CHARS } from './names.ts';
+import { SCOPES } from './scopes.ts';
+
+/** CONTRACT §3: the rotate overlap, in hours. */
+export const MAX_OVERLAP_HOURS = 168;
+/** 9999-12-31T23:59:59Z, the last second PostgreSQL's timestamp and JavaScript's Date both hold. */
+export const MAX_UNIX_SECONDS = 253_402_300_799;
+/** The largest budget a key or a project may have, in USD. */
+export const MAX_BUDGET_USD = 1e12;
+
+/** A budget in USD (micro-dollar precision); the rounding rule is the service's (keys/service.ts budgetMicros). */
+export const BudgetUsd = (description: string, nullMeans: string) =>
+  Nullable(Type.Number({ minimum: 0, maximum: MAX_BUDGET_USD }), {
+    description,
+    ...says({ minimum: `must be a number of at least 0${nullMeans}`, type: `must be a number of at least 0${nullMeans}`, maximum: 'is too large' }),
+  });
+
+/** POST /v1/keys, GraphQL createKey. Checked by the service besides: the name's characters, the scope subset, expiry in the future. */
+export const CreateKey = Input({
+  project_id: ProjectIdField,
+  name: Type.String({
+    description: `1 to ${MAX_KEY_NAME_CHARS} characters after trimming, unique in the project ignoring case and compatibility forms.`,
+    ...says(`must be a non-empty string of at most ${MAX_KEY_NAME_CHARS} characters`),
+  }),
+  scopes: Type.Array(Type.Enum(SCOPES, says('Unknown scope: {raw}')), {
+    minItems: 1,
+    description: 'The scopes the key holds (spec §5); a key can grant only scopes it holds itself.',
+    ...says({ type: 'must be a non-empty array of scopes', minItems: 'must be a non-empty array of scopes' }),
+  }),
+  budget_usd: Type.Optional(
+    BudgetUsd('Monthly spend limit of the key in USD; null or absent: none (the project\'s budget still applies).', ''),
+  ),
+  expires_at: Type.Optional(
+    Nullable(Type.Integer({ maximum: MAX_UNIX_SECONDS }), {
+      description: 'When the key stops authenticating, in Unix seconds; must be in the future. null or absent: never.',
+      ...says({ type: 'must be a Unix time in seconds in the future', maximum: 'is too far in the future' }),
+    }),
+  ),
+});
+export type CreateKey = Static<typeof CreateKey>;
+
+/** POST /v1/keys/{key_id}/rotate (the body may be absent), GraphQL rotateKey. */
+export const RotateKey = Nullable(
+  Input({
+    project_id: ProjectIdField,
+    overlap_hours: Type.Optional(
+      Nullable(Type.Integer({ minimum: 0, maximum: MAX_OVERLAP_HOURS }), {
+        description: `How long the previous secret keeps working, 0 to ${MAX_OVERLAP_HOURS} hours (default 0).`,
+        ...says(`must be an integer from 0 to ${MAX_OVERLAP_HOURS}`),
+      }),
+    ),
+  }),
+  says({ type: 'must be a JSON object' }),
+);
+export type RotateKey = Static<typeof RotateKey>;
+
+/** GET /v1/keys, GraphQL keys. */
+export const ListKeysQuery = Input({ ...pageQueryProperties(), project_id: ProjectIdFilter });
+export type ListKeysQuery = Static<typeof ListKeysQuery>;
+
+export const KeyIdParams = PathId('key_id', 'The key\'s id (key_…).');
