@@ -1,5 +1,6 @@
-import { getBudget, microsToUsd, updateBudget, type ProjectBudget } from '../domain/budgets/service.ts';
+import { getBudget, microsToUsd, type ProjectBudget } from '../domain/budgets/service.ts';
 import { builder } from './builder.ts';
+import { updateBudget } from '../domain/governance/guarded.ts';
 
 /** REST's svc.budget object: the project's monthly budget and this calendar month's spend (UTC). */
 export const BudgetRef = builder.objectRef<ProjectBudget>('Budget').implement({

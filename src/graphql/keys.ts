@@ -1,16 +1,14 @@
 import type { ApiKey } from '../generated/prisma/client.ts';
 import {
-  createKey,
   getKey,
   keyStatus,
   listKeys,
-  revokeKey,
-  rotateKey,
   MICROS_PER_USD,
 } from '../domain/keys/service.ts';
 import { KEY_PREFIX, redactSecret } from '../domain/keys/secrets.ts';
 import { builder } from './builder.ts';
 import { serviceConnection } from './connections.ts';
+import { createKey, revokeKey, rotateKey } from '../domain/governance/guarded.ts';
 
 /** The key object of REST (spec 2.1, CONTRACT §3) with camelCase names; the secret is always redacted here. */
 export const ApiKeyRef = builder.prismaObject('ApiKey', {

@@ -1,5 +1,6 @@
-import { getRateLimits, updateRateLimits, type ProjectRateLimits } from '../domain/rate-limits/service.ts';
+import { getRateLimits, type ProjectRateLimits } from '../domain/rate-limits/service.ts';
 import { builder } from './builder.ts';
+import { updateRateLimits } from '../domain/governance/guarded.ts';
 
 /** REST's svc.rate_limits object (spec 2.5, CONTRACT §7). */
 export const RateLimitsRef = builder.objectRef<ProjectRateLimits>('RateLimits').implement({

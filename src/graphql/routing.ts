@@ -1,15 +1,13 @@
 import {
-  createRoutingPolicy,
-  deleteRoutingPolicy,
   getRoutingPolicy,
   listRoutingPolicies,
   policyTargets,
-  updateRoutingPolicy,
   type RoutingPolicyInput,
 } from '../domain/routing/service.ts';
 import type { RoutingTarget } from '../providers/router.ts';
 import { builder } from './builder.ts';
 import { serviceConnection } from './connections.ts';
+import { createRoutingPolicy, deleteRoutingPolicy, updateRoutingPolicy } from '../domain/governance/guarded.ts';
 
 const RoutingTargetRef = builder.objectRef<RoutingTarget>('RoutingTarget').implement({
   fields: (t) => ({

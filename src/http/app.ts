@@ -26,6 +26,8 @@ import { rateLimitRequest, registerRateLimitHeaders } from './hooks/rate-limit.t
 import { budgetsRoutes } from '../rest/budgets.ts';
 import { rateLimitsRoutes } from '../rest/rate-limits.ts';
 import { parseJsonBodies } from './json-body.ts';
+import { approvalsRoutes } from '../rest/approvals.ts';
+import { governanceRoutes } from '../rest/governance.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -130,5 +132,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   await app.register(openaiRoutes);
   await app.register(usageRoutes);
   await app.register(routingRoutes);
+  await app.register(governanceRoutes);
+  await app.register(approvalsRoutes);
   return app;
 }

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { unixOrNull } from '../domain/context.ts';
-import { getBudget, microsToUsd, updateBudget, type ProjectBudget, type UpdateBudgetInput } from '../domain/budgets/service.ts';
+import { getBudget, microsToUsd, type ProjectBudget, type UpdateBudgetInput } from '../domain/budgets/service.ts';
+import { updateBudget } from '../domain/governance/guarded.ts';
 
 /** Our budget object: the project's monthly budget and its spend in the current calendar month (UTC). */
 export function presentBudget(b: ProjectBudget) {

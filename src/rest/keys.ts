@@ -2,12 +2,9 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { ApiKey } from '../generated/prisma/client.ts';
 import { unixOrNull, unixSeconds } from '../domain/context.ts';
 import {
-  createKey,
   getKey,
   keyStatus,
   listKeys,
-  revokeKey,
-  rotateKey,
   MICROS_PER_USD,
   type CreateKeyInput,
   type ListKeysQuery,
@@ -15,6 +12,7 @@ import {
 } from '../domain/keys/service.ts';
 import { KEY_PREFIX, redactSecret } from '../domain/keys/secrets.ts';
 import { pageQueryProperties, sendList } from './list.ts';
+import { createKey, revokeKey, rotateKey } from '../domain/governance/guarded.ts';
 
 /** The key object (spec 2.1, CONTRACT §3); the full secret only when given (create, rotate). */
 export function presentKey(key: ApiKey, now: Date, secret?: string) {

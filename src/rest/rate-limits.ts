@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { unixOrNull } from '../domain/context.ts';
-import { getRateLimits, updateRateLimits, type ProjectRateLimits, type UpdateRateLimitsInput } from '../domain/rate-limits/service.ts';
+import { getRateLimits, type ProjectRateLimits, type UpdateRateLimitsInput } from '../domain/rate-limits/service.ts';
+import { updateRateLimits } from '../domain/governance/guarded.ts';
 
 /** CONTRACT §7: the rate-limit object. updated_at is null while the plan defaults apply (our addition to GET). */
 export function presentRateLimits(l: ProjectRateLimits) {

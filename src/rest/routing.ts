@@ -2,16 +2,14 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { RoutingPolicy } from '../generated/prisma/client.ts';
 import { unixSeconds } from '../domain/context.ts';
 import {
-  createRoutingPolicy,
-  deleteRoutingPolicy,
   getRoutingPolicy,
   listRoutingPolicies,
   policyTargets,
-  updateRoutingPolicy,
   type RoutingPolicyInput,
   type RoutingPolicyQuery,
 } from '../domain/routing/service.ts';
 import { pageQueryProperties, sendList } from './list.ts';
+import { createRoutingPolicy, deleteRoutingPolicy, updateRoutingPolicy } from '../domain/governance/guarded.ts';
 
 /** The routing policy object (its fields are not shown by the spec; `policy_id` is the list's cursor field, spec 4.5). */
 export function presentRoutingPolicy(p: RoutingPolicy) {

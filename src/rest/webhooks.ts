@@ -3,16 +3,14 @@ import type { Webhook, WebhookDelivery } from '../generated/prisma/client.ts';
 import { unixOrNull, unixSeconds } from '../domain/context.ts';
 import type { PageQuery } from '../domain/pagination.ts';
 import {
-  createWebhook,
-  disableWebhook,
   getWebhook,
   listDeliveries,
   listWebhooks,
-  replayDelivery,
   type CreateWebhookInput,
   type ListWebhooksQuery,
 } from '../domain/webhooks/service.ts';
 import { pageQueryProperties, sendList } from './list.ts';
+import { createWebhook, disableWebhook, replayDelivery } from '../domain/governance/guarded.ts';
 
 /** The webhook object (spec 2.2, CONTRACT §6); the signing secret only on create. */
 export function presentWebhook(webhook: Webhook, secret?: string) {
