@@ -10,7 +10,7 @@ import { SCOPES, type Scope } from '../keys/scopes.ts';
 import { keyStatus } from '../keys/service.ts';
 import { paginate, type Page, type PageQuery } from '../pagination.ts';
 import type { DomainPorts } from '../ports.ts';
-import { visibleProjectId } from '../tenancy.ts';
+import { addressed, visibleProjectId } from '../tenancy.ts';
 import { argumentsOf, type StoredCall } from './guard.ts';
 import { registeredCall } from './guarded.ts';
 import * as store from './store.ts';
@@ -55,6 +55,7 @@ export async function getApproval(ctx: Ctx, approvalId: string): Promise<Approva
   const projectId = await visibleProjectId(ctx, null);
   const found = await store.findApproval(ctx.db, approvalId, projectId);
   if (!found) throw new SvcError('not_found', { param: 'approval_id', message: 'No such approval.' });
+  addressed(ctx, found.projectId);
   return found;
 }
 
@@ -167,7 +168,6 @@ export async function approveApproval(ports: DomainPorts, ctx: Ctx, approvalId: 
     if (claimed || !(err instanceof SvcError) || err instanceof AlreadyDecided) throw err;
     return { approval: await markFailed(ctx, approval, err) };
   }
-  ctx.projectId = approval.projectId;
   const secret = (result as { secret?: unknown } | null)?.secret;
   return { approval: (await store.findApproval(ctx.db, approval.id, approval.projectId))!, ...(typeof secret === 'string' ? { secret } : {}) };
 }
