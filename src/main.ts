@@ -3,6 +3,7 @@ import { ConfigError, loadConfig, runsBackgroundWork } from './config/config.ts'
 import { buildApp, buildHealthApp } from './http/app.ts';
 import { DRAIN_MARGIN_MS, drainOnClose } from './http/server-lifecycle.ts';
 import { startDailyUsageSummaries } from './jobs/daily-summary/daily-summary.ts';
+import { startApprovalExpiry } from './jobs/approvals/expiry.ts';
 
 async function main(): Promise<void> {
   // A signal that comes before the gateway is built (the first start's migrations, say) is held until startup has
@@ -43,6 +44,7 @@ async function main(): Promise<void> {
   // and whatever is still open after SVC_ROUTING_TIMEOUT_MS + 5 s is cut; on every role.
   const http = drainOnClose(app, { deadlineMs: config.routingTimeoutMs + DRAIN_MARGIN_MS, log: deps.log });
   let usageSummaries: { stop(): void } | null = null;
+  let approvalExpiry: { stop(): void } | null = null;
 
   let closing = false;
   shutdown = async (signal: string) => {
@@ -50,6 +52,7 @@ async function main(): Promise<void> {
     closing = true;
     deps.log.info({ signal }, 'shutting down: finishing requests in flight');
     usageSummaries?.stop();
+    approvalExpiry?.stop();
     try {
       // Webhook attempts in flight finish (each within its deadline) while HTTP requests drain.
       await Promise.all([http.close(), deps.webhooks.worker.stop()]);
@@ -72,6 +75,7 @@ async function main(): Promise<void> {
   if (!background || closing) return;
   await deps.webhooks.worker.start();
   usageSummaries = startDailyUsageSummaries(deps);
+  approvalExpiry = startApprovalExpiry(deps);
 }
 
 void main();

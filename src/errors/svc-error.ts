@@ -6,6 +6,8 @@ export interface SvcErrorOptions {
   cause?: unknown;
   /** Extra response headers, e.g. Retry-After on 429. */
   headers?: Record<string, string>;
+  /** Extra members of the error object, e.g. dual_control_required's approval_id (REST body and GraphQL extensions). */
+  details?: Record<string, string>;
 }
 
 /** The one error type services throw; the REST and GraphQL adapters turn it into the spec's error object. */
@@ -13,6 +15,7 @@ export class SvcError extends Error {
   readonly code: ErrorCode;
   readonly param: string | null;
   readonly headers: Record<string, string>;
+  readonly details: Record<string, string>;
 
   constructor(code: ErrorCode, opts: SvcErrorOptions = {}) {
     super(opts.message ?? ERRORS[code].message, { cause: opts.cause });
@@ -20,6 +23,7 @@ export class SvcError extends Error {
     this.code = code;
     this.param = opts.param ?? null;
     this.headers = opts.headers ?? {};
+    this.details = opts.details ?? {};
   }
 
   get http(): number {

@@ -1,7 +1,8 @@
-import { getBudget, updateBudget, type ProjectBudget } from '../domain/budgets/service.ts';
+import { getBudget, type ProjectBudget } from '../domain/budgets/service.ts';
 import { microsToUsd } from '../kernel/money.ts';
 import { serviceInput } from './inputs.ts';
 import { builder } from './builder.ts';
+import { updateBudget } from '../domain/governance/guarded.ts';
 
 /** REST's svc.budget object: the project's monthly budget and this calendar month's spend (UTC). */
 export const BudgetRef = builder.objectRef<ProjectBudget>('Budget').implement({

@@ -75,13 +75,13 @@ export function maskError(error: unknown): Error {
   const gqlError = error instanceof GraphQLError ? error : null;
   const svc = svcErrorOf(error);
   if (svc && gqlError && gqlError.message === svc.message) {
-    return setExtensions(gqlError, { code: svc.code, param: svc.param, http_status: svc.http });
+    return setExtensions(gqlError, { code: svc.code, param: svc.param, http_status: svc.http, ...svc.details });
   }
   if (svc) {
     return new GraphQLError(svc.message, {
       nodes: gqlError?.nodes,
       path: gqlError?.path,
-      extensions: { code: svc.code, param: svc.param, http_status: svc.http },
+      extensions: { code: svc.code, param: svc.param, http_status: svc.http, ...svc.details },
     });
   }
   if (gqlError && isRequestError(gqlError)) {

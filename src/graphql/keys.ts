@@ -1,11 +1,8 @@
 import type { ApiKey } from '../generated/prisma/client.ts';
 import {
-  createKey,
   getKey,
   keyStatus,
   listKeys,
-  revokeKey,
-  rotateKey,
 } from '../domain/keys/service.ts';
 import { CreateKey } from '../domain/keys/schema.ts';
 import { microsToUsd } from '../kernel/money.ts';
@@ -13,6 +10,7 @@ import { KEY_PREFIX, redactSecret } from '../domain/keys/secrets.ts';
 import { builder } from './builder.ts';
 import { serviceConnection } from './connections.ts';
 import { inputTypeFrom, listFilters, serviceInput } from './inputs.ts';
+import { createKey, revokeKey, rotateKey } from '../domain/governance/guarded.ts';
 
 /** The key object of REST (spec 2.1, CONTRACT §3) with camelCase names; the secret is always redacted here. */
 export const ApiKeyRef = builder.prismaObject('ApiKey', {

@@ -1,7 +1,8 @@
-import { getRateLimits, updateRateLimits, type ProjectRateLimits } from '../domain/rate-limits/service.ts';
+import { getRateLimits, type ProjectRateLimits } from '../domain/rate-limits/service.ts';
 import { UpdateRateLimits } from '../domain/rate-limits/schema.ts';
 import { builder } from './builder.ts';
 import { inputTypeFrom, serviceInput } from './inputs.ts';
+import { updateRateLimits } from '../domain/governance/guarded.ts';
 
 /** REST's svc.rate_limits object (spec 2.5, CONTRACT §7). */
 export const RateLimitsRef = builder.objectRef<ProjectRateLimits>('RateLimits').implement({

@@ -1,16 +1,14 @@
 import {
-  createRoutingPolicy,
-  deleteRoutingPolicy,
   getRoutingPolicy,
   listRoutingPolicies,
   policyTargets,
-  updateRoutingPolicy,
 } from '../domain/routing/service.ts';
 import { CreateRoutingPolicy, UpdateRoutingPolicy } from '../domain/routing/schema.ts';
 import type { RoutingTarget } from '../providers/router.ts';
 import { builder } from './builder.ts';
 import { serviceConnection } from './connections.ts';
 import { inputTypeFrom, listFilters, serviceInput } from './inputs.ts';
+import { createRoutingPolicy, deleteRoutingPolicy, updateRoutingPolicy } from '../domain/governance/guarded.ts';
 
 const RoutingTargetRef = builder.objectRef<RoutingTarget>('RoutingTarget').implement({
   fields: (t) => ({

@@ -1,10 +1,7 @@
 import type { Webhook } from '../generated/prisma/client.ts';
 import {
-  createWebhook,
-  disableWebhook,
   getWebhook,
   listWebhooks,
-  replayDelivery,
 } from '../domain/webhooks/service.ts';
 import { findDelivery } from '../domain/webhooks/store.ts';
 import { SvcError } from '../errors/svc-error.ts';
@@ -12,6 +9,7 @@ import { CreateWebhook } from '../domain/webhooks/schema.ts';
 import { builder } from './builder.ts';
 import { inputTypeFrom, listFilters, serviceInput } from './inputs.ts';
 import { relationConnection, relationPageArgs, serviceConnection } from './connections.ts';
+import { createWebhook, disableWebhook, replayDelivery } from '../domain/governance/guarded.ts';
 
 /** The event envelope (spec 2.4). */
 export const WebhookEventRef = builder.prismaObject('Event', {

@@ -27,6 +27,8 @@ import { budgetsRoutes } from '../rest/budgets.ts';
 import { rateLimitsRoutes } from '../rest/rate-limits.ts';
 import { parseJsonBodies } from './json-body.ts';
 import { routeValidatorCompiler } from './route-validation.ts';
+import { approvalsRoutes } from '../rest/approvals.ts';
+import { governanceRoutes } from '../rest/governance.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -131,5 +133,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   await app.register(openaiRoutes);
   await app.register(usageRoutes);
   await app.register(routingRoutes);
+  await app.register(governanceRoutes);
+  await app.register(approvalsRoutes);
   return app;
 }

@@ -9,6 +9,8 @@ export interface ErrorBody {
     request_id: string;
     doc_url: string;
     param: string | null;
+    /** dual_control_required: the queued approval (CONTRACT §15). */
+    approval_id?: string;
   };
 }
 
@@ -20,11 +22,11 @@ export function docsBase(req: FastifyRequest): string {
 export const docUrl = (base: string, code: string): string => `${base}/docs/errors#${code}`;
 
 /** The spec's error object (§7); the only place its shape is written. */
-export function errorObject(code: ErrorCode, message: string, requestId: string, base: string, param: string | null = null): ErrorBody {
-  return { error: { type: 'svc.error', code, message, request_id: requestId, doc_url: docUrl(base, code), param } };
+export function errorObject(code: ErrorCode, message: string, requestId: string, base: string, param: string | null = null, details: Record<string, string> = {}): ErrorBody {
+  return { error: { type: 'svc.error', code, message, request_id: requestId, doc_url: docUrl(base, code), param, ...details } };
 }
 
 /** The error object of a request fastify has read. */
-export function errorBody(req: FastifyRequest, code: ErrorCode, message: string = ERRORS[code].message, param: string | null = null): ErrorBody {
-  return errorObject(code, message, req.id, docsBase(req), param);
+export function errorBody(req: FastifyRequest, code: ErrorCode, message: string = ERRORS[code].message, param: string | null = null, details: Record<string, string> = {}): ErrorBody {
+  return errorObject(code, message, req.id, docsBase(req), param, details);
 }

@@ -34,9 +34,9 @@ function validationMessage(err: AjvError, param: string | null, context: string 
   return `Invalid ${param ?? 'request'}${where}: ${err.message ?? 'invalid value'}.`;
 }
 
-function send(reply: FastifyReply, status: number, code: ErrorCode, message: string, param: string | null, headers: Record<string, string> = {}) {
+function send(reply: FastifyReply, status: number, code: ErrorCode, message: string, param: string | null, headers: Record<string, string> = {}, details: Record<string, string> = {}) {
   reply.headers(headers);
-  return reply.code(status).type('application/json; charset=utf-8').send(errorBody(reply.request, code, message, param));
+  return reply.code(status).type('application/json; charset=utf-8').send(errorBody(reply.request, code, message, param, details));
 }
 
 /** The only place a REST error body is shaped: SvcError, fastify's validation and body errors, and everything else. */
@@ -53,7 +53,7 @@ export function registerErrorHandling(app: FastifyInstance): void {
       }
     }
     if (err instanceof SvcError) {
-      return send(reply, err.http, err.code, err.message, err.param, err.headers);
+      return send(reply, err.http, err.code, err.message, err.param, err.headers, err.details);
     }
     const fe = err as FastifyError & { validation?: AjvError[]; validationContext?: string };
     if (fe.validation && fe.validation.length > 0) {

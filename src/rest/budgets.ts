@@ -1,9 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { unixOrNull } from '../domain/context.ts';
-import { getBudget, updateBudget, type ProjectBudget } from '../domain/budgets/service.ts';
+import { getBudget, type ProjectBudget } from '../domain/budgets/service.ts';
 import { UpdateBudget } from '../domain/budgets/schema.ts';
 import { ProjectIdParams } from '../domain/projects/schema.ts';
 import { microsToUsd } from '../kernel/money.ts';
+import { updateBudget } from '../domain/governance/guarded.ts';
 
 /** Our budget object: the project's monthly budget and its spend in the current calendar month (UTC). */
 export function presentBudget(b: ProjectBudget) {

@@ -2,17 +2,15 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { ApiKey } from '../generated/prisma/client.ts';
 import { unixOrNull, unixSeconds } from '../domain/context.ts';
 import {
-  createKey,
   getKey,
   keyStatus,
   listKeys,
-  revokeKey,
-  rotateKey,
 } from '../domain/keys/service.ts';
 import { CreateKey, KeyIdParams, ListKeysQuery, RotateKey } from '../domain/keys/schema.ts';
 import { microsToUsd } from '../kernel/money.ts';
 import { KEY_PREFIX, redactSecret } from '../domain/keys/secrets.ts';
 import { sendList } from './list.ts';
+import { createKey, revokeKey, rotateKey } from '../domain/governance/guarded.ts';
 
 /** The key object (spec 2.1, CONTRACT §3); the full secret only when given (create, rotate). */
 export function presentKey(key: ApiKey, now: Date, secret?: string) {

@@ -1,8 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { unixOrNull } from '../domain/context.ts';
-import { getRateLimits, updateRateLimits, type ProjectRateLimits } from '../domain/rate-limits/service.ts';
+import { getRateLimits, type ProjectRateLimits } from '../domain/rate-limits/service.ts';
 import { UpdateRateLimits } from '../domain/rate-limits/schema.ts';
 import { ProjectIdParams } from '../domain/projects/schema.ts';
+import { updateRateLimits } from '../domain/governance/guarded.ts';
 
 /** CONTRACT §7: the rate-limit object. updated_at is null while the plan defaults apply (our addition to GET). */
 export function presentRateLimits(l: ProjectRateLimits) {

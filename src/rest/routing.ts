@@ -2,15 +2,13 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { RoutingPolicy } from '../generated/prisma/client.ts';
 import { unixSeconds } from '../domain/context.ts';
 import {
-  createRoutingPolicy,
-  deleteRoutingPolicy,
   getRoutingPolicy,
   listRoutingPolicies,
   policyTargets,
-  updateRoutingPolicy,
 } from '../domain/routing/service.ts';
 import { CreateRoutingPolicy, ListRoutingPoliciesQuery, PolicyIdParams, UpdateRoutingPolicy } from '../domain/routing/schema.ts';
 import { sendList } from './list.ts';
+import { createRoutingPolicy, deleteRoutingPolicy, updateRoutingPolicy } from '../domain/governance/guarded.ts';
 
 /** The routing policy object (its fields are not shown by the spec; `policy_id` is the list's cursor field, spec 4.5). */
 export function presentRoutingPolicy(p: RoutingPolicy) {

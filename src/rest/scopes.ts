@@ -55,6 +55,14 @@ export const ROUTE_ACTIONS: Record<string, RouteAction> = {
   'PATCH /v1/routing/policies/:policy_id': 'routing_policy.update',
   'DELETE /v1/routing/policies/:policy_id': 'routing_policy.delete',
 
+  'PUT /v1/projects/:project_id/governance': 'governance.update',
+  'GET /v1/projects/:project_id/governance': 'governance.read',
+  'PUT /v1/projects/:project_id/residency': 'residency.update',
+  'GET /v1/approvals': 'approval.list',
+  'GET /v1/approvals/:approval_id': 'approval.read',
+  'POST /v1/approvals/:approval_id/approve': 'approval.approve',
+  'POST /v1/approvals/:approval_id/reject': 'approval.reject',
+
   // GraphQL: each field names its own action (graphql/builder.ts scope-auth).
   'GET /graphql': 'authenticated',
   'POST /graphql': 'authenticated',

@@ -2,15 +2,13 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Webhook, WebhookDelivery } from '../generated/prisma/client.ts';
 import { unixOrNull, unixSeconds } from '../domain/context.ts';
 import {
-  createWebhook,
-  disableWebhook,
   getWebhook,
   listDeliveries,
   listWebhooks,
-  replayDelivery,
 } from '../domain/webhooks/service.ts';
 import { CreateWebhook, DeliveryParams, ListDeliveriesQuery, ListWebhooksQuery, WebhookIdParams } from '../domain/webhooks/schema.ts';
 import { sendList } from './list.ts';
+import { createWebhook, disableWebhook, replayDelivery } from '../domain/governance/guarded.ts';
 
 /** The webhook object (spec 2.2, CONTRACT §6); the signing secret only on create. */
 export function presentWebhook(webhook: Webhook, secret?: string) {

@@ -10,6 +10,8 @@ export class ApiError extends Error {
     readonly param: string | null = null,
     /** Unix seconds at which a rate-limited call may be retried. */
     readonly retryAt: number | null = null,
+    /** dual_control_required: the approval the change was queued as (CONTRACT §15). */
+    readonly approvalId: string | null = null,
   ) {
     super(message);
   }
@@ -17,7 +19,7 @@ export class ApiError extends Error {
 
 interface GraphQLErrorJson {
   message: string;
-  extensions?: { code?: string; param?: string | null; request_id?: string; http_status?: number };
+  extensions?: { code?: string; param?: string | null; request_id?: string; http_status?: number; approval_id?: string };
 }
 
 /** POST /graphql with the session's key; the only way the console talks to the gateway. */
@@ -51,7 +53,7 @@ export async function gql<T>(query: string, variables: Record<string, unknown> =
   if (body.errors?.length) {
     const e = body.errors[0]!;
     const ext = e.extensions ?? {};
-    throw new ApiError(e.message, ext.code ?? 'invalid_request', ext.request_id ?? requestId, ext.http_status ?? 400, ext.param ?? null, reset ? Number(reset) : null);
+    throw new ApiError(e.message, ext.code ?? 'invalid_request', ext.request_id ?? requestId, ext.http_status ?? 400, ext.param ?? null, reset ? Number(reset) : null, ext.approval_id ?? null);
   }
   return body.data as T;
 }

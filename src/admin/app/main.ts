@@ -8,6 +8,7 @@ import { KeysScreen } from './screens/keys.ts';
 import { LimitsScreen } from './screens/limits.ts';
 import { OverviewScreen } from './screens/overview.ts';
 import { WebhooksScreen } from './screens/webhooks.ts';
+import { ApprovalsScreen } from './screens/approvals.ts';
 
 export interface Viewer {
   kind: 'operator' | 'key';
@@ -30,6 +31,7 @@ const SCREENS: Screen[] = [
   { path: 'webhooks', title: 'Webhooks', scope: 'governance:manage', view: WebhooksScreen },
   { path: 'limits', title: 'Rate limits', scope: 'governance:manage', view: LimitsScreen },
   { path: 'audit', title: 'Audit log', scope: 'audit:read', view: AuditScreen },
+  { path: 'approvals', title: 'Approvals', scope: 'governance:manage or risk:approve', view: ApprovalsScreen },
 ];
 
 const VIEWER = `query Viewer { viewer { kind keyId projectId scopes } }`;
@@ -178,7 +180,8 @@ function App() {
   };
   const projectId = viewer.projectId ?? project;
   const screen = SCREENS.find((s) => s.path === route) ?? SCREENS[0]!;
-  const allowed = (s: Screen) => s.scope === null || viewer.scopes.includes(s.scope);
+  // A scope may read "a or b" (Approvals: governance:manage or risk:approve).
+  const allowed = (s: Screen) => s.scope === null || s.scope.split(' or ').some((scope) => viewer.scopes.includes(scope));
 
   return html`
     <header class="top">

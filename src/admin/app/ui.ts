@@ -16,9 +16,10 @@ export function Status({ value }: { value: string }) {
   return html`<span class=${`status ${value}`}>${value}</span>`;
 }
 
-/** Shows an API error with its code and request id; a 429 says when to retry. */
+/** Shows an API error with its code and request id; a 429 says when to retry; a change queued for dual control is no error. */
 export function ErrorBox({ error, headline }: { error: unknown; headline?: string }) {
   if (!error) return null;
+  if (error instanceof ApiError && error.code === 'dual_control_required' && error.approvalId) return html`<${QueuedBanner} approvalId=${error.approvalId} />`;
   if (error instanceof ApiError) {
     const retry =
       error.httpStatus === 429 && error.retryAt
@@ -32,6 +33,14 @@ export function ErrorBox({ error, headline }: { error: unknown; headline?: strin
     </div>`;
   }
   return html`<div class="error" role="alert"><strong>${String((error as Error)?.message ?? error)}</strong></div>`;
+}
+
+/** The project keeps this resource under dual control: the change waits for a second key (the Approvals screen). */
+export function QueuedBanner({ approvalId }: { approvalId: string }) {
+  return html`<div class="notice queued" role="status">
+    <strong>Queued for approval <code>${approvalId}</code></strong>
+    <div>Nothing has changed yet: another key must approve it on the <a href="#/approvals">Approvals</a> screen within 24 hours.</div>
+  </div>`;
 }
 
 export function Card({ title, children }: { title: string; children: ComponentChildren }) {

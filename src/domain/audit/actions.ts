@@ -19,6 +19,12 @@ export const AUDIT_ACTIONS = {
   'webhook.disable': 'A webhook was disabled.',
   'webhook.delivery.replay': 'A failed delivery was replayed.',
   'webhook.delivery.failed': 'A delivery failed for 24 hours and stopped retrying.',
+  'governance.update': 'The dual control list was changed.',
+  'residency.update': 'The residency pin was set or lifted.',
+  'approval.create': 'A guarded change was queued for a second key.',
+  'approval.approve': 'A queued change was approved (and applied, or failed).',
+  'approval.reject': 'A queued change was rejected.',
+  'approval.expire': 'A queued change expired undecided after 24 hours.',
 } as const satisfies Record<string, string>;
 
 export type AuditAction = keyof typeof AUDIT_ACTIONS;

@@ -53,6 +53,15 @@ export const ACTIONS = {
   'routing_policy.read': ['governance:manage', 'inference:write'],
   'routing_policy.update': ['governance:manage'],
   'routing_policy.delete': ['governance:manage'],
+
+  // Governance (CONTRACT §15): the dual control policy and residency pin; approvals also for risk:approve holders.
+  'governance.read': ['governance:manage'],
+  'governance.update': ['governance:manage'],
+  'residency.update': ['governance:manage'],
+  'approval.list': ['governance:manage', 'risk:approve'],
+  'approval.read': ['governance:manage', 'risk:approve'],
+  'approval.approve': ['governance:manage', 'risk:approve'],
+  'approval.reject': ['governance:manage', 'risk:approve'],
 } as const satisfies Record<string, ActionRule>;
 
 export type Action = keyof typeof ACTIONS;
@@ -71,3 +80,28 @@ export function allows(action: Action, scopes: readonly Scope[]): boolean {
 
 /** How a refusal names what was missing: `keys:manage`, `governance:manage or inference:write`. */
 export const scopeWords = (scopes: readonly Scope[]): string => scopes.join(' or ');
+
+/** The resources a project can put under dual control (CONTRACT §15: PUT /v1/projects/{id}/governance). */
+export const GUARDED_RESOURCES = ['rate_limits', 'budget', 'residency', 'routing', 'retention', 'pii', 'webhooks', 'keys'] as const;
+export type GuardedResource = (typeof GUARDED_RESOURCES)[number];
+
+/**
+ * Which actions change a guarded resource: when the project lists the resource, the action waits for a second key's
+ * approval (domain/governance/guard.ts). `governance` is the policy itself, guarded once its list is non-empty.
+ * A new guarded action: one row here and one `governed(...)` line in domain/governance/guarded.ts.
+ */
+export const GUARDED_ACTIONS: Partial<Record<Action, GuardedResource | 'governance'>> = {
+  'rate_limits.update': 'rate_limits',
+  'budget.update': 'budget',
+  'residency.update': 'residency',
+  'routing_policy.create': 'routing',
+  'routing_policy.update': 'routing',
+  'routing_policy.delete': 'routing',
+  'webhook.create': 'webhooks',
+  'webhook.disable': 'webhooks',
+  'webhook.delivery.replay': 'webhooks',
+  'key.create': 'keys',
+  'key.rotate': 'keys',
+  'key.revoke': 'keys',
+  'governance.update': 'governance',
+};

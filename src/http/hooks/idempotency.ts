@@ -131,6 +131,9 @@ export function registerIdempotency(app: FastifyInstance, store: IdempotencyStor
       // which no handler runs to find out this time.
       const original = originalErrorRequestId(result.body);
       if (original) reply.header('X-Svc-Request-Id', original);
+      // A replayed dual_control_required names the same queued approval in its header too (CONTRACT §15).
+      const approvalId = /"approval_id":"(apr_[0-9a-z]+)"/.exec(result.body)?.[1];
+      if (approvalId) reply.header('X-Svc-Approval-Id', approvalId);
       // Only a project id: the scope may come from a body that named no real project (and must never reach a header raw).
       if (req.ctx.caller.kind === 'operator' && isId('prj', scope)) addressed(req.ctx, scope);
       return reply.code(result.status).type('application/json; charset=utf-8').send(result.body);

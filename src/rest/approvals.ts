@@ -1,0 +1,61 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { Approval } from '../generated/prisma/client.ts';
+import { unixOrNull, unixSeconds } from '../domain/context.ts';
+import {
+  approvalStatus,
+  approveApproval,
+  getApproval,
+  listApprovals,
+  rejectApproval,
+} from '../domain/governance/approvals.ts';
+import { ApprovalIdParams, ListApprovalsQuery, RejectApproval } from '../domain/governance/schema.ts';
+import { sendList } from './list.ts';
+
+/**
+ * The approval object (CONTRACT §15) and our additions: `params` (the path ids of the change, e.g. key_id), `before`
+ * (the resource when the change was queued; null for a create), `error` (why a `failed` approval failed), `result_id`
+ * (the object the applied change created or changed) and, in the approve answer only, the `secret` it issued.
+ */
+export function presentApproval(a: Approval, now: Date, secret?: string) {
+  const args = a.args as { params?: Record<string, string> };
+  return {
+    id: a.id,
+    object: 'svc.approval' as const,
+    project_id: a.projectId,
+    action: a.action,
+    resource: a.resource,
+    params: args.params ?? {},
+    request: a.request,
+    before: a.before ?? null,
+    requested_by: a.requestedBy,
+    status: approvalStatus(a, now),
+    decided_by: a.decidedBy,
+    decided_at: unixOrNull(a.decidedAt),
+    reason: a.reason,
+    error: a.error ?? null,
+    result_id: a.resultId,
+    expires_at: unixSeconds(a.expiresAt),
+    created_at: unixSeconds(a.createdAt),
+    ...(secret !== undefined ? { secret } : {}),
+  };
+}
+
+export const approvalsRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  app.get('/v1/approvals', { schema: { querystring: ListApprovalsQuery } }, async (req, reply) => {
+    const now = req.ctx.now();
+    return sendList(reply, await listApprovals(req.ctx, req.query), '/v1/approvals', (a) => presentApproval(a, now));
+  });
+
+  app.get('/v1/approvals/:approval_id', { schema: { params: ApprovalIdParams } }, async (req) =>
+    presentApproval(await getApproval(req.ctx, req.params.approval_id), req.ctx.now()),
+  );
+
+  app.post('/v1/approvals/:approval_id/approve', { schema: { params: ApprovalIdParams } }, async (req) => {
+    const { approval, secret } = await approveApproval(app.ports, req.ctx, req.params.approval_id);
+    return presentApproval(approval, req.ctx.now(), secret);
+  });
+
+  app.post('/v1/approvals/:approval_id/reject', { schema: { params: ApprovalIdParams, body: RejectApproval } }, async (req) =>
+    presentApproval(await rejectApproval(req.ctx, req.params.approval_id, req.body ?? {}), req.ctx.now()),
+  );
+};
