@@ -222,15 +222,19 @@ export class BedrockStream implements StreamTranslator<Message> {
   }
 }
 
-/** The SigV4 headers of one request (aws4 signs host, x-amz-date, content-type and the body's hash). */
+/**
+ * The headers of one POST signed with SigV4 (aws4 signs every header given, host, x-amz-date, and the body's hash;
+ * an `x-amz-date` given is used as the signing time). Bedrock's signing name is `bedrock`.
+ */
 export function signedHeaders(
   aws: Pick<AwsSpec, 'region' | 'accessKeyId' | 'secretAccessKey' | 'sessionToken'>,
   host: string,
   path: string,
   headers: Record<string, string>,
   body: string,
+  service = 'bedrock',
 ): Record<string, string> {
-  const request = { host, path, method: 'POST', service: 'bedrock', region: aws.region, headers: { ...headers }, body };
+  const request = { host, path, method: 'POST', service, region: aws.region, headers: { ...headers }, body };
   aws4.sign(request, {
     accessKeyId: aws.accessKeyId.reveal(),
     secretAccessKey: aws.secretAccessKey.reveal(),
