@@ -46,7 +46,8 @@ beforeAll(async () => {
   const seeded = await seedProject(client(t.app), { plan: 'growth' });
   projectId = seeded.projectId;
   api = client(t.app, seeded.secret);
-});
+  // Four fakes and an app with its own database: slow on a loaded machine.
+}, 180_000);
 afterAll(async () => {
   await t.close();
   await Promise.all([claude.close(), gem.close(), br.close(), az.close()]);
@@ -81,6 +82,27 @@ describe('POST /v1/inference on each provider kind', () => {
         cost_usd: 0.000018,
       });
       await expectOneOutcome(t, res.body.request_id, { status: 'succeeded', route, promptTokens: 11, completionTokens: 7, costMicros: 18n });
+    });
+  }
+
+  for (const [kind, modelId, route, text] of cases) {
+    it(`streams a chat through kind ${kind}: delta events, then done with the provider's usage`, async () => {
+      const res = await infer({ model: modelId, messages: user('Hello'), stream: true });
+      expect(res.status).toBe(200);
+      expect(res.headers['content-type']).toMatch(/^text\/event-stream/);
+      const events = res.raw
+        .split(/\n\n/)
+        .filter((block) => block.trim() !== '')
+        .map((block) => ({
+          event: /^event: (.*)$/m.exec(block)?.[1],
+          data: JSON.parse(/^data: (.*)$/m.exec(block)?.[1] ?? 'null'),
+        }));
+      const deltas = events.filter((e) => e.event === 'delta');
+      expect(deltas.length).toBeGreaterThan(1);
+      expect(deltas.map((e) => e.data.delta.content).join('')).toBe(text);
+      const done = events.at(-1)!;
+      expect(done.event).toBe('done');
+      expect(done.data).toMatchObject({ route, finish_reason: 'stop', usage: { prompt_tokens: 11, completion_tokens: 7, total_tokens: 18 } });
     });
   }
 
