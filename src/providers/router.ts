@@ -4,8 +4,7 @@ import { picosPerToken, type PicoPrice } from '../kernel/money.ts';
 import { SvcError } from '../errors/svc-error.ts';
 import { CircuitBreaker, type CircuitState } from './circuit-breaker.ts';
 import type { ModelSpec, ProviderSpec } from './config-file.ts';
-import { MockProvider } from './mock.ts';
-import { OpenAIProvider } from './openai.ts';
+import { createProvider } from './registry-factory.ts';
 import { ProviderError, type Completion, type Provider, type ProviderRequest, type StreamPart } from './types.ts';
 
 /** One provider serving one model: what routing chooses between. `id` is the spec's route, "<provider>/<model>". */
@@ -100,10 +99,6 @@ export interface Routed<T> {
   value: T;
   /** Providers tried, in order, including the one that answered. */
   attempts: string[];
-}
-
-function createProvider(spec: ProviderSpec): Provider {
-  return spec.kind === 'mock' ? new MockProvider(spec) : new OpenAIProvider(spec);
 }
 
 /**

@@ -73,7 +73,15 @@ describe('SVC_PROVIDERS_FILE', () => {
   it('uses the built-in mock provider when unset', () => {
     const config = loadConfig({});
     expect(config.providers).toEqual([
-      expect.objectContaining({ name: 'mock', kind: 'mock', region: 'local', models: [{ id: 'mock-1', inputPerMtok: 0, outputPerMtok: 0 }] }),
+      expect.objectContaining({
+        name: 'mock',
+        kind: 'mock',
+        region: 'local',
+        models: [
+          { id: 'mock-1', type: 'chat', inputPerMtok: 0, outputPerMtok: 0 },
+          { id: 'mock-embed-1', type: 'embedding', inputPerMtok: 0, outputPerMtok: 0 },
+        ],
+      }),
     ]);
   });
 
@@ -87,7 +95,7 @@ describe('SVC_PROVIDERS_FILE', () => {
     ['an unknown provider field', (d) => ((d.providers[0].api_key = 'x'), d), /providers\[0\]\.api_key is not a known field/],
     ['an unknown model field', (d) => ((d.providers[0].models[0].price = 1), d), /providers\[0\]\.models\[0\]\.price is not a known field/],
     ['an unknown top-level field', (d) => ({ ...d, extra: true }), /\(root\)\.extra is not a known field/],
-    ['an unknown kind', (d) => ((d.providers[0].kind = 'anthropic'), d), /providers\[0\]\.kind must be "openai" or "mock"/],
+    ['an unknown kind', (d) => ((d.providers[0].kind = 'cohere'), d), /providers\[0\]\.kind must be one of "openai", "mock", "azure_openai", "anthropic", "gemini", "bedrock", got "cohere"/],
     ['a missing base_url for openai', (d) => (delete d.providers[0].base_url, d), /providers\[0\]\.base_url is required/],
     ['a base_url that is not http', (d) => ((d.providers[0].base_url = 'ftp://x/v1'), d), /providers\[0\]\.base_url must start with http/],
     ['a negative price', (d) => ((d.providers[0].models[0].input_per_mtok = -1), d), /providers\[0\]\.models\[0\]\.input_per_mtok must be a number/],

@@ -1,0 +1,74 @@
+import type { ProviderSpec, SecretValue } from './config-file.ts';
+import { chatBody, ChatChunkStream, fromChatCompletion } from './openai-wire.ts';
+import { sseData } from './sse.ts';
+import { ProviderError, type Completion, type EmbeddingRequest, type EmbeddingResult, type Provider, type ProviderRequest, type StreamPart } from './types.ts';
+import { basePath, Upstream } from './upstream.ts';
+
+/**
+ * Kind `azure_openai`: Azure OpenAI's chat completions and embeddings, one deployment per model
+ * (`POST <base_url>/openai/deployments/{deployment}/chat/completions?api-version=…`, `/embeddings`), the key in the
+ * `api-key` header. The wire format is OpenAI's, so it carries every field of the request.
+ */
+export class AzureOpenAIProvider implements Provider {
+  readonly kind = 'azure_openai' as const;
+  readonly name: string;
+  readonly region: string;
+  readonly timeoutMs: number;
+  private readonly http: Upstream;
+  private readonly base: string;
+  private readonly apiKey: SecretValue | null;
+  private readonly apiVersion: string;
+  private readonly deployments: Map<string, string>;
+
+  constructor(spec: ProviderSpec) {
+    this.name = spec.name;
+    this.region = spec.region;
+    this.timeoutMs = spec.timeoutMs;
+    this.apiKey = spec.apiKey;
+    this.apiVersion = spec.apiVersion!;
+    this.deployments = new Map(spec.models.map((m) => [m.id, m.deployment ?? m.id]));
+    this.base = basePath(spec.baseUrl!);
+    this.http = new Upstream(spec.name, new URL(spec.baseUrl!).origin, spec.timeoutMs, () => (this.apiKey ? [this.apiKey.reveal()] : []));
+  }
+
+  async complete(req: ProviderRequest): Promise<Completion> {
+    const res = await this.send(req.model, 'chat/completions', chatBody(req, false), false, req.signal);
+    return fromChatCompletion(await this.http.json(res, req.signal), this.name);
+  }
+
+  async openStream(req: ProviderRequest): Promise<AsyncIterable<StreamPart>> {
+    const res = await this.send(req.model, 'chat/completions', chatBody(req, true), true, req.signal);
+    return this.http.stream(res, req.signal, sseData, new ChatChunkStream(this.name, (t) => this.http.redact(t)));
+  }
+
+  async embed(req: EmbeddingRequest): Promise<EmbeddingResult> {
+    const body = {
+      input: req.input,
+      encoding_format: 'float',
+      ...(req.dimensions !== undefined ? { dimensions: req.dimensions } : {}),
+      ...(req.user !== undefined ? { user: req.user } : {}),
+    };
+    const res = await this.send(req.model, 'embeddings', body, false, req.signal);
+    const parsed = await this.http.json(res, req.signal);
+    const data: any[] = Array.isArray(parsed?.data) ? [...parsed.data] : [];
+    data.sort((a, b) => (a?.index ?? 0) - (b?.index ?? 0));
+    const vectors = data.map((d) => d?.embedding);
+    if (vectors.length !== req.input.length || !vectors.every((v) => Array.isArray(v) && v.every((x: unknown) => typeof x === 'number'))) {
+      throw new ProviderError('protocol', `${this.name}: the response has no data[].embedding for every input`);
+    }
+    const prompt = parsed?.usage?.prompt_tokens;
+    return { vectors, usage: Number.isInteger(prompt) && prompt >= 0 ? { promptTokens: prompt } : null };
+  }
+
+  private send(model: string, operation: string, body: unknown, stream: boolean, signal: AbortSignal) {
+    const deployment = encodeURIComponent(this.deployments.get(model) ?? model);
+    const path = `${this.base}/openai/deployments/${deployment}/${operation}?api-version=${encodeURIComponent(this.apiVersion)}`;
+    const headers: Record<string, string> = { 'content-type': 'application/json', accept: stream ? 'text/event-stream' : 'application/json' };
+    if (this.apiKey) headers['api-key'] = this.apiKey.reveal();
+    return this.http.post(path, headers, JSON.stringify(body), signal);
+  }
+
+  close(): Promise<void> {
+    return this.http.close();
+  }
+}

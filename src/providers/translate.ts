@@ -1,0 +1,132 @@
+import { randomBytes } from 'node:crypto';
+import { contentText, type ChatMessage, type ProviderRequest } from './types.ts';
+
+/**
+ * Translation helpers the non-OpenAI kinds (anthropic, gemini, bedrock) share: the system prompt split out, data URLs,
+ * tool-call arguments, the forced tool that carries structured output, and the check of what a kind cannot carry.
+ */
+
+type Req = Omit<ProviderRequest, 'signal'>;
+
+/** The system and developer messages' text, joined by a blank line (these kinds take the system prompt apart). */
+export function systemPrompt(messages: readonly ChatMessage[]): string {
+  return messages
+    .filter((m) => m.role === 'system' || m.role === 'developer')
+    .map((m) => contentText(m.content))
+    .filter((t) => t !== '')
+    .join('\n\n');
+}
+
+export const IMAGE_TYPES = ['image/png', 'image/jpeg', 'image/gif', 'image/webp'] as const;
+
+/** `data:image/png;base64,…` as its media type and base64 data; null for anything else. */
+export function dataUrl(url: string): { mediaType: (typeof IMAGE_TYPES)[number]; data: string } | null {
+  const m = /^data:(image\/(?:png|jpeg|gif|webp));base64,([A-Za-z0-9+/=\s]+)$/.exec(url);
+  return m ? { mediaType: m[1] as (typeof IMAGE_TYPES)[number], data: m[2]!.replace(/\s+/g, '') } : null;
+}
+
+/** A tool call's arguments as the JSON object these kinds want; undefined when they are not one. */
+export function argumentsObject(text: string): Record<string, unknown> | undefined {
+  if (text.trim() === '') return {};
+  try {
+    const v = JSON.parse(text);
+    return typeof v === 'object' && v !== null && !Array.isArray(v) ? v : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A tool call id for a provider that gives none (Gemini before ids): `call_` and 24 random hex digits. */
+export const newCallId = (): string => `call_${randomBytes(12).toString('hex')}`;
+
+/**
+ * Structured output on kinds without a JSON mode of their own (anthropic, bedrock): one tool whose input schema is the
+ * requested schema, forced with tool_choice; its input becomes the answer's text (finish_reason stop). Null when the
+ * request asks for none.
+ */
+export interface ResponseTool {
+  name: string;
+  description: string;
+  schema: Record<string, unknown>;
+}
+
+export function responseTool(req: Req): ResponseTool | null {
+  const f = req.options?.response_format;
+  if (!f || f.type === 'text') return null;
+  if (f.type === 'json_object') {
+    return { name: 'json_object', description: 'Answer with a JSON object as the input of this tool.', schema: { type: 'object' } };
+  }
+  return {
+    name: f.json_schema.name,
+    description: f.json_schema.description ?? 'Answer with the input of this tool, which follows the response schema.',
+    schema: f.json_schema.schema ?? { type: 'object' },
+  };
+}
+
+/** What a kind carries among the optional fields of the chat-completions request. */
+export interface Carries {
+  n?: boolean;
+  seed?: boolean;
+  penalties?: boolean;
+  /** parallel_tool_calls: false. */
+  serialToolCalls?: boolean;
+  /** response_format json_schema/json_object through a forced tool (then not together with tools). */
+  forcedToolFormat?: boolean;
+  /** An image_url part's URL the kind can send. */
+  imageUrl: (url: string) => boolean;
+}
+
+/**
+ * The first field (OpenAI name, path for message parts) a kind cannot carry, or null. logit_bias, logprobs,
+ * top_logprobs and reasoning_effort are carried by no kind that uses this check.
+ */
+export function firstUnsupported(req: Req, carries: Carries): string | null {
+  const o = req.options ?? {};
+  if ((o.n ?? 1) > 1 && !carries.n) return 'n';
+  if (o.logit_bias && Object.keys(o.logit_bias).length > 0) return 'logit_bias';
+  if (o.logprobs) return 'logprobs';
+  if (o.top_logprobs !== undefined && o.top_logprobs !== null) return 'top_logprobs';
+  if (o.reasoning_effort !== undefined) return 'reasoning_effort';
+  if (req.sampling.seed !== undefined && !carries.seed) return 'seed';
+  if (!carries.penalties) {
+    if ((req.sampling.presence_penalty ?? 0) !== 0) return 'presence_penalty';
+    if ((req.sampling.frequency_penalty ?? 0) !== 0) return 'frequency_penalty';
+  }
+  if (o.parallel_tool_calls === false && !carries.serialToolCalls) return 'parallel_tool_calls';
+  const format = o.response_format;
+  if (carries.forcedToolFormat && format && format.type !== 'text') {
+    // The forced tool would take the tools' place; a schema that is not an object cannot be a tool's input.
+    if (o.tools && o.tools.length > 0) return 'response_format';
+    const schema = format.type === 'json_schema' ? format.json_schema.schema : undefined;
+    if (schema && schema.type !== undefined && schema.type !== 'object') return 'response_format';
+    if (format.type === 'json_schema' && !/^[A-Za-z0-9_-]{1,64}$/.test(format.json_schema.name)) return 'response_format';
+  }
+  const calls = new Set<string>();
+  for (const [i, m] of req.messages.entries()) {
+    if (Array.isArray(m.content)) {
+      for (const [j, part] of m.content.entries()) {
+        if (part.type === 'image_url' && !carries.imageUrl(part.image_url.url)) return `messages[${i}].content[${j}]`;
+      }
+    }
+    for (const [j, call] of (m.tool_calls ?? []).entries()) {
+      calls.add(call.id);
+      if (argumentsObject(call.function.arguments) === undefined) return `messages[${i}].tool_calls[${j}].function.arguments`;
+    }
+    // These kinds pair a tool result with its call by id (Gemini also needs the call's name).
+    if (m.role === 'tool' && (!m.tool_call_id || !calls.has(m.tool_call_id))) return `messages[${i}].tool_call_id`;
+  }
+  return null;
+}
+
+/** Consecutive turns of one role merged into one (Anthropic, Gemini and Bedrock want user and assistant to alternate). */
+export function mergeTurns<T extends { role: string }>(turns: T[], key: 'content' | 'parts' = 'content'): T[] {
+  const out: T[] = [];
+  for (const t of turns) {
+    const last = out.at(-1) as Record<string, unknown> | undefined;
+    const items = (t as Record<string, unknown>)[key] as unknown[];
+    if (items.length === 0) continue;
+    if (last && last.role === t.role) (last[key] as unknown[]).push(...items);
+    else out.push({ ...t, [key]: [...items] });
+  }
+  return out;
+}

@@ -1,0 +1,158 @@
+import { Pool, type Dispatcher } from 'undici';
+import { redactCredentials, transportError } from './openai.ts';
+import { ProviderError, type StreamPart } from './types.ts';
+
+/** Statuses that say the request itself is wrong: the same request would fail on every provider (as kind openai). */
+const REJECTED = new Set([400, 413, 422]);
+
+/** Shapes of provider credentials beyond redactCredentials' own: Google API keys, AWS access key ids. */
+const MORE_CREDENTIALS = [/\bAIza[0-9A-Za-z_-]{30,}/g, /\b(AKIA|ASIA)[0-9A-Z]{16}\b/g];
+
+/** A provider's error text with its secrets, and anything shaped like a credential, replaced by [redacted]. */
+export function redactAll(text: string, secrets: readonly string[]): string {
+  let out = text;
+  for (const s of secrets) if (s) out = out.split(s).join('[redacted]');
+  out = redactCredentials(out, null);
+  for (const re of MORE_CREDENTIALS) out = out.replace(re, '[redacted]');
+  return out;
+}
+
+/**
+ * The message of a provider's error body: OpenAI, Azure, Anthropic and Gemini put it in `error.message` (or `error`),
+ * Bedrock in `message` (or `Message`); else the body's start.
+ */
+export function errorMessage(body: string): string {
+  try {
+    const parsed = JSON.parse(body) as { error?: { message?: unknown } | string; message?: unknown; Message?: unknown };
+    const e = parsed.error;
+    if (typeof e === 'string') return e.slice(0, 300);
+    if (e && typeof e.message === 'string') return e.message.slice(0, 300);
+    if (typeof parsed.message === 'string') return parsed.message.slice(0, 300);
+    if (typeof parsed.Message === 'string') return parsed.Message.slice(0, 300);
+  } catch {
+    // not JSON
+  }
+  return body.slice(0, 300);
+}
+
+function abortReason(signal: AbortSignal, err: unknown): unknown {
+  return signal.aborted ? (signal.reason ?? err) : err;
+}
+
+/** A stateful translation of one provider stream's events into StreamParts. */
+export interface StreamTranslator<E> {
+  push(event: E): Iterable<StreamPart>;
+  /** After the last event: what is still owed (the usage, a finish the provider never sent). */
+  end(): Iterable<StreamPart>;
+}
+
+/**
+ * The HTTP side every kind shares, as kind openai does it: one keep-alive undici Pool per provider (never global
+ * fetch), the hop's signal on every request, 400/413/422 as `rejected` and every other status as `status` (the router
+ * falls back), undici's failures as `connection`/`timeout`, and the kind's credentials redacted from every error text.
+ */
+export class Upstream {
+  private readonly pool: Pool;
+
+  constructor(
+    readonly name: string,
+    origin: string,
+    timeoutMs: number,
+    private readonly secrets: () => string[],
+    /** A status the kind classifies itself (Gemini's 400 for a bad key is the provider's problem, not the request's). */
+    private readonly classify: (status: number, body: string) => ProviderError['kind'] | null = () => null,
+  ) {
+    this.pool = new Pool(origin, {
+      connections: 256,
+      pipelining: 1,
+      keepAliveTimeout: 30_000,
+      keepAliveMaxTimeout: 600_000,
+      // Backstops; the router's own per-hop and routing deadlines usually fire first.
+      headersTimeout: timeoutMs,
+      bodyTimeout: timeoutMs,
+      connect: { timeout: Math.min(timeoutMs, 10_000) },
+    });
+  }
+
+  redact(text: string): string {
+    return redactAll(text, this.secrets());
+  }
+
+  async post(path: string, headers: Record<string, string>, body: string, signal: AbortSignal): Promise<Dispatcher.ResponseData> {
+    let res: Dispatcher.ResponseData;
+    try {
+      res = await this.pool.request({ method: 'POST', path, headers, body, signal });
+    } catch (err) {
+      throw abortReason(signal, transportError(err, this.name));
+    }
+    if (res.statusCode >= 200 && res.statusCode < 300) return res;
+    const text = await res.body.text().catch(() => '');
+    const detail = `${this.name} answered ${res.statusCode}: ${errorMessage(this.redact(text))}`;
+    const kind = this.classify(res.statusCode, text) ?? (REJECTED.has(res.statusCode) ? 'rejected' : 'status');
+    throw new ProviderError(kind, detail, res.statusCode);
+  }
+
+  /** The whole JSON body of a 2xx answer. */
+  async json(res: Dispatcher.ResponseData, signal: AbortSignal): Promise<any> {
+    let text: string;
+    try {
+      text = await res.body.text();
+    } catch (err) {
+      throw abortReason(signal, transportError(err, this.name));
+    }
+    try {
+      return JSON.parse(text);
+    } catch {
+      throw new ProviderError('protocol', `${this.name}: the response is not JSON`);
+    }
+  }
+
+  /**
+   * A 2xx streamed answer as StreamParts: `frames` cuts the body into the provider's events, `translator` turns them
+   * into parts. Stopped early (client gone), the upstream body is dropped so that undici frees the connection.
+   */
+  stream<E>(
+    res: Dispatcher.ResponseData,
+    signal: AbortSignal,
+    frames: (body: AsyncIterable<Uint8Array>) => AsyncIterable<E>,
+    translator: StreamTranslator<E>,
+  ): AsyncIterable<StreamPart> {
+    const name = this.name;
+    return (async function* () {
+      try {
+        for await (const event of frames(res.body)) yield* translator.push(event);
+        yield* translator.end();
+      } catch (err) {
+        if (err instanceof ProviderError) throw err;
+        throw abortReason(signal, transportError(err, name));
+      } finally {
+        if (!res.body.destroyed) res.body.destroy();
+      }
+    })();
+  }
+
+  async close(): Promise<void> {
+    await this.pool.close().catch(() => this.pool.destroy());
+  }
+}
+
+/** The path part of a base URL, without its trailing slashes ('' for none). */
+export function basePath(baseUrl: string): string {
+  return new URL(baseUrl).pathname.replace(/\/+$/, '');
+}
+
+/** JSON text parsed, or undefined when it is not JSON. */
+export function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/** A JSON event of a stream, or a protocol error naming the provider. */
+export function jsonEvent(data: string, name: string): any {
+  const parsed = parseJson(data);
+  if (parsed === undefined) throw new ProviderError('protocol', `${name}: a stream event is not JSON`);
+  return parsed;
+}
