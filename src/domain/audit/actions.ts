@@ -19,6 +19,19 @@ export const AUDIT_ACTIONS = {
   'webhook.disable': 'A webhook was disabled.',
   'webhook.delivery.replay': 'A failed delivery was replayed.',
   'webhook.delivery.failed': 'A delivery failed for 24 hours and stopped retrying.',
+  // Operators of the admin console (CONTRACT §17): the actor is the operator (opr_…), or null when none was known.
+  'operator.sign_in': 'An operator signed in to the console (OIDC or SAML).',
+  'operator.sign_in_refused': 'A console sign-in was refused.',
+  'operator.sign_out': 'A console session ended: signed out, timed out, or ended by deprovisioning.',
+  'operator.request_refused': "A console session's request was refused (IP allowlist, CSRF).",
+  'operator.create': 'SCIM provisioned an operator.',
+  'operator.update': "SCIM changed an operator.",
+  'operator.delete': 'SCIM deprovisioned an operator.',
+  'operator_group.create': 'SCIM created an operator group.',
+  'operator_group.update': "SCIM changed an operator group's name or members.",
+  'operator_group.delete': 'SCIM deleted an operator group.',
+  'operator_group.roles_update': "An operator group's roles per project were set.",
+  'ip_allowlist.update': "A project's console IP allowlist was set.",
 } as const satisfies Record<string, string>;
 
 export type AuditAction = keyof typeof AUDIT_ACTIONS;

@@ -53,7 +53,13 @@ export async function createProject(ctx: Ctx, input: CreateProjectInput): Promis
 }
 
 export async function listProjects(ctx: Ctx, query: PageQuery): Promise<Page<Project>> {
-  const where = ctx.caller.kind === 'key' ? { id: ctx.caller.projectId! } : {};
+  // A console session (issue 22) lists the projects its operator's groups reach.
+  const where =
+    ctx.caller.kind === 'key'
+      ? { id: ctx.caller.projectId! }
+      : ctx.caller.kind === 'session'
+        ? { id: { in: [...(ctx.caller.session?.projects.keys() ?? [])] } }
+        : {};
   return paginate(query, {
     cursorField: 'id',
     fetch: ({ cursor, order, take }) =>
