@@ -25,6 +25,8 @@ export interface OperatorSession {
   userName: string;
   sessionId: string;
   method: string;
+  /** The absolute timeout (ms since the epoch). */
+  expiresAt: number;
   /** The role in the addressed project; unbound (several projects, none named): the weakest of its roles. */
   role: 'viewer' | 'admin' | null;
   projects: ReadonlyMap<string, 'viewer' | 'admin'>;

@@ -8,6 +8,7 @@ import './rate-limits.ts';
 import './budgets.ts';
 import './usage.ts';
 import './routing.ts';
+import './operators.ts';
 
 /** The whole control plane; scripts/print-schema.ts prints it to schema.graphql. */
 export const schema = builder.toSchema();

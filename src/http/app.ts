@@ -26,6 +26,9 @@ import { rateLimitRequest, registerRateLimitHeaders } from './hooks/rate-limit.t
 import { budgetsRoutes } from '../rest/budgets.ts';
 import { rateLimitsRoutes } from '../rest/rate-limits.ts';
 import { parseJsonBodies } from './json-body.ts';
+import { ssoRoutes } from '../rest/sso.ts';
+import { scimRoutes } from '../rest/scim.ts';
+import { operatorsRoutes } from '../rest/operators.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -130,5 +133,8 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   await app.register(openaiRoutes);
   await app.register(usageRoutes);
   await app.register(routingRoutes);
+  await app.register(ssoRoutes);
+  await app.register(scimRoutes);
+  await app.register(operatorsRoutes);
   return app;
 }

@@ -26,3 +26,13 @@ export const roleAllows = (role: Role, action: Action): boolean => role === 'adm
 
 /** Of several groups' roles in one project, the strongest wins. */
 export const strongest = (a: Role | undefined, b: Role): Role => (a === 'admin' || b === 'admin' ? 'admin' : 'viewer');
+
+/** Whether a caller's role allows an action: only console sessions have roles (keys and the operator key: their scopes). */
+export function callerMay(caller: { kind: string; session?: { role: Role | null } }, action: Action): boolean {
+  if (caller.kind !== 'session') return true;
+  const role = caller.session?.role ?? null;
+  return role !== null && roleAllows(role, action);
+}
+
+/** The refusal of a viewer's write. */
+export const roleRefusal = (action: Action): string => `The viewer role reads only; ${action} needs the admin role in this project.`;

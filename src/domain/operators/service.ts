@@ -197,6 +197,7 @@ export async function sessionCaller(ports: OperatorPorts, facts: RequestFacts, r
     userName: operator.userName,
     sessionId: session.id,
     method: session.method,
+    expiresAt: session.expiresAt,
     role,
     projects: roles,
   };
