@@ -75,3 +75,86 @@ export async function postAssertion(app: FastifyInstance, samlResponse: string, 
   const session = setCookie.map((c) => /^svc_session=([^;]*)/.exec(c)?.[1]).find((v) => v);
   return { res, setCookie, token: session ?? null };
 }
+
+export interface Res {
+  status: number;
+  headers: Record<string, unknown>;
+  body: any;
+  raw: string;
+}
+
+const asRes = (r: { statusCode: number; headers: Record<string, unknown>; body: string }): Res => {
+  let body: unknown = null;
+  try {
+    body = r.body ? JSON.parse(r.body) : null;
+  } catch {
+    body = null;
+  }
+  return { status: r.statusCode, headers: r.headers, body, raw: r.body };
+};
+
+/** SCIM calls as an identity provider sends them (application/scim+json, the bearer token). */
+export function scim(app: FastifyInstance, token: string | null = SCIM_TOKEN) {
+  return async (method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', url: string, body?: unknown): Promise<Res> =>
+    asRes(
+      await app.inject({
+        method,
+        url,
+        headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body !== undefined ? { 'content-type': 'application/scim+json' } : {}) },
+        payload: body === undefined ? undefined : JSON.stringify(body),
+      }),
+    );
+}
+
+export const USER_SCHEMA = 'urn:ietf:params:scim:schemas:core:2.0:User';
+export const GROUP_SCHEMA = 'urn:ietf:params:scim:schemas:core:2.0:Group';
+export const PATCH_SCHEMA = 'urn:ietf:params:scim:api:messages:2.0:PatchOp';
+
+export async function provisionUser(app: FastifyInstance, userName: string): Promise<string> {
+  const res = await scim(app)('POST', '/scim/v2/Users', { schemas: [USER_SCHEMA], userName, emails: [{ value: userName, primary: true }], active: true });
+  expect(res.status).toBe(201);
+  return res.body.id as string;
+}
+
+export async function provisionGroup(app: FastifyInstance, displayName: string, members: string[]): Promise<string> {
+  const res = await scim(app)('POST', '/scim/v2/Groups', { schemas: [GROUP_SCHEMA], displayName, members: members.map((value) => ({ value })) });
+  expect(res.status).toBe(201);
+  return res.body.id as string;
+}
+
+/** A console session's calls: the cookie, the CSRF token, and X-Svc-Project when given. */
+export function sessionClient(app: FastifyInstance, token: string, csrf: string | null, project: string | null = null) {
+  const call = async (method: 'GET' | 'POST' | 'PUT', url: string, body?: unknown, headers: Record<string, string> = {}): Promise<Res> =>
+    asRes(
+      await app.inject({
+        method,
+        url,
+        headers: {
+          cookie: `svc_session=${token}`,
+          ...(csrf ? { 'x-svc-csrf-token': csrf } : {}),
+          ...(project ? { 'x-svc-project': project } : {}),
+          ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+          ...headers,
+        },
+        payload: body === undefined ? undefined : JSON.stringify(body),
+      }),
+    );
+  return {
+    get: (url: string, headers?: Record<string, string>) => call('GET', url, undefined, headers),
+    post: (url: string, body?: unknown, headers?: Record<string, string>) => call('POST', url, body, headers),
+    put: (url: string, body?: unknown, headers?: Record<string, string>) => call('PUT', url, body, headers),
+    gql: (query: string, variables: Record<string, unknown> = {}) => call('POST', '/graphql', { query, variables }),
+    project: (id: string | null) => sessionClient(app, token, csrf, id),
+  };
+}
+export type SessionClient = ReturnType<typeof sessionClient>;
+
+/** Signs in through the SAML IdP and reads the session's CSRF token, as the console does. */
+export async function signInBySaml(app: FastifyInstance, idp: ReturnType<typeof testSamlIdp>, userName: string) {
+  const { res, token } = await postAssertion(app, await idp.response(userName));
+  expect(res.statusCode).toBe(303);
+  expect(token).toBeTruthy();
+  const info = await sessionClient(app, token!, null).get('/auth/session');
+  expect(info.status).toBe(200);
+  return { token: token!, csrf: info.body.csrf_token as string, session: info.body, api: sessionClient(app, token!, info.body.csrf_token as string) };
+}
