@@ -22,7 +22,7 @@ beforeAll(async () => {
   t = await buildTestApp({ env: ssoEnv(keys.cert) });
   idp = testSamlIdp(keys);
   aliceId = await provisionUser(t.app, 'alice@example.com');
-});
+}, 180_000);
 afterAll(async () => {
   await t?.close();
 });

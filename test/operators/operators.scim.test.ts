@@ -35,7 +35,7 @@ beforeAll(async () => {
   idp = testSamlIdp(keys);
   p1 = (await seedProject(client(a.app), { name: 'Payments' })).projectId;
   p2 = (await seedProject(client(a.app), { name: 'Search' })).projectId;
-});
+}, 180_000);
 afterAll(async () => {
   await b?.close();
   await a?.close();
