@@ -17,7 +17,7 @@ const escape = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)}
  * with PKCE required, signed ID tokens, discovery. Its login page is a plain form (email only: this provider trusts
  * whoever types, which is what a test needs); submitting it grants the openid, email and profile scopes.
  */
-export async function startOidcProvider(redirectUri: string): Promise<TestOidcProvider> {
+export async function startOidcProvider(redirectUris: string | string[]): Promise<TestOidcProvider> {
   const port = await freePort();
   const issuer = `http://127.0.0.1:${port}`;
   const provider = new Provider(issuer, {
@@ -25,7 +25,7 @@ export async function startOidcProvider(redirectUri: string): Promise<TestOidcPr
       {
         client_id: OIDC_CLIENT_ID,
         client_secret: OIDC_CLIENT_SECRET,
-        redirect_uris: [redirectUri],
+        redirect_uris: ([] as string[]).concat(redirectUris),
         grant_types: ['authorization_code'],
         response_types: ['code'],
         token_endpoint_auth_method: 'client_secret_post',
