@@ -227,7 +227,7 @@ function App() {
       setSsoSession(null);
       setViewer(null);
       setProject(null);
-      setNotice(`Your console session ended. ${String((e as CustomEvent).detail ?? '')}`);
+      setNotice(String((e as CustomEvent).detail ?? 'The console session ended: sign in again.'));
     };
     addEventListener('svc:session-ended', ended);
     return () => removeEventListener('svc:session-ended', ended);
