@@ -27,8 +27,11 @@ export class CidrList {
         return [ip, ip.kind() === 'ipv4' ? 32 : 128];
       }
       const [ip, bits] = ipaddr.parseCIDR(entry);
-      // 0.0.0.0/8-style IPv4 rules also match the IPv4-mapped IPv6 form of their addresses (parseAddress unmaps).
-      return [ip.kind() === 'ipv6' && (ip as ipaddr.IPv6).isIPv4MappedAddress() ? (ip as ipaddr.IPv6).toIPv4Address() : ip, ip.kind() === 'ipv6' && (ip as ipaddr.IPv6).isIPv4MappedAddress() ? Math.max(0, bits - 96) : bits];
+      // An IPv4-mapped rule (::ffff:10.0.0.0/104) is the IPv4 rule it spells, as addresses are unmapped before matching.
+      if (ip.kind() === 'ipv6' && (ip as ipaddr.IPv6).isIPv4MappedAddress() && bits >= 96) {
+        return [(ip as ipaddr.IPv6).toIPv4Address(), bits - 96];
+      }
+      return [ip, bits];
     });
   }
 
