@@ -67,6 +67,11 @@ describe('console sessions act through the same services as keys', () => {
       { p: p1 },
     );
     expect(write.body.errors[0].extensions).toMatchObject({ code: 'insufficient_scope', http_status: 403 });
+    // Both refusals are audited, naming the operator, the role and the action.
+    const refused = (await audit('operator.request_refused')).filter((e) => e.data.reason === 'role');
+    expect(refused.map((e) => e.data.action)).toEqual(['rate_limits.update', 'rate_limits.update', 'key.create']);
+    expect(refused[0]).toMatchObject({ actor_key_id: vera, project_id: p1, target_id: s.session.id });
+    expect(refused[0].data).toMatchObject({ role: 'viewer' });
   });
 
   it('sees only its groups\' projects: another project is 404 not_found on REST and GraphQL', async () => {

@@ -33,6 +33,3 @@ export function callerMay(caller: { kind: string; session?: { role: Role | null 
   const role = caller.session?.role ?? null;
   return role !== null && roleAllows(role, action);
 }
-
-/** The refusal of a viewer's write. */
-export const roleRefusal = (action: Action): string => `The viewer role reads only; ${action} needs the admin role in this project.`;

@@ -204,6 +204,19 @@ export async function sessionCaller(ports: OperatorPorts, facts: RequestFacts, r
   return { kind: 'session', keyId: session.operatorId, projectId, scopes: role ? scopesOfRole(role) : [], session: info };
 }
 
+/** A viewer's write (or an action its role lacks), refused: audited as operator.request_refused, then 403. */
+export async function refuseByRole(ports: OperatorPorts, ctx: Ctx, action: string): Promise<SvcError> {
+  const session = ctx.caller.session;
+  await auditOperator(ports.db, ctx, ports.clock.now(), ctx.caller.keyId, 'operator.request_refused', {
+    projectId: ctx.caller.projectId,
+    targetId: session?.sessionId ?? null,
+    data: { reason: 'role', role: session?.role ?? null, action, session_id: session?.sessionId ?? null },
+  });
+  return new SvcError('insufficient_scope', {
+    message: `The ${session?.role ?? 'operator'} role does not allow ${action} in this project (a viewer reads only).`,
+  });
+}
+
 /** Ends the caller's session. Audits operator.sign_out. */
 export async function signOut(ports: OperatorPorts, ctx: Ctx, token: string): Promise<void> {
   const session = ctx.caller.session;

@@ -4,7 +4,8 @@ import { makeCtx, type Caller } from '../../domain/context.ts';
 import { namedProjectId } from '../../domain/tenancy.ts';
 import { SvcError } from '../../errors/svc-error.ts';
 import { accessFor, missingScope, routeKey, ROUTE_ACCESS, ROUTE_ACTIONS } from '../../rest/scopes.ts';
-import { callerMay, roleRefusal } from '../../domain/operators/roles.ts';
+import { callerMay } from '../../domain/operators/roles.ts';
+import { refuseByRole } from '../../domain/operators/service.ts';
 import { sessionCallerOf, sessionTokenOf } from './session.ts';
 
 /** Runs once the caller is known, before the scope check: the rate limiter, so that a 403 is counted too. */
@@ -59,7 +60,7 @@ export function registerAuth(app: FastifyInstance, afterAuthentication?: AfterAu
     // A console session's role in the project (issue 22): a viewer reads only.
     const action = ROUTE_ACTIONS[routeKey(req.method === 'HEAD' ? 'GET' : req.method, req.routeOptions.url!)];
     if (caller.kind === 'session' && action !== 'authenticated' && action !== 'public' && action !== undefined && !callerMay(caller, action)) {
-      throw new SvcError('insufficient_scope', { message: roleRefusal(action) });
+      throw await refuseByRole(app.ports.operators, req.ctx, action);
     }
   });
 
