@@ -5,8 +5,7 @@ import { assertConsoleAddress, csrfTokenOf, refuseSignIn, signIn, signOut, type 
 import { makeCtx } from '../domain/context.ts';
 import { SvcError } from '../errors/svc-error.ts';
 import { clearSessionCookie, sessionCallerOf, sessionTokenOf, setSessionCookie } from '../http/hooks/session.ts';
-import { OidcSignIn, type PendingOidc } from './sso/oidc.ts';
-import { SamlSignIn } from './sso/saml.ts';
+import type { PendingOidc } from './sso/oidc.ts';
 
 /** The sealed OIDC round-trip state: SameSite=Lax, as the provider's redirect back is a cross-site navigation. */
 const OIDC_COOKIE = 'svc_oidc';
@@ -29,8 +28,9 @@ export const ssoRoutes: FastifyPluginAsync = async (app) => {
   const settings = config.operators;
   const ports = app.ports.operators;
   const base = config.publicUrl ?? '';
-  const oidc = settings.oidc ? new OidcSignIn(settings.oidc, `${base}/auth/oidc/callback`) : null;
-  const saml = settings.saml ? new SamlSignIn(settings.saml, `${base}/auth/saml/acs`) : null;
+  // The protocol libraries are loaded only when their method is configured (a start-up cost for those who use them).
+  const oidc = settings.oidc ? new (await import('./sso/oidc.ts')).OidcSignIn(settings.oidc, `${base}/auth/oidc/callback`) : null;
+  const saml = settings.saml ? new (await import('./sso/saml.ts')).SamlSignIn(settings.saml, `${base}/auth/saml/acs`) : null;
   const sessionMaxAgeS = Math.ceil(settings.absoluteTimeoutMs / 1000);
 
   // The identity provider posts the SAML response as a form; only this plugin's routes read forms.
