@@ -21,6 +21,8 @@ import { loadCachedProject, ProjectCache } from './domain/projects/cache.ts';
 import { MemorySpendCounters, RedisSpendCounters, type CounterOptions } from './domain/budgets/counters.ts';
 import { spentMany } from './domain/budgets/store.ts';
 import { createOutcomeWriter } from './jobs/outcomes/outcome-writer.ts';
+import { PrismaSessionStore, RedisSessionStore } from './domain/operators/session-store.ts';
+import { CidrList } from './kernel/cidr.ts';
 
 export const LOG_REDACT_PATHS = [
   'req.headers.authorization',
@@ -117,6 +119,7 @@ export async function createDeps(config: Readonly<Config>, overrides: DepsOverri
   const spendCounters = redis
     ? new RedisSpendCounters(redis, config.redisPrefix, counterOptions, log)
     : new MemorySpendCounters(counterOptions);
+  const operatorSessions = redis ? new RedisSessionStore(redis, config.redisPrefix, () => clock.now()) : new PrismaSessionStore(database.prisma);
   const pieces: Omit<Deps, 'ports'> = {
     config,
     database,
@@ -135,6 +138,7 @@ export async function createDeps(config: Readonly<Config>, overrides: DepsOverri
     spendCounters,
     outcomes,
     budgetAlerts,
+    operatorSessions,
   };
   // One object: a piece swapped on it later (tests) is what the ports read.
   return Object.assign(pieces, { ports: composePorts(pieces) });
@@ -207,6 +211,19 @@ export function composePorts(deps: Omit<Deps, 'ports'>): DomainPorts {
         return deps.webhooks.secretBox;
       },
       maxWebhooksPerProject: deps.config.maxWebhooksPerProject,
+    },
+    operators: {
+      db: deps.db,
+      get sessions() {
+        return deps.operatorSessions;
+      },
+      clock: deps.clock,
+      log: deps.log,
+      settings: {
+        idleTimeoutMs: deps.config.operators.idleTimeoutMs,
+        absoluteTimeoutMs: deps.config.operators.absoluteTimeoutMs,
+        consoleAllowlist: new CidrList(deps.config.operators.consoleAllowlist),
+      },
     },
   };
 }

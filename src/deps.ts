@@ -14,6 +14,7 @@ import type { OutcomeQueue } from './domain/usage/ports.ts';
 import type { BudgetAlertSender } from './domain/budgets/ports.ts';
 import type { DomainPorts } from './domain/ports.ts';
 import type { Clock } from './kernel/clock.ts';
+import type { SessionStore } from './domain/operators/session-store.ts';
 
 /**
  * The composition root's own record (src/app-deps.ts): every process-wide piece, built once, which main.ts, the app
@@ -47,6 +48,8 @@ export interface Deps {
   outcomes: OutcomeQueue;
   /** The budget alert e-mails, sent after the batch that fired them commits (src/jobs/budget-alerts). */
   budgetAlerts: BudgetAlertSender;
+  /** Console sessions of operators (issue 22): Redis, or the database. */
+  operatorSessions: SessionStore;
   /** Each capability's ports, composed from the pieces above (composePorts in app-deps.ts). */
   ports: DomainPorts;
 }

@@ -1,8 +1,11 @@
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Type, type Static, type TSchema } from 'typebox';
 import { Format } from 'typebox/format';
 import { Default, Errors } from 'typebox/value';
 import { parseAllowlist } from '../webhooks/egress.ts';
+import { CidrList } from '../kernel/cidr.ts';
 import { BUILTIN_PROVIDERS, loadProvidersFile, ProvidersFileError, type ProviderSpec } from '../providers/config-file.ts';
 import { pointer, problemFor, says, show, valueAt } from './schema-errors.ts';
 
@@ -57,6 +60,20 @@ export interface Config {
    * the background work and serves only /healthz and /readyz. `api` and `worker` need DATABASE_URL and REDIS_URL.
    */
   role: 'all' | 'api' | 'worker';
+  /** Operators of the admin console (issue 22, CONTRACT §17): sign-in methods, sessions, SCIM, the console allowlist. */
+  operators: OperatorsConfig;
+}
+
+export interface OperatorsConfig {
+  oidc: { issuer: string; clientId: string; clientSecret: string | null; usernameClaim: string; scopes: string } | null;
+  saml: { entryPoint: string; idpCert: string; entityId: string } | null;
+  /** SHA-256 hex of the SCIM bearer token; null: SCIM is off (404). */
+  scimTokenHash: string | null;
+  idleTimeoutMs: number;
+  absoluteTimeoutMs: number;
+  consoleAllowlist: string[];
+  /** False only for a plain-http loopback SVC_PUBLIC_URL outside production (README: the Secure attribute). */
+  secureCookie: boolean;
 }
 
 export class ConfigError extends Error {
@@ -141,6 +158,19 @@ export const EnvironmentSchema = Type.Object({
   SVC_CIRCUIT_COOLDOWN_MS: whole(30_000, 1, 3_600_000, 'how long an open circuit skips its provider before one probe'),
   SVC_OUTCOME_FLUSH_MS: whole(20, 1, 10_000, 'how often a batch of usage records is written'),
   SVC_OUTCOME_LEASE_MS: whole(5_000, 500, 3_600_000, 'with Redis: how long a read usage-stream entry may stay unwritten'),
+  SVC_SESSION_IDLE_TIMEOUT_S: whole(1_800, 1, 7 * 86_400, 'a console session unused this long ends'),
+  SVC_SESSION_ABSOLUTE_TIMEOUT_S: whole(43_200, 1, 30 * 86_400, 'a console session ends this long after sign-in, however active'),
+  SVC_CONSOLE_IP_ALLOWLIST: Type.Array(Type.String(), { default: [], description: 'comma-separated CIDRs the console may be used from; empty: any' }),
+  SVC_OIDC_ISSUER: url(['https', 'http'], 'OpenID Connect issuer of console sign-in; unset: no OIDC sign-in'),
+  SVC_OIDC_CLIENT_ID: text("the gateway's client id at the OpenID provider"),
+  SVC_OIDC_CLIENT_SECRET: text("the gateway's client secret at the OpenID provider (unset: a public client, PKCE only)"),
+  SVC_OIDC_USERNAME_CLAIM: Type.String({ default: 'email', description: 'ID token claim matched with the SCIM userName' }),
+  SVC_OIDC_SCOPES: Type.String({ default: 'openid email profile', description: 'scopes asked of the OpenID provider' }),
+  SVC_SAML_ENTRY_POINT: url(['https', 'http'], "SAML 2.0 identity provider's SSO URL (HTTP-Redirect binding); unset: no SAML sign-in"),
+  SVC_SAML_IDP_CERT: text("the identity provider's signing certificate: PEM, or the path of a PEM file"),
+  SVC_SAML_ENTITY_ID: text("the gateway's SAML entity id; unset: <SVC_PUBLIC_URL>/auth/saml/metadata"),
+  SVC_SCIM_TOKEN: text('bearer token of SCIM provisioning (only its SHA-256 is kept); unset: SCIM is off'),
+  SVC_SCIM_TOKEN_SHA256: text("SHA-256 (hex) of SCIM's bearer token, instead of the token itself"),
   SVC_ROLE: Type.Enum(['all', 'api', 'worker'], {
     default: 'all',
     'x-lowercase': true,
@@ -233,6 +263,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     outcomeFlushMs: e.SVC_OUTCOME_FLUSH_MS,
     outcomeLeaseMs: e.SVC_OUTCOME_LEASE_MS,
     role: e.SVC_ROLE,
+    operators: operatorsFrom(e, production),
   };
   if (config.role !== 'all' && (config.databaseUrl === null || config.redisUrl === null)) {
     // Without them the usage records wait in this process's memory and the database is this process's own.
@@ -247,6 +278,70 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     throw new ConfigError('SVC_ENCRYPTION_KEY', 'must be 32 bytes as 64 hex characters or base64');
   }
   return Object.freeze(config);
+}
+
+/** CONTRACT §17: the console's sign-in methods, sessions and SCIM (README "Operators: SSO, SCIM, sessions"). */
+function operatorsFrom(e: Environment, production: boolean): OperatorsConfig {
+  const publicUrl = e.SVC_PUBLIC_URL?.replace(/\/+$/, '') ?? null;
+  const needsPublicUrl = (variable: string) => {
+    if (publicUrl === null) throw new ConfigError('SVC_PUBLIC_URL', `must be set with ${variable} (the identity provider sends the browser back to it)`);
+    return publicUrl;
+  };
+  let oidc: OperatorsConfig['oidc'] = null;
+  if (e.SVC_OIDC_ISSUER !== undefined) {
+    needsPublicUrl('SVC_OIDC_ISSUER');
+    if (e.SVC_OIDC_CLIENT_ID === undefined) throw new ConfigError('SVC_OIDC_CLIENT_ID', 'must be set with SVC_OIDC_ISSUER');
+    oidc = {
+      issuer: e.SVC_OIDC_ISSUER,
+      clientId: e.SVC_OIDC_CLIENT_ID,
+      clientSecret: e.SVC_OIDC_CLIENT_SECRET ?? null,
+      usernameClaim: e.SVC_OIDC_USERNAME_CLAIM,
+      scopes: e.SVC_OIDC_SCOPES,
+    };
+  }
+  let saml: OperatorsConfig['saml'] = null;
+  if (e.SVC_SAML_ENTRY_POINT !== undefined) {
+    const base = needsPublicUrl('SVC_SAML_ENTRY_POINT');
+    if (e.SVC_SAML_IDP_CERT === undefined) throw new ConfigError('SVC_SAML_IDP_CERT', 'must be set with SVC_SAML_ENTRY_POINT');
+    let idpCert = e.SVC_SAML_IDP_CERT;
+    if (!idpCert.includes('-----BEGIN')) {
+      try {
+        idpCert = readFileSync(path.resolve(idpCert), 'utf8');
+      } catch (err) {
+        throw new ConfigError('SVC_SAML_IDP_CERT', `is neither a PEM certificate nor a readable file (${(err as Error).message})`);
+      }
+    }
+    if (!idpCert.includes('-----BEGIN CERTIFICATE-----')) throw new ConfigError('SVC_SAML_IDP_CERT', 'must be a PEM certificate (-----BEGIN CERTIFICATE-----)');
+    saml = { entryPoint: e.SVC_SAML_ENTRY_POINT, idpCert, entityId: e.SVC_SAML_ENTITY_ID ?? `${base}/auth/saml/metadata` };
+  }
+  let scimTokenHash: string | null = null;
+  if (e.SVC_SCIM_TOKEN_SHA256 !== undefined) {
+    if (!/^[0-9a-fA-F]{64}$/.test(e.SVC_SCIM_TOKEN_SHA256)) throw new ConfigError('SVC_SCIM_TOKEN_SHA256', 'must be 64 hex characters');
+    scimTokenHash = e.SVC_SCIM_TOKEN_SHA256.toLowerCase();
+  } else if (e.SVC_SCIM_TOKEN !== undefined) {
+    if (e.SVC_SCIM_TOKEN.length < 32 || /\s/.test(e.SVC_SCIM_TOKEN)) throw new ConfigError('SVC_SCIM_TOKEN', 'must be at least 32 characters, without spaces');
+    scimTokenHash = createHash('sha256').update(e.SVC_SCIM_TOKEN).digest('hex');
+  }
+  const consoleAllowlist = e.SVC_CONSOLE_IP_ALLOWLIST;
+  try {
+    new CidrList(consoleAllowlist);
+  } catch (err) {
+    throw new ConfigError('SVC_CONSOLE_IP_ALLOWLIST', `${(err as Error).message}; use comma-separated IPs or CIDRs`);
+  }
+  if (e.SVC_SESSION_IDLE_TIMEOUT_S > e.SVC_SESSION_ABSOLUTE_TIMEOUT_S) {
+    throw new ConfigError('SVC_SESSION_IDLE_TIMEOUT_S', 'must not be longer than SVC_SESSION_ABSOLUTE_TIMEOUT_S');
+  }
+  // The cookie is Secure, except for a plain-http loopback gateway outside production (local trials and tests).
+  const loopbackHttp = publicUrl !== null && /^http:\/\/(127\.\d+\.\d+\.\d+|localhost|\[::1\])(:\d+)?(\/|$)/i.test(publicUrl);
+  return {
+    oidc,
+    saml,
+    scimTokenHash,
+    idleTimeoutMs: e.SVC_SESSION_IDLE_TIMEOUT_S * 1000,
+    absoluteTimeoutMs: e.SVC_SESSION_ABSOLUTE_TIMEOUT_S * 1000,
+    consoleAllowlist,
+    secureCookie: !(loopbackHttp && !production),
+  };
 }
 
 /** Whether this process does the background work (usage-stream consumer, webhook delivery, daily summaries). */

@@ -5,16 +5,31 @@ import type { Clock } from '../kernel/clock.ts';
 // The clock lives in the kernel (every layer may import it); re-exported for the importers of this module.
 export { systemClock, type Clock } from '../kernel/clock.ts';
 
-/** Who is calling: the operator (SVC_MASTER_KEY) or a project key. */
+/** Who is calling: the operator (SVC_MASTER_KEY), a project key, or a person signed in to the console (issue 22). */
 export interface Caller {
-  kind: 'operator' | 'key';
-  /** `key_master` for the operator. */
+  kind: 'operator' | 'key' | 'session';
+  /** `key_master` for the operator; the operator's `opr_…` id for a console session. */
   keyId: string;
   /** The key's project; null for the operator. */
   projectId: string | null;
   scopes: readonly Scope[];
   /** The key's monthly budget in micro-dollars (null: none; the operator has none). */
   budgetMicros?: bigint | null;
+  /** Kind `session`: the signed-in operator (domain/operators). Its projectId is the project the request addresses. */
+  session?: OperatorSession;
+}
+
+/** A console session's caller: who, how it signed in, and its role in each project its groups reach. */
+export interface OperatorSession {
+  operatorId: string;
+  userName: string;
+  sessionId: string;
+  method: string;
+  /** The absolute timeout (ms since the epoch). */
+  expiresAt: number;
+  /** The role in the addressed project; unbound (several projects, none named): the weakest of its roles. */
+  role: 'viewer' | 'admin' | null;
+  projects: ReadonlyMap<string, 'viewer' | 'admin'>;
 }
 
 /** One per request: REST puts it on `req.ctx`, GraphQL on `{ ctx }`. */

@@ -7,6 +7,7 @@ import type { RateLimitPorts } from './rate-limits/ports.ts';
 import type { RoutingPorts } from './routing/ports.ts';
 import type { UsagePorts } from './usage/ports.ts';
 import type { WebhookPorts } from './webhooks/ports.ts';
+import type { OperatorPorts } from './operators/ports.ts';
 
 /**
  * Every capability's ports, composed once in src/app-deps.ts and handed to the adapters (REST: `app.ports`, GraphQL:
@@ -23,4 +24,5 @@ export interface DomainPorts {
   usage: UsagePorts;
   inference: InferencePorts;
   webhooks: WebhookPorts;
+  operators: OperatorPorts;
 }

@@ -35,11 +35,28 @@ function namesOf(requested: string | null | undefined, named: string | null, hea
 function addressedProject(ctx: Ctx, requested: string | null | undefined): string | null {
   const named = namesOf(requested, ctx.namedProjectId, ctx.headerProjectId);
   if (ctx.caller.kind === 'key' && named.some((p) => p !== ctx.caller.projectId)) throw notFound();
+  if (ctx.caller.kind === 'session') assertSessionProjects(ctx.caller, named);
   if (named.some((p) => p !== named[0])) {
     throw invalid('project_id', 'project_id and the X-Svc-Project header name different projects; send one, or the same in both.');
   }
   return named[0] ?? null;
 }
+
+/**
+ * A console session (issue 22) sees only its groups' projects (another is 404, as for a key); one that addresses a
+ * project (X-Svc-Project, or its only project) sees only that one, with that project's role.
+ */
+function assertSessionProjects(caller: Caller, named: string[]): void {
+  const projects = caller.session?.projects;
+  if (named.some((p) => !projects?.has(p) || (caller.projectId !== null && p !== caller.projectId))) throw notFound();
+}
+
+/** A session reaching several projects names one per request (the console sends X-Svc-Project). */
+const sessionWithoutProject = () =>
+  new SvcError('missing_project_id', {
+    param: 'project_id',
+    message: "This operator's groups reach several projects: name one with the X-Svc-Project header or project_id.",
+  });
 
 /**
  * The one place that records which project a call addressed (the operator's X-Svc-Project identity header, the
@@ -52,7 +69,7 @@ export function addressed(ctx: Ctx, projectId: string): string {
 
 /** The project exists (for a key, addressedProject already made sure it is its own). */
 async function assertVisible(ctx: Ctx, projectId: string): Promise<void> {
-  if (ctx.caller.kind === 'key') return;
+  if (ctx.caller.kind === 'key' || ctx.caller.kind === 'session') return;
   const found = await ctx.db.project.findUnique({ where: { id: projectId }, select: { id: true } });
   if (!found) throw notFound();
 }
@@ -73,6 +90,11 @@ export async function visibleProjectId(ctx: Ctx, requested: string | null | unde
   const projectId = addressedProject(ctx, requested);
   // A key naming another project was refused there: it reads its own.
   if (ctx.caller.kind === 'key') return ctx.caller.projectId!;
+  if (ctx.caller.kind === 'session') {
+    const own = projectId ?? ctx.caller.projectId;
+    if (!own) throw sessionWithoutProject();
+    return addressed(ctx, own);
+  }
   if (!projectId) return undefined;
   await assertVisible(ctx, projectId);
   return addressed(ctx, projectId);
@@ -85,6 +107,13 @@ export async function visibleProjectId(ctx: Ctx, requested: string | null | unde
  */
 export function assertPathProject(ctx: Ctx, projectId: string, param = 'id'): void {
   if (ctx.caller.kind === 'key' && projectId !== ctx.caller.projectId) throw notFound(param);
+  if (ctx.caller.kind === 'session') {
+    try {
+      assertSessionProjects(ctx.caller, [projectId]);
+    } catch {
+      throw notFound(param);
+    }
+  }
   addressedProject(ctx, projectId);
 }
 

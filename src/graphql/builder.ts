@@ -6,6 +6,8 @@ import { GraphQLError, Kind } from './graphql-js.ts';
 import type { Ctx } from '../domain/context.ts';
 import type { DomainPorts } from '../domain/ports.ts';
 import { allows, scopeWords, scopesFor, type Action } from '../domain/auth/actions.ts';
+import { callerMay } from '../domain/operators/roles.ts';
+import { refuseByRole } from '../domain/operators/service.ts';
 import { SvcError } from '../errors/svc-error.ts';
 import type PrismaTypes from '../generated/pothos-types.ts';
 import { getDatamodel } from '../generated/pothos-types.ts';
@@ -53,7 +55,12 @@ export const builder = new SchemaBuilder<{
   scopeAuth: {
     // The operator holds every scope (CONTRACT §2); its Caller already lists them all.
     authScopes: (context) => ({
-      action: (action: Action) => allows(action, context.ctx.caller.scopes),
+      // A console session also needs its role in the project (issue 22: a viewer reads only); a refusal is audited.
+      action: (action: Action) => {
+        if (!allows(action, context.ctx.caller.scopes)) return false;
+        if (callerMay(context.ctx.caller, action)) return true;
+        return refuseByRole(context.ports.operators, context.ctx, action).then(() => false);
+      },
       operator: context.ctx.caller.kind === 'operator',
     }),
     unauthorizedError: (_parent, _context, info, result) => {

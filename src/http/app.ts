@@ -29,6 +29,9 @@ import { parseJsonBodies } from './json-body.ts';
 import { routeValidatorCompiler } from './route-validation.ts';
 import { approvalsRoutes } from '../rest/approvals.ts';
 import { governanceRoutes } from '../rest/governance.ts';
+import { ssoRoutes } from '../rest/sso.ts';
+import { scimRoutes } from '../rest/scim.ts';
+import { operatorsRoutes } from '../rest/operators.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -135,5 +138,8 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   await app.register(routingRoutes);
   await app.register(governanceRoutes);
   await app.register(approvalsRoutes);
+  await app.register(ssoRoutes);
+  await app.register(scimRoutes);
+  await app.register(operatorsRoutes);
   return app;
 }

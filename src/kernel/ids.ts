@@ -31,7 +31,7 @@ function nextRandom(ms: number): number[] {
   return lastRandom;
 }
 
-export type IdPrefix = 'prj' | 'key' | 'req' | 'aud' | 'evt' | 'wh' | 'del' | 'att' | 'inf' | 'pol' | 'apr';
+export type IdPrefix = 'prj' | 'key' | 'req' | 'aud' | 'evt' | 'wh' | 'del' | 'att' | 'inf' | 'pol' | 'apr' | 'opr' | 'grp' | 'ses';
 
 /** Whether `value` has the form of an id newId makes with this prefix. */
 export function isId(prefix: IdPrefix, value: string): boolean {

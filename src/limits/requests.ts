@@ -6,7 +6,8 @@ export type TicketLimiter = Pick<Limiter, 'takeRequest' | 'takeTokens' | 'takeRe
 
 /** Who calls, as far as the windows care (the domain's Caller fits). */
 export interface TicketCaller {
-  kind: 'operator' | 'key';
+  /** `session`: a console operator (issue 22), windowed as a key of the project it addresses. */
+  kind: 'operator' | 'key' | 'session';
   keyId: string;
   /** The key's project; null for the operator. */
   projectId: string | null;
@@ -89,14 +90,15 @@ export class RateLimitTicket {
   }
 
   private owner(): WindowOwner {
-    return this.caller.kind === 'operator'
+    // A console session addressing no project (its project list) draws on the operator's own window.
+    return this.caller.kind === 'operator' || this.caller.projectId === null
       ? { kind: 'operator' }
       : { kind: 'key', keyId: this.caller.keyId, projectId: this.caller.projectId! };
   }
 
   /** The token windows: a key's (its own and its project's); the operator's addressed project's; else none. */
   private tokenOwner(): TokenOwner | null {
-    if (this.caller.kind !== 'operator') return { kind: 'key', keyId: this.caller.keyId, projectId: this.caller.projectId! };
+    if (this.caller.kind !== 'operator' && this.caller.projectId !== null) return { kind: 'key', keyId: this.caller.keyId, projectId: this.caller.projectId };
     return this.project ? { kind: 'project', projectId: this.project } : null;
   }
 

@@ -69,6 +69,36 @@ export const ROUTE_ACTIONS: Record<string, RouteAction> = {
   'OPTIONS /graphql': 'public',
   // GraphiQL's page (outside production); the queries it sends go to /graphql with the key typed into it.
   'GET /graphiql': 'public',
+
+  // Operators of the admin console (issue 22). Sign-in routes check the console's IP allowlist and the session cookie
+  // themselves (rest/sso.ts); SCIM checks its own bearer token (rest/scim.ts).
+  'GET /auth/methods': 'public',
+  'GET /auth/oidc/start': 'public',
+  'GET /auth/oidc/callback': 'public',
+  'GET /auth/saml/login': 'public',
+  'POST /auth/saml/acs': 'public',
+  'GET /auth/saml/metadata': 'public',
+  'GET /auth/session': 'public',
+  'POST /auth/sign-out': 'public',
+  'GET /scim/v2/Users': 'public',
+  'POST /scim/v2/Users': 'public',
+  'GET /scim/v2/Users/:id': 'public',
+  'PUT /scim/v2/Users/:id': 'public',
+  'PATCH /scim/v2/Users/:id': 'public',
+  'DELETE /scim/v2/Users/:id': 'public',
+  'GET /scim/v2/Groups': 'public',
+  'POST /scim/v2/Groups': 'public',
+  'GET /scim/v2/Groups/:id': 'public',
+  'PUT /scim/v2/Groups/:id': 'public',
+  'PATCH /scim/v2/Groups/:id': 'public',
+  'DELETE /scim/v2/Groups/:id': 'public',
+  'GET /scim/v2/ServiceProviderConfig': 'public',
+  'GET /scim/v2/ResourceTypes': 'public',
+  'GET /scim/v2/Schemas': 'public',
+  'GET /v1/operator-groups': 'operator_group.list',
+  'PUT /v1/operator-groups/:group_id/roles': 'operator_group.roles_update',
+  'GET /v1/projects/:project_id/ip-allowlist': 'ip_allowlist.read',
+  'PUT /v1/projects/:project_id/ip-allowlist': 'ip_allowlist.update',
 };
 
 /** Who may call a route, as the auth hook checks it: one scope, any one of several, any valid key, or no key. */

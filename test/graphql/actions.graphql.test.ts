@@ -40,6 +40,10 @@ const TWINS: [route: string, type: string, field: string][] = [
   ['GET /v1/routing/policies/:policy_id', 'Query', 'routingPolicy'],
   ['PATCH /v1/routing/policies/:policy_id', 'Mutation', 'updateRoutingPolicy'],
   ['DELETE /v1/routing/policies/:policy_id', 'Mutation', 'deleteRoutingPolicy'],
+  ['GET /v1/operator-groups', 'Query', 'operatorGroups'],
+  ['PUT /v1/operator-groups/:group_id/roles', 'Mutation', 'setOperatorGroupRoles'],
+  ['GET /v1/projects/:project_id/ip-allowlist', 'Query', 'projectIpAllowlist'],
+  ['PUT /v1/projects/:project_id/ip-allowlist', 'Mutation', 'setProjectIpAllowlist'],
 ];
 
 describe('one action table for both surfaces', () => {

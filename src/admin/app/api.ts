@@ -1,4 +1,4 @@
-import { session } from './session.ts';
+import { session, sso } from './session.ts';
 
 /** An error from the gateway, REST-shaped or GraphQL-shaped, with what a person needs to act on it. */
 export class ApiError extends Error {
@@ -22,16 +22,22 @@ interface GraphQLErrorJson {
   extensions?: { code?: string; param?: string | null; request_id?: string; http_status?: number; approval_id?: string };
 }
 
+/** The SSO session (its CSRF token) whose end the page was told of already. */
+let endedSession: string | null = null;
+
 /** POST /graphql with the session's key; the only way the console talks to the gateway. */
 export async function gql<T>(query: string, variables: Record<string, unknown> = {}): Promise<T> {
   const key = session.key();
   const project = session.project();
   const consoleSession = session.consoleSession();
+  const csrf = key ? null : sso.csrf();
   const res = await fetch('/graphql', {
     method: 'POST',
     headers: {
       'content-type': 'application/json',
       ...(key ? { authorization: `Bearer ${key}` } : {}),
+      // An SSO session: the cookie goes by itself (same origin); the CSRF token proves the call comes from this page.
+      ...(csrf ? { 'x-svc-csrf-token': csrf } : {}),
       ...(project ? { 'x-svc-project': project } : {}),
       // Lets the audit log record the console's key listings once per session and page, not on every visit.
       ...(consoleSession ? { 'x-svc-console-session': consoleSession } : {}),
@@ -47,6 +53,12 @@ export async function gql<T>(query: string, variables: Record<string, unknown> =
     throw new ApiError(`The gateway answered ${res.status}.`, 'internal_error', requestId, res.status);
   }
   if (body.error) {
+    // An SSO session that ended (idle or absolute timeout, signed out, deprovisioned): back to the sign-in page.
+    // Calls in flight together all get 401: the first says why (idle or absolute timeout), and is the one shown.
+    if (csrf && res.status === 401 && endedSession !== csrf) {
+      endedSession = csrf;
+      dispatchEvent(new CustomEvent('svc:session-ended', { detail: body.error.message }));
+    }
     // Rejected before GraphQL ran (401, 429 from the hooks): the spec's REST error object.
     throw new ApiError(body.error.message, body.error.code, body.error.request_id, res.status, body.error.param, reset ? Number(reset) : null);
   }
@@ -56,4 +68,16 @@ export async function gql<T>(query: string, variables: Record<string, unknown> =
     throw new ApiError(e.message, ext.code ?? 'invalid_request', ext.request_id ?? requestId, ext.http_status ?? 400, ext.param ?? null, reset ? Number(reset) : null, ext.approval_id ?? null);
   }
   return body.data as T;
+}
+
+/** GET or POST on the gateway's /auth routes (sign-in methods, the SSO session, sign-out); the REST error object on failure. */
+export async function auth<T>(path: string, init: { method?: 'GET' | 'POST' } = {}): Promise<T> {
+  const csrf = sso.csrf();
+  const res = await fetch(path, { method: init.method ?? 'GET', headers: csrf && init.method === 'POST' ? { 'x-svc-csrf-token': csrf } : {} });
+  const body = await res.json().catch(() => null);
+  if (!res.ok) {
+    const e = body?.error ?? { code: 'internal_error', message: `The gateway answered ${res.status}.`, request_id: null, param: null };
+    throw new ApiError(e.message, e.code, e.request_id, res.status, e.param);
+  }
+  return body as T;
 }

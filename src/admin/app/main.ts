@@ -1,7 +1,7 @@
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { gql } from './api.ts';
-import { session } from './session.ts';
+import { auth, gql } from './api.ts';
+import { session, sso } from './session.ts';
 import { Card, ErrorBox, Pager, Status, fmtTime, html, usePager, useQuery } from './ui.ts';
 import { AuditScreen } from './screens/audit.ts';
 import { KeysScreen } from './screens/keys.ts';
@@ -11,7 +11,7 @@ import { WebhooksScreen } from './screens/webhooks.ts';
 import { ApprovalsScreen } from './screens/approvals.ts';
 
 export interface Viewer {
-  kind: 'operator' | 'key';
+  kind: 'operator' | 'key' | 'session';
   keyId: string;
   projectId: string | null;
   scopes: string[];
@@ -42,13 +42,49 @@ function Brand({ tag }: { tag: 'h1' | 'div' }) {
   return tag === 'h1' ? html`<h1 class="brand">${name}</h1>` : html`<div class="brand">${name}</div>`;
 }
 
-function SignIn({ onSignIn, error }: { onSignIn: (key: string) => void; error: unknown }) {
+/** An operator signed in by OIDC or SAML (GET /auth/session). */
+interface SsoSession {
+  id: string;
+  operator: { id: string; user_name: string };
+  method: string;
+  csrf_token: string;
+  projects: { project_id: string; role: string }[];
+}
+
+/** Why the gateway sent the browser back from a sign-in without a session (/admin/?signin_error=…). */
+const SIGN_IN_ERRORS: Record<string, string> = {
+  not_allowed: 'The identity provider knows you, but this gateway has no active operator of that name (operators are provisioned by SCIM).',
+  invalid_assertion: "The identity provider's answer was refused: its signature or validity did not check out.",
+  invalid_response: "The identity provider's answer was refused.",
+  expired: 'The sign-in took too long or started in another browser: try again.',
+  ip_not_allowed: 'This address is not allowed to use the console.',
+};
+
+function readSignInError(): string | null {
+  const code = new URLSearchParams(location.search).get('signin_error');
+  if (code === null) return null;
+  history.replaceState(null, '', location.pathname + location.hash);
+  return SIGN_IN_ERRORS[code] ?? `The sign-in was refused (${code}).`;
+}
+
+function SsoButtons({ methods }: { methods: string[] }) {
+  if (!methods.includes('oidc') && !methods.includes('saml')) return null;
+  return html`<div class="sso">
+    ${methods.includes('oidc') ? html`<p><a class="button primary" href="/auth/oidc/start">Sign in with OpenID Connect</a></p>` : null}
+    ${methods.includes('saml') ? html`<p><a class="button primary" href="/auth/saml/login">Sign in with SAML</a></p>` : null}
+    <p class="muted">Operators sign in through the organisation's identity provider; the session is kept by the gateway.</p>
+  </div>`;
+}
+
+function SignIn({ onSignIn, error, methods, notice }: { onSignIn: (key: string) => void; error: unknown; methods: string[]; notice: string | null }) {
   const [key, setKey] = useState('');
   return html`<main class="signin">
     <${Brand} tag="h1" />
     <p class="muted tagline">Project keys, limits, budgets, webhooks and the audit log of your inference gateway.</p>
+    ${notice ? html`<div class="error" role="alert" data-testid="signin-notice"><strong>${notice}</strong></div>` : null}
     <section class="card">
       <h2>Sign in</h2>
+      <${SsoButtons} methods=${methods} />
       <p class="muted">Enter an API key (<code>svc_sk_…</code>). The console can do exactly what the key's scopes allow.
         The key is kept in this tab's session storage only.</p>
       <form onSubmit=${(e: Event) => { e.preventDefault(); onSignIn(key.trim()); }}>
@@ -107,7 +143,7 @@ function CreateProjectForm({ onCreated }: { onCreated: (id: string) => void }) {
   <${ErrorBox} error=${error} />`;
 }
 
-function ProjectPicker({ onPick }: { onPick: (id: string) => void }) {
+function ProjectPicker({ onPick, kind }: { onPick: (id: string) => void; kind: Viewer['kind'] }) {
   const pager = usePager();
   const [filter, setFilter] = useState('');
   const q = useQuery(
@@ -119,7 +155,9 @@ function ProjectPicker({ onPick }: { onPick: (id: string) => void }) {
   const rows = needle ? all.filter((p) => `${p.name} ${p.id} ${p.plan} ${p.status} ${p.region ?? ''}`.toLowerCase().includes(needle)) : all;
   return html`
     <${Card} title="Choose a project">
-      <p class="muted">The operator key sees every project. Open one to manage its keys, limits, webhooks and audit log.</p>
+      <p class="muted">${kind === 'session'
+        ? "Your groups give you these projects (a viewer reads, an admin acts). Open one to see its keys, limits, webhooks and audit log."
+        : 'The operator key sees every project. Open one to manage its keys, limits, webhooks and audit log.'}</p>
       <label class="filter">Filter <input type="search" name="filter" placeholder="name, id, plan or status" value=${filter}
         onInput=${(e: Event) => setFilter((e.target as HTMLInputElement).value)} /></label>
       <${ErrorBox} error=${q.error} />
@@ -131,13 +169,15 @@ function ProjectPicker({ onPick }: { onPick: (id: string) => void }) {
           <td><button type="button" aria-label=${`Open ${p.name}`} onClick=${() => onPick(p.id)}>Open</button></td>
         </tr>`)}</tbody>
       </table>
-      ${q.data && rows.length === 0 ? html`<p class="empty">${all.length === 0 ? 'No projects yet: create the first one below.' : `No project on this page matches “${filter}”.`}</p>` : null}
+      ${q.data && rows.length === 0 ? html`<p class="empty">${all.length === 0 ? (kind === 'session' ? 'Your groups give you no project yet.' : 'No projects yet: create the first one below.') : `No project on this page matches “${filter}”.`}</p>` : null}
       <p class="muted">${needle ? `${rows.length} of ${all.length} on this page match.` : null}</p>
       <${Pager} pager=${pager} hasNext=${q.data?.projects.pageInfo.hasNextPage ?? false} endCursor=${q.data?.projects.pageInfo.endCursor ?? null} />
     <//>
-    <${Card} title="Create a project">
+    ${kind === 'operator'
+      ? html`<${Card} title="Create a project">
       <${CreateProjectForm} onCreated=${onPick} />
-    <//>`;
+    <//>`
+      : null}`;
 }
 
 function useHashRoute(): string {
@@ -157,9 +197,46 @@ function App() {
   const [error, setError] = useState<unknown>(null);
   const [project, setProject] = useState(session.project());
   const route = useHashRoute();
+  // Operators signed in by OIDC or SAML (issue 22): the gateway's session, found by GET /auth/session at load.
+  const [ssoSession, setSsoSession] = useState<SsoSession | null>(null);
+  const [ssoChecked, setSsoChecked] = useState(false);
+  const [methods, setMethods] = useState<string[]>(['api_key']);
+  const [notice, setNotice] = useState<string | null>(readSignInError);
 
   useEffect(() => {
-    if (!key) return;
+    if (key) return;
+    auth<{ methods: string[] }>('/auth/methods')
+      .then((m) => setMethods(m.methods))
+      .catch((err) => setError(err));
+    auth<SsoSession>('/auth/session')
+      .then((s) => {
+        sso.setCsrf(s.csrf_token);
+        // A project remembered by this tab from another sign-in may not be one of this operator's.
+        if (!s.projects.some((p) => p.project_id === session.project())) {
+          session.setProject(null);
+          setProject(null);
+        }
+        setSsoSession(s);
+      })
+      .catch(() => undefined)
+      .finally(() => setSsoChecked(true));
+  }, [key]);
+
+  useEffect(() => {
+    const ended = (e: Event) => {
+      sso.setCsrf(null);
+      session.setProject(null);
+      setSsoSession(null);
+      setViewer(null);
+      setProject(null);
+      setNotice(String((e as CustomEvent).detail ?? 'The console session ended: sign in again.'));
+    };
+    addEventListener('svc:session-ended', ended);
+    return () => removeEventListener('svc:session-ended', ended);
+  }, []);
+
+  useEffect(() => {
+    if (!key && !ssoSession) return;
     gql<{ viewer: Viewer }>(VIEWER)
       .then((d) => setViewer(d.viewer))
       .catch((err) => {
@@ -167,12 +244,26 @@ function App() {
         setKey(null);
         setError(err);
       });
-  }, [key]);
+  }, [key, ssoSession]);
 
-  if (!key) return html`<${SignIn} error=${error} onSignIn=${(k: string) => { session.setKey(k); setError(null); setKey(k); }} />`;
+  if (!key && !ssoSession) {
+    if (!ssoChecked) return html`<p class="loading">Checking for a session…</p>`;
+    return html`<${SignIn} error=${error} methods=${methods} notice=${notice}
+      onSignIn=${(k: string) => { session.setKey(k); setError(null); setNotice(null); setKey(k); }} />`;
+  }
   if (!viewer) return html`<p class="loading">Checking the key…</p>`;
 
-  const signOut = () => {
+  const signOut = async () => {
+    if (ssoSession) {
+      try {
+        await auth('/auth/sign-out', { method: 'POST' });
+      } catch {
+        // Already ended: the page forgets it all the same.
+      }
+      sso.setCsrf(null);
+      setSsoSession(null);
+      setNotice('You signed out.');
+    }
     session.clear();
     setViewer(null);
     setKey(null);
@@ -186,8 +277,10 @@ function App() {
   return html`
     <header class="top">
       <${Brand} tag="h1" />
-      <span class="who">key <code>${viewer.keyId}</code>${projectId ? html` · project <code>${projectId}</code>` : null}</span>
-      ${viewer.kind === 'operator' && projectId ? html`<button type="button" onClick=${() => { session.setProject(null); setProject(null); }}>Switch project</button>` : null}
+      <span class="who">${ssoSession
+        ? html`operator <code>${ssoSession.operator.user_name}</code>`
+        : html`key <code>${viewer.keyId}</code>`}${projectId ? html` · project <code>${projectId}</code>` : null}</span>
+      ${(viewer.kind === 'operator' || (ssoSession && ssoSession.projects.length > 1)) && projectId ? html`<button type="button" onClick=${() => { session.setProject(null); setProject(null); }}>Switch project</button>` : null}
       <button type="button" onClick=${signOut}>Sign out</button>
     </header>
     <nav class="tabs" aria-label="Screens">
@@ -199,7 +292,7 @@ function App() {
     </nav>
     <main>
       ${!projectId
-        ? html`<${ProjectPicker} onPick=${(id: string) => { session.setProject(id); setProject(id); }} />`
+        ? html`<${ProjectPicker} kind=${viewer.kind} onPick=${(id: string) => { session.setProject(id); setProject(id); }} />`
         : allowed(screen)
           ? html`<${screen.view} viewer=${viewer} projectId=${projectId} />`
           : html`<section class="card"><h2>${screen.title}</h2><p>This screen needs the <code>${screen.scope}</code> scope, which this key does not hold.</p></section>`}

@@ -9,6 +9,18 @@ function newSessionId(): string {
   return btoa(String.fromCharCode(...bytes)).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
 }
 
+/**
+ * An operator signed in by OIDC or SAML (issue 22): the session is the gateway's HttpOnly cookie, which this page cannot
+ * read; the page holds only the session's CSRF token, in memory (a reload asks GET /auth/session again).
+ */
+let csrfToken: string | null = null;
+export const sso = {
+  csrf: (): string | null => csrfToken,
+  setCsrf: (token: string | null) => {
+    csrfToken = token;
+  },
+};
+
 export const session = {
   key: (): string | null => sessionStorage.getItem(KEY),
   /** Signing in starts a new console session: its first look at each page of keys is audited (key.list). */

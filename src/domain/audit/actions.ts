@@ -25,6 +25,19 @@ export const AUDIT_ACTIONS = {
   'approval.approve': 'A queued change was approved (and applied, or failed).',
   'approval.reject': 'A queued change was rejected.',
   'approval.expire': 'A queued change expired undecided after 24 hours.',
+  // Operators of the admin console (CONTRACT §17): the actor is the operator (opr_…), or null when none was known.
+  'operator.sign_in': 'An operator signed in to the console (OIDC or SAML).',
+  'operator.sign_in_refused': 'A console sign-in was refused.',
+  'operator.sign_out': 'A console session ended: signed out, timed out, or ended by deprovisioning.',
+  'operator.request_refused': "A console session's request was refused (IP allowlist, CSRF).",
+  'operator.create': 'SCIM provisioned an operator.',
+  'operator.update': "SCIM changed an operator.",
+  'operator.delete': 'SCIM deprovisioned an operator.',
+  'operator_group.create': 'SCIM created an operator group.',
+  'operator_group.update': "SCIM changed an operator group's name or members.",
+  'operator_group.delete': 'SCIM deleted an operator group.',
+  'operator_group.roles_update': "An operator group's roles per project were set.",
+  'ip_allowlist.update': "A project's console IP allowlist was set.",
 } as const satisfies Record<string, string>;
 
 export type AuditAction = keyof typeof AUDIT_ACTIONS;

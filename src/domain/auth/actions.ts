@@ -62,6 +62,12 @@ export const ACTIONS = {
   'approval.read': ['governance:manage', 'risk:approve'],
   'approval.approve': ['governance:manage', 'risk:approve'],
   'approval.reject': ['governance:manage', 'risk:approve'],
+  // Operators of the admin console (CONTRACT §17): groups' roles are the operator key's (domain/operators/access.ts);
+  // a project's console IP allowlist is governance.
+  'operator_group.list': 'authenticated',
+  'operator_group.roles_update': 'authenticated',
+  'ip_allowlist.read': ['governance:manage'],
+  'ip_allowlist.update': ['governance:manage'],
 } as const satisfies Record<string, ActionRule>;
 
 export type Action = keyof typeof ACTIONS;

@@ -78,7 +78,8 @@ async function assertNoLooserThanCaller(
   child: { budgetMicros: bigint | null; expiresAt: Date | null },
   action: 'grant' | 'rotate',
 ): Promise<void> {
-  if (ctx.caller.kind === 'operator') return;
+  // The operator and console sessions (issue 22) have no budget or expiry of their own to pass on.
+  if (ctx.caller.kind !== 'key') return;
   const own = await db.apiKey.findUnique({ where: { id: ctx.caller.keyId }, select: { budgetMicros: true, expiresAt: true } });
   if (!own) throw new SvcError('invalid_api_key');
   const verb = action === 'grant' ? 'create' : 'rotate';

@@ -36,7 +36,13 @@ export async function createProject(ctx: Ctx, raw: unknown): Promise<Project> {
 
 export async function listProjects(ctx: Ctx, raw: unknown): Promise<Page<Project>> {
   const query = parseInput(ListProjectsQuery, raw);
-  const where = ctx.caller.kind === 'key' ? { id: ctx.caller.projectId! } : {};
+  // A console session (issue 22) lists the projects its operator's groups reach.
+  const where =
+    ctx.caller.kind === 'key'
+      ? { id: ctx.caller.projectId! }
+      : ctx.caller.kind === 'session'
+        ? { id: { in: [...(ctx.caller.session?.projects.keys() ?? [])] } }
+        : {};
   return paginate(query, {
     cursorField: 'id',
     fetch: ({ cursor, order, take }) =>

@@ -3,7 +3,10 @@ import { authenticate } from '../../domain/auth/service.ts';
 import { makeCtx, type Caller } from '../../domain/context.ts';
 import { namedProjectId } from '../../domain/tenancy.ts';
 import { SvcError } from '../../errors/svc-error.ts';
-import { accessFor, missingScope, routeKey, ROUTE_ACCESS } from '../../rest/scopes.ts';
+import { accessFor, missingScope, routeKey, ROUTE_ACCESS, ROUTE_ACTIONS } from '../../rest/scopes.ts';
+import { callerMay } from '../../domain/operators/roles.ts';
+import { refuseByRole } from '../../domain/operators/service.ts';
+import { sessionCallerOf, sessionTokenOf } from './session.ts';
 
 /** Runs once the caller is known, before the scope check: the rate limiter, so that a 403 is counted too. */
 export type AfterAuthentication = (req: FastifyRequest, reply: FastifyReply) => Promise<void>;
@@ -16,7 +19,9 @@ export type Identify = (req: FastifyRequest, reply: FastifyReply) => Promise<Cal
  */
 export function identifyCaller(app: FastifyInstance, afterAuthentication?: AfterAuthentication): Identify {
   return async (req: FastifyRequest, reply: FastifyReply): Promise<Caller> => {
-    const caller = await authenticate(app.ports.auth, req.headers.authorization);
+    // A console session's cookie (issue 22) when no Authorization header is sent; otherwise the key, as always.
+    const sessionToken = sessionTokenOf(req);
+    const caller = sessionToken ? await sessionCallerOf(req, sessionToken) : await authenticate(app.ports.auth, req.headers.authorization);
     const headerProject = req.headers['x-svc-project'];
     req.ctx = makeCtx(app.deps, {
       requestId: req.id,
@@ -52,6 +57,11 @@ export function registerAuth(app: FastifyInstance, afterAuthentication?: AfterAu
     const caller = await identify(req, reply);
     const missing = missingScope(access, caller.scopes);
     if (missing) throw new SvcError('insufficient_scope', { message: `This request requires the ${missing} scope.` });
+    // A console session's role in the project (issue 22): a viewer reads only.
+    const action = ROUTE_ACTIONS[routeKey(req.method === 'HEAD' ? 'GET' : req.method, req.routeOptions.url!)];
+    if (caller.kind === 'session' && action !== 'authenticated' && action !== 'public' && action !== undefined && !callerMay(caller, action)) {
+      throw await refuseByRole(app.ports.operators, req.ctx, action);
+    }
   });
 
   // CONTRACT §2/§3: any REST call may name its project as `project_id` in the query or body, id routes included; the
