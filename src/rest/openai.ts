@@ -17,7 +17,7 @@ import { sendEventStream, setCacheHeader, sse, type StreamFormat } from './event
  */
 
 /** The OpenAI surface addresses the key's own project unless the caller names one. */
-const OPENAI_SURFACE = { projectFromKey: true } as const;
+export const OPENAI_SURFACE = { projectFromKey: true } as const;
 
 /** The inference routes check their bodies with their TypeBox schema (domain/inference/schema.ts), errors naming the field. */
 export const typeboxValidator = ({ schema }: { schema: unknown }) => validatorOf(schema as TSchema);
@@ -29,7 +29,7 @@ const usageOf = (r: InferenceResult) => ({
 });
 
 /** Where the gateway sent it and what it cost, beside OpenAI's fields. */
-const svcOf = (r: InferenceResult) => ({
+export const svcOf = (r: InferenceResult) => ({
   route: r.route,
   region: r.region,
   cache_hit: r.cacheHit,
