@@ -73,7 +73,15 @@ describe('SVC_PROVIDERS_FILE', () => {
   it('uses the built-in mock provider when unset', () => {
     const config = loadConfig({});
     expect(config.providers).toEqual([
-      expect.objectContaining({ name: 'mock', kind: 'mock', region: 'local', models: [{ id: 'mock-1', inputPerMtok: 0, outputPerMtok: 0 }] }),
+      expect.objectContaining({
+        name: 'mock',
+        kind: 'mock',
+        region: 'local',
+        models: [
+          { id: 'mock-1', type: 'chat', inputPerMtok: 0, outputPerMtok: 0 },
+          { id: 'mock-embed-1', type: 'embedding', inputPerMtok: 0, outputPerMtok: 0 },
+        ],
+      }),
     ]);
   });
 
