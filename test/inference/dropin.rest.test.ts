@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, client, seedProject, type Client, type TestApp } from '../helpers/app.ts';
 import { expectError } from '../helpers/expect.ts';
+import { startMockOpenAI, type MockOpenAI } from '../helpers/mock-openai.ts';
 import { expectScopeRequired } from '../helpers/security.ts';
 import { expectOneOutcome, user, writeProvidersFile } from './fixtures.ts';
 import type { Provider } from '../../src/providers/types.ts';
@@ -11,6 +12,7 @@ let t: TestApp;
 let operator: Client;
 let api: Client;
 let projectId: string;
+let wire: MockOpenAI;
 
 const tools = [
   {
@@ -20,8 +22,10 @@ const tools = [
 ];
 
 beforeAll(async () => {
+  wire = await startMockOpenAI();
   const file = writeProvidersFile({
     providers: [
+      { name: 'w', kind: 'openai', base_url: wire.url, region: 'local', models: [{ id: 'wire-chat', input_per_mtok: 1, output_per_mtok: 1 }] },
       {
         name: 'a',
         kind: 'mock',
@@ -40,7 +44,10 @@ beforeAll(async () => {
   projectId = seeded.projectId;
   api = client(t.app, seeded.secret);
 }, 240_000);
-afterAll(() => t.close());
+afterAll(async () => {
+  await t.close();
+  await wire.close();
+});
 
 describe('the whole chat-completions request', () => {
   it('answers tool calls on /v1/inference, and in its stream as indexed deltas', async () => {
@@ -147,6 +154,28 @@ describe('POST /v1/responses', () => {
     expect(cut.body).toMatchObject({ status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' } });
   });
 
+  it('streams an error event and response.failed when the provider fails mid-stream, recorded as failed', async () => {
+    wire.set({ streamError: () => 'upstream broke' });
+    try {
+      const res = await api.post('/v1/responses', { model: 'wire-chat', input: 'x', stream: true });
+      expect(res.status).toBe(200);
+      const events = res.raw.split('\n\n').filter(Boolean).map((e: string) => e.split('\n')[0]);
+      expect(events).toEqual(['event: response.created', 'event: response.in_progress', 'event: error', 'event: response.failed']);
+      const failed = JSON.parse(res.raw.split('event: response.failed\ndata: ')[1]!.split('\n')[0]!);
+      expect(failed.response).toMatchObject({ status: 'failed', error: { code: 'model_unavailable' } });
+      await expectOneOutcome(t, res.headers['x-svc-request-id'] as string, { status: 'failed', errorCode: 'model_unavailable' });
+    } finally {
+      wire.reset();
+    }
+  });
+
+  it('passes tools and response_format on to an openai-kind provider as given', async () => {
+    const format = { type: 'json_schema', json_schema: { name: 'out', schema: { type: 'object', properties: { a: { type: 'string' } }, required: ['a'] } } };
+    const res = await api.post('/v1/chat/completions', { model: 'wire-chat', messages: user('x'), tools, tool_choice: 'auto', response_format: format, seed: 7, logit_bias: { '1': 5 }, user: 'u1' });
+    expect(res.status).toBe(200);
+    expect(wire.requests.at(-1)!.body).toMatchObject({ tools, tool_choice: 'auto', response_format: format, seed: 7, logit_bias: { '1': 5 }, user: 'u1' });
+  });
+
   it('refuses what needs retention or is not a function tool, naming the field', async () => {
     expectError(await api.post('/v1/responses', { model: 'chat-1', input: 'x', store: true }), 400, 'invalid_request', 'store');
     expectError(await api.post('/v1/responses', { model: 'chat-1', input: 'x', previous_response_id: 'inf_x' }), 400, 'invalid_request', 'previous_response_id');
@@ -201,6 +230,7 @@ describe('models and scopes', () => {
     expect(res.body.data.map((m: any) => [m.id, m.svc.type])).toEqual([
       ['chat-1', 'chat'],
       ['embed-1', 'embedding'],
+      ['wire-chat', 'chat'],
     ]);
   });
 
