@@ -12,6 +12,7 @@ import { docsRoutes } from '../rest/docs.ts';
 import { healthRoutes } from '../rest/health.ts';
 import { keysRoutes } from '../rest/keys.ts';
 import { inferenceRoutes } from '../rest/inference.ts';
+import { responsesRoutes } from '../rest/responses.ts';
 import { openaiRoutes } from '../rest/openai.ts';
 import { routingRoutes } from '../rest/routing.ts';
 import { usageRoutes } from '../rest/usage.ts';
@@ -134,6 +135,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   await app.register(webhooksRoutes);
   await app.register(inferenceRoutes);
   await app.register(openaiRoutes);
+  await app.register(responsesRoutes);
   await app.register(usageRoutes);
   await app.register(routingRoutes);
   await app.register(governanceRoutes);

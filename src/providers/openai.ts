@@ -1,7 +1,18 @@
 import { Pool, errors as undiciErrors, type Dispatcher } from 'undici';
 import type { ProviderSpec, SecretValue } from './config-file.ts';
 import { sseData } from './sse.ts';
-import { ProviderError, type Completion, type Provider, type ProviderRequest, type ProviderUsage, type StreamPart } from './types.ts';
+import {
+  ProviderError,
+  type Choice,
+  type Completion,
+  type EmbeddingRequest,
+  type EmbeddingResult,
+  type Provider,
+  type ProviderRequest,
+  type ProviderUsage,
+  type StreamPart,
+  type ToolCall,
+} from './types.ts';
 
 /** Statuses that say the request itself is wrong: the same request would fail on every provider. */
 const REJECTED = new Set([400, 413, 422]);
@@ -26,6 +37,37 @@ export function redactCredentials(text: string, apiKey: string | null): string {
   out = out.replace(/\b(Bearer|Basic)\s+[^\s"',;]+/gi, '$1 [redacted]');
   out = out.replace(/\b(sk|svc_sk|whsec)[-_][A-Za-z0-9_-]{8,}/g, '[redacted]');
   return out;
+}
+
+interface WireChoice {
+  index?: unknown;
+  message?: { content?: unknown; tool_calls?: unknown; refusal?: unknown };
+  finish_reason?: unknown;
+  logprobs?: unknown;
+}
+
+/** A choice's tool calls as given, when they have the documented shape (else none: the provider broke the format). */
+function toolCallsOf(raw: unknown): ToolCall[] | undefined {
+  if (!Array.isArray(raw) || raw.length === 0) return undefined;
+  const calls: ToolCall[] = [];
+  for (const c of raw as Array<{ id?: unknown; function?: { name?: unknown; arguments?: unknown } }>) {
+    if (typeof c?.id !== 'string' || typeof c.function?.name !== 'string') continue;
+    calls.push({ id: c.id, type: 'function', function: { name: c.function.name, arguments: typeof c.function.arguments === 'string' ? c.function.arguments : '' } });
+  }
+  return calls.length > 0 ? calls : undefined;
+}
+
+function choiceOf(c: WireChoice, index: number, provider: string): Choice {
+  const content = c.message?.content;
+  if (typeof content !== 'string' && content !== null && content !== undefined) {
+    throw new ProviderError('protocol', `${provider}: choices[${index}].message.content is not text`);
+  }
+  const choice: Choice = { index, content: content ?? null, finishReason: typeof c.finish_reason === 'string' ? c.finish_reason : 'stop' };
+  const toolCalls = toolCallsOf(c.message?.tool_calls);
+  if (toolCalls) choice.toolCalls = toolCalls;
+  if (c.logprobs !== undefined && c.logprobs !== null) choice.logprobs = c.logprobs;
+  if (typeof c.message?.refusal === 'string') choice.refusal = c.message.refusal;
+  return choice;
 }
 
 function upstreamMessage(body: string): string {
@@ -65,6 +107,7 @@ export class OpenAIProvider implements Provider {
   readonly timeoutMs: number;
   private readonly pool: Pool;
   private readonly path: string;
+  private readonly embeddingsPath: string;
   private readonly apiKey: SecretValue | null;
 
   constructor(spec: ProviderSpec) {
@@ -74,6 +117,7 @@ export class OpenAIProvider implements Provider {
     this.apiKey = spec.apiKey;
     const url = new URL(spec.baseUrl!);
     this.path = `${url.pathname.replace(/\/+$/, '')}/chat/completions`;
+    this.embeddingsPath = `${url.pathname.replace(/\/+$/, '')}/embeddings`;
     this.pool = new Pool(url.origin, {
       connections: 256,
       pipelining: 1,
@@ -94,22 +138,23 @@ export class OpenAIProvider implements Provider {
     } catch (err) {
       throw abortReason(req.signal, transportError(err, this.name));
     }
-    let parsed: { choices?: Array<{ message?: { content?: unknown }; finish_reason?: unknown }>; usage?: unknown };
+    let parsed: { choices?: WireChoice[]; usage?: unknown };
     try {
       parsed = JSON.parse(text);
     } catch {
       throw new ProviderError('protocol', `${this.name}: the response is not JSON`);
     }
-    const choice = parsed.choices?.[0];
-    const content = choice?.message?.content;
-    if (typeof content !== 'string' && content !== null) {
+    const wire = parsed.choices;
+    const first = wire?.[0];
+    if (!first || (first.message?.content === undefined && first.message?.tool_calls === undefined)) {
       throw new ProviderError('protocol', `${this.name}: the response has no choices[0].message.content`);
     }
-    return {
-      content: content ?? '',
-      finishReason: typeof choice?.finish_reason === 'string' ? choice.finish_reason : 'stop',
-      usage: usageOf(parsed.usage),
-    };
+    const choice = choiceOf(first, 0, this.name);
+    const completion: Completion = { content: choice.content ?? '', finishReason: choice.finishReason, usage: usageOf(parsed.usage) };
+    if (choice.toolCalls) completion.toolCalls = choice.toolCalls;
+    if (choice.logprobs !== undefined) completion.logprobs = choice.logprobs;
+    if (wire.length > 1) completion.choices = wire.map((c, i) => choiceOf(c, typeof c.index === 'number' ? c.index : i, this.name));
+    return completion;
   }
 
   async openStream(req: ProviderRequest): Promise<AsyncIterable<StreamPart>> {
@@ -122,7 +167,7 @@ export class OpenAIProvider implements Provider {
         for await (const data of sseData(res.body)) {
           if (data === '[DONE]') return;
           let chunk: {
-            choices?: Array<{ delta?: { content?: unknown }; finish_reason?: unknown }>;
+            choices?: Array<{ index?: unknown; delta?: { content?: unknown; tool_calls?: unknown }; finish_reason?: unknown; logprobs?: unknown }>;
             usage?: unknown;
             error?: unknown;
           };
@@ -132,11 +177,27 @@ export class OpenAIProvider implements Provider {
             throw new ProviderError('protocol', `${name}: a stream event is not JSON`);
           }
           if (chunk.error) throw new ProviderError('status', `${name}: error in stream: ${upstreamMessage(redactCredentials(data, apiKey?.reveal() ?? null))}`);
-          const choice = chunk.choices?.[0];
-          if (typeof choice?.delta?.content === 'string' && choice.delta.content !== '') {
-            yield { type: 'delta', content: choice.delta.content } as StreamPart;
+          for (const choice of chunk.choices ?? []) {
+            // Choice 0 carries no `choice` field: the plain stream's parts stay what they were.
+            const at = typeof choice.index === 'number' && choice.index > 0 ? { choice: choice.index } : undefined;
+            if (typeof choice.delta?.content === 'string' && choice.delta.content !== '') {
+              yield (at ? { type: 'delta', content: choice.delta.content, ...at } : { type: 'delta', content: choice.delta.content }) as StreamPart;
+            }
+            if (Array.isArray(choice.delta?.tool_calls)) {
+              for (const c of choice.delta.tool_calls as Array<{ index?: unknown; id?: unknown; function?: { name?: unknown; arguments?: unknown } }>) {
+                yield {
+                  type: 'tool_call',
+                  index: typeof c.index === 'number' ? c.index : 0,
+                  ...(typeof c.id === 'string' ? { id: c.id } : {}),
+                  ...(typeof c.function?.name === 'string' ? { name: c.function.name } : {}),
+                  arguments: typeof c.function?.arguments === 'string' ? c.function.arguments : '',
+                  ...at,
+                } as StreamPart;
+              }
+            }
+            if (choice.logprobs !== undefined && choice.logprobs !== null) yield { type: 'logprobs', logprobs: choice.logprobs, ...at } as StreamPart;
+            if (typeof choice.finish_reason === 'string') yield { type: 'finish', finishReason: choice.finish_reason, ...at } as StreamPart;
           }
-          if (typeof choice?.finish_reason === 'string') yield { type: 'finish', finishReason: choice.finish_reason };
           const usage = usageOf(chunk.usage);
           if (usage) yield { type: 'usage', usage };
         }
@@ -150,14 +211,54 @@ export class OpenAIProvider implements Provider {
     })();
   }
 
-  private async send(req: ProviderRequest, stream: boolean): Promise<Dispatcher.ResponseData> {
+  /** POST <base>/embeddings, floats (the gateway encodes base64 itself when its client asks). */
+  async embed(req: EmbeddingRequest): Promise<EmbeddingResult> {
+    const payload: Record<string, unknown> = { model: req.model, input: req.input, encoding_format: 'float' };
+    if (req.dimensions !== undefined) payload.dimensions = req.dimensions;
+    if (req.user !== undefined) payload.user = req.user;
+    const res = await this.post(this.embeddingsPath, payload, false, req.signal);
+    let text: string;
+    try {
+      text = await res.body.text();
+    } catch (err) {
+      throw abortReason(req.signal, transportError(err, this.name));
+    }
+    let parsed: { data?: Array<{ index?: unknown; embedding?: unknown }>; usage?: { prompt_tokens?: unknown } };
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      throw new ProviderError('protocol', `${this.name}: the response is not JSON`);
+    }
+    const data = parsed.data;
+    if (!Array.isArray(data) || data.length !== req.input.length) {
+      throw new ProviderError('protocol', `${this.name}: the response does not hold one embedding per input`);
+    }
+    const vectors: number[][] = new Array(data.length);
+    data.forEach((d, i) => {
+      const at = typeof d.index === 'number' ? d.index : i;
+      if (!Array.isArray(d.embedding) || !d.embedding.every((x) => typeof x === 'number') || vectors[at] !== undefined || at >= data.length) {
+        throw new ProviderError('protocol', `${this.name}: data[${i}] is not an embedding of floats`);
+      }
+      vectors[at] = d.embedding as number[];
+    });
+    const p = parsed.usage?.prompt_tokens;
+    return { vectors, usage: typeof p === 'number' && Number.isInteger(p) && p >= 0 ? { promptTokens: p } : null };
+  }
+
+  private send(req: ProviderRequest, stream: boolean): Promise<Dispatcher.ResponseData> {
     const payload: Record<string, unknown> = {
       model: req.model,
       messages: req.messages,
       ...req.sampling,
       ...(req.maxTokens !== undefined ? { max_tokens: req.maxTokens } : {}),
+      // The rest of the chat-completions request, as the client gave it (CONTRACT §9).
+      ...req.options,
       ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}),
     };
+    return this.post(this.path, payload, stream, req.signal);
+  }
+
+  private async post(path: string, payload: Record<string, unknown>, stream: boolean, signal: AbortSignal): Promise<Dispatcher.ResponseData> {
     const headers: Record<string, string> = {
       'content-type': 'application/json',
       accept: stream ? 'text/event-stream' : 'application/json',
@@ -165,9 +266,9 @@ export class OpenAIProvider implements Provider {
     if (this.apiKey) headers.authorization = `Bearer ${this.apiKey.reveal()}`;
     let res: Dispatcher.ResponseData;
     try {
-      res = await this.pool.request({ method: 'POST', path: this.path, headers, body: JSON.stringify(payload), signal: req.signal });
+      res = await this.pool.request({ method: 'POST', path, headers, body: JSON.stringify(payload), signal });
     } catch (err) {
-      throw abortReason(req.signal, transportError(err, this.name));
+      throw abortReason(signal, transportError(err, this.name));
     }
     if (res.statusCode >= 200 && res.statusCode < 300) return res;
     const body = await res.body.text().catch(() => '');

@@ -5,7 +5,15 @@ import { SvcError } from '../errors/svc-error.ts';
 import { CircuitBreaker, type CircuitState } from './circuit-breaker.ts';
 import type { ModelSpec, ProviderSpec } from './config-file.ts';
 import { createProvider } from './registry-factory.ts';
-import { ProviderError, type Completion, type Provider, type ProviderRequest, type StreamPart } from './types.ts';
+import {
+  ProviderError,
+  type Completion,
+  type EmbeddingRequest,
+  type EmbeddingResult,
+  type Provider,
+  type ProviderRequest,
+  type StreamPart,
+} from './types.ts';
 
 /** One provider serving one model: what routing chooses between. `id` is the spec's route, "<provider>/<model>". */
 export interface Route {
@@ -144,6 +152,11 @@ export class ProviderRegistry {
     return this.byModel.has(modelId);
   }
 
+  /** A configured model's type (CONTRACT §9: chat or embedding), undefined for an unknown model. */
+  modelType(modelId: string): ModelSpec['type'] | undefined {
+    return this.byModel.get(modelId)?.[0]?.model.type;
+  }
+
   /** Every configured model id, sorted. */
   modelIds(): string[] {
     return [...this.byModel.keys()].sort();
@@ -205,6 +218,14 @@ export class ProviderRegistry {
 
   complete(routes: readonly Route[], req: Omit<ProviderRequest, 'signal' | 'model'>, client?: AbortSignal): Promise<Routed<Completion>> {
     return this.attempt(routes, client, false, (route, signal) => route.provider.complete({ ...req, model: route.model.id, signal }));
+  }
+
+  /** POST /v1/embeddings: the first route that answers, with the same fallback, circuits and deadlines as chat. */
+  embed(routes: readonly Route[], req: Omit<EmbeddingRequest, 'signal' | 'model'>, client?: AbortSignal): Promise<Routed<EmbeddingResult>> {
+    return this.attempt(routes, client, false, (route, signal) => {
+      if (!route.provider.embed) throw new ProviderError('rejected', `${route.provider.name} (kind ${route.provider.kind}) serves no embeddings`);
+      return route.provider.embed({ ...req, model: route.model.id, signal });
+    });
   }
 
   /**
@@ -309,6 +330,24 @@ export class ProviderRegistry {
   async close(): Promise<void> {
     await Promise.all(this.providers.map((p) => p.close()));
   }
+}
+
+/**
+ * The routes whose provider kind can carry the request (Provider.unsupported), and the first field refused when some
+ * cannot. Kinds without `unsupported` carry everything, so a request routed only to them costs nothing here.
+ */
+export function routesCarrying(
+  routes: Route[],
+  req: Omit<ProviderRequest, 'signal' | 'model'>,
+): { routes: Route[]; refused: string | null } {
+  if (!routes.some((r) => r.provider.unsupported)) return { routes, refused: null };
+  let refused: string | null = null;
+  const out = routes.filter((r) => {
+    const field = r.provider.unsupported?.({ ...req, model: r.model.id }) ?? null;
+    refused ??= field;
+    return field === null;
+  });
+  return { routes: out, refused };
 }
 
 function byPrice(routes: Route[]): Route[] {

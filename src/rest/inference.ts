@@ -1,10 +1,12 @@
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { unixSeconds } from '../domain/context.ts';
-import { createInference, streamInference, type InferenceInput, type InferenceResult } from '../domain/inference/service.ts';
+import { InferenceRequest, ProjectQuery } from '../domain/inference/schema.ts';
+import { createInference, streamInference, type InferenceResult } from '../domain/inference/service.ts';
 import { microsToUsd } from '../providers/pricing.ts';
 import { errorBody } from '../http/error-body.ts';
 import { ticketOf } from '../http/hooks/rate-limit.ts';
 import { sendEventStream, setCacheHeader, sse, type StreamFormat } from './event-stream.ts';
+import { typeboxValidator } from './openai.ts';
 
 /** CONTRACT §8's response. */
 export function presentInference(r: InferenceResult) {
@@ -16,31 +18,14 @@ export function presentInference(r: InferenceResult) {
     route: r.route,
     region: r.region,
     cache_hit: r.cacheHit,
-    message: { role: 'assistant' as const, content: r.content },
+    // CONTRACT §9: the message may carry the model's tool calls (content stays a string, '' when it only called tools).
+    message: r.toolCalls ? { role: 'assistant' as const, content: r.content, tool_calls: r.toolCalls } : { role: 'assistant' as const, content: r.content },
     finish_reason: r.finishReason,
     usage: { prompt_tokens: r.promptTokens, completion_tokens: r.completionTokens, total_tokens: r.promptTokens + r.completionTokens },
     cost_usd: microsToUsd(r.costMicros),
     request_id: r.requestId,
   };
 }
-
-const InferenceBody = {
-  type: 'object',
-  additionalProperties: false,
-  required: ['model', 'messages'],
-  properties: {
-    model: { type: 'string' },
-    project_id: { type: ['string', 'null'] },
-    // Items are checked by the service, so that errors name `messages[i].role` and GraphQL shares the rules.
-    messages: { type: 'array' },
-    max_tokens: { type: ['integer', 'null'] },
-    temperature: { type: ['number', 'null'] },
-    stream: { type: ['boolean', 'null'] },
-    cache: { type: ['boolean', 'integer', 'null'] },
-    region: { type: ['string', 'null'] },
-    metadata: { type: ['object', 'null'] },
-  },
-} as const;
 
 /** The svc stream: `delta` events, then one `done` event carrying the whole response (usage and cost included). */
 function svcFormat(req: FastifyRequest): StreamFormat {
@@ -51,7 +36,16 @@ function svcFormat(req: FastifyRequest): StreamFormat {
       return [];
     },
     event: (e) => {
-      if (e.type === 'delta') return [sse({ id, object: 'svc.inference.delta', delta: { content: e.content } }, 'delta')];
+      // n > 1 and logprobs are the OpenAI surface's: the svc stream carries choice 0's text and tool calls.
+      if (e.type === 'delta') return e.choice ? [] : [sse({ id, object: 'svc.inference.delta', delta: { content: e.content } }, 'delta')];
+      if (e.type === 'logprobs' || (e.type === 'tool_call' && e.choice)) return [];
+      if (e.type === 'tool_call') {
+        const call =
+          e.id !== undefined || e.name !== undefined
+            ? { index: e.index, id: e.id, type: 'function', function: { name: e.name, arguments: e.arguments } }
+            : { index: e.index, function: { arguments: e.arguments } };
+        return [sse({ id, object: 'svc.inference.delta', delta: { tool_calls: [call] } }, 'delta')];
+      }
       if (e.type === 'done') return [sse(presentInference(e.result), 'done')];
       return [sse(errorBody(req, e.error.code, e.error.message, e.error.param), 'error')];
     },
@@ -61,7 +55,7 @@ function svcFormat(req: FastifyRequest): StreamFormat {
 }
 
 export const inferenceRoutes: FastifyPluginAsync = async (app) => {
-  app.post<{ Body: InferenceInput }>('/v1/inference', { schema: { body: InferenceBody } }, async (req, reply) => {
+  app.post<{ Body: InferenceRequest }>('/v1/inference', { schema: { body: InferenceRequest, querystring: ProjectQuery }, validatorCompiler: typeboxValidator }, async (req, reply) => {
     if (req.body.stream === true) {
       return sendEventStream(req, reply, (signal) => streamInference(app.ports.inference, req.ctx, ticketOf(req), req.body, signal), svcFormat(req));
     }

@@ -1,8 +1,10 @@
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { unixSeconds } from '../domain/context.ts';
 import { getModel, listModels, type ModelInfo } from '../domain/inference/models.ts';
-import { assertMaxTokens, createInference, streamInference, type InferenceInput, type InferenceResult } from '../domain/inference/service.ts';
-import { invalid } from '../errors/svc-error.ts';
+import type { TSchema } from 'typebox';
+import { ChatCompletionRequest, ProjectQuery, validatorOf } from '../domain/inference/schema.ts';
+import { createInference, streamInference, type InferenceResult } from '../domain/inference/service.ts';
+import type { Choice, ToolCall } from '../providers/types.ts';
 import { errorBody } from '../http/error-body.ts';
 import { ticketOf } from '../http/hooks/rate-limit.ts';
 import { microsToUsd } from '../providers/pricing.ts';
@@ -14,103 +16,11 @@ import { sendEventStream, setCacheHeader, sse, type StreamFormat } from './event
  * key. Errors keep the svc error object, which carries OpenAI's fields (message, type, code, param).
  */
 
-interface ChatBody {
-  model: string;
-  messages: unknown[];
-  max_tokens?: number | null;
-  max_completion_tokens?: number | null;
-  temperature?: number | null;
-  top_p?: number | null;
-  n?: number | null;
-  stream?: boolean | null;
-  stream_options?: { include_usage?: boolean | null } | null;
-  stop?: string | string[] | null;
-  seed?: number | null;
-  presence_penalty?: number | null;
-  frequency_penalty?: number | null;
-  user?: string | null;
-  // svc extensions
-  project_id?: string | null;
-  cache?: boolean | number | null;
-  region?: string | null;
-  metadata?: Record<string, unknown> | null;
-}
+/** The OpenAI surface addresses the key's own project unless the caller names one. */
+export const OPENAI_SURFACE = { projectFromKey: true } as const;
 
-const ChatBodySchema = {
-  type: 'object',
-  additionalProperties: false,
-  required: ['model', 'messages'],
-  properties: {
-    model: { type: 'string' },
-    messages: { type: 'array' },
-    max_tokens: { type: ['integer', 'null'] },
-    max_completion_tokens: { type: ['integer', 'null'] },
-    temperature: { type: ['number', 'null'] },
-    top_p: { type: ['number', 'null'] },
-    n: { type: ['integer', 'null'] },
-    stream: { type: ['boolean', 'null'] },
-    stream_options: {
-      type: ['object', 'null'],
-      additionalProperties: false,
-      properties: { include_usage: { type: ['boolean', 'null'] } },
-    },
-    stop: { type: ['string', 'array', 'null'] },
-    seed: { type: ['integer', 'null'] },
-    presence_penalty: { type: ['number', 'null'] },
-    frequency_penalty: { type: ['number', 'null'] },
-    user: { type: ['string', 'null'] },
-    project_id: { type: ['string', 'null'] },
-    cache: { type: ['boolean', 'integer', 'null'] },
-    region: { type: ['string', 'null'] },
-    metadata: { type: ['object', 'null'] },
-  },
-} as const;
-
-/** OpenAI messages to svc messages: text parts joined, `developer` read as `system`, `name` dropped. */
-function toSvcMessages(messages: unknown[]): unknown[] {
-  return messages.map((m, i) => {
-    if (typeof m !== 'object' || m === null || Array.isArray(m)) return m;
-    const { name: _name, ...msg } = m as Record<string, unknown>;
-    if (msg.role === 'developer') msg.role = 'system';
-    if (Array.isArray(msg.content)) {
-      msg.content = msg.content
-        .map((part, j) => {
-          const p = part as { type?: unknown; text?: unknown } | null;
-          if (!p || p.type !== 'text' || typeof p.text !== 'string') {
-            throw invalid(`messages[${i}].content[${j}]`, 'Only text content parts are supported.');
-          }
-          return p.text;
-        })
-        .join('');
-    }
-    return msg;
-  });
-}
-
-function toInferenceInput(req: FastifyRequest<{ Body: ChatBody }>): InferenceInput {
-  const b = req.body;
-  if (b.n !== undefined && b.n !== null && b.n !== 1) throw invalid('n', 'Only n = 1 is supported.');
-  assertMaxTokens(b.max_completion_tokens, 'max_completion_tokens');
-  if (b.stream_options != null && b.stream !== true) {
-    throw invalid('stream_options', 'stream_options is only allowed when stream is true.');
-  }
-  return {
-    model: b.model,
-    // The key's own project unless the caller names one (the operator must: body project_id or X-Svc-Project).
-    project_id: b.project_id ?? req.ctx.caller.projectId,
-    messages: toSvcMessages(b.messages),
-    max_tokens: b.max_completion_tokens ?? b.max_tokens,
-    temperature: b.temperature ?? undefined,
-    top_p: b.top_p ?? undefined,
-    stop: b.stop ?? undefined,
-    seed: b.seed ?? undefined,
-    presence_penalty: b.presence_penalty ?? undefined,
-    frequency_penalty: b.frequency_penalty ?? undefined,
-    cache: b.cache,
-    region: b.region,
-    metadata: b.metadata,
-  };
-}
+/** The inference routes check their bodies with their TypeBox schema (domain/inference/schema.ts), errors naming the field. */
+export const typeboxValidator = ({ schema }: { schema: unknown }) => validatorOf(schema as TSchema);
 
 const usageOf = (r: InferenceResult) => ({
   prompt_tokens: r.promptTokens,
@@ -119,7 +29,7 @@ const usageOf = (r: InferenceResult) => ({
 });
 
 /** Where the gateway sent it and what it cost, beside OpenAI's fields. */
-const svcOf = (r: InferenceResult) => ({
+export const svcOf = (r: InferenceResult) => ({
   route: r.route,
   region: r.region,
   cache_hit: r.cacheHit,
@@ -127,15 +37,25 @@ const svcOf = (r: InferenceResult) => ({
   request_id: r.requestId,
 });
 
+/** OpenAI's assistant message: content null when the model only called tools. */
+function presentMessage(content: string | null, toolCalls: ToolCall[] | undefined, refusal?: string | null) {
+  if (!toolCalls) return { role: 'assistant' as const, content: content ?? '', refusal: refusal ?? null };
+  return { role: 'assistant' as const, content: content === '' ? null : content, refusal: refusal ?? null, tool_calls: toolCalls };
+}
+
+function presentChoice(c: Choice) {
+  return { index: c.index, message: presentMessage(c.content, c.toolCalls, c.refusal), logprobs: c.logprobs ?? null, finish_reason: c.finishReason };
+}
+
 export function presentChatCompletion(r: InferenceResult) {
   return {
     id: r.id,
     object: 'chat.completion' as const,
     created: unixSeconds(r.createdAt),
     model: r.model,
-    choices: [
-      { index: 0, message: { role: 'assistant' as const, content: r.content, refusal: null }, logprobs: null, finish_reason: r.finishReason },
-    ],
+    choices: r.choices
+      ? r.choices.map(presentChoice)
+      : [{ index: 0, message: presentMessage(r.content, r.toolCalls), logprobs: r.logprobs ?? null, finish_reason: r.finishReason }],
     usage: usageOf(r),
     system_fingerprint: null,
     svc: svcOf(r),
@@ -147,9 +67,9 @@ function chunkFormat(req: FastifyRequest, includeUsage: boolean): StreamFormat {
   let base: { id: string; object: 'chat.completion.chunk'; created: number; model: string; system_fingerprint: null } | null = null;
   let failed = false;
   // With include_usage, every chunk but the last has `usage: null` (OpenAI's documented shape).
-  const chunk = (delta: Record<string, unknown>, finish: string | null) => ({
+  const chunk = (delta: Record<string, unknown>, finish: string | null, index = 0, logprobs: unknown = null) => ({
     ...base!,
-    choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
+    choices: [{ index, delta, logprobs, finish_reason: finish }],
     ...(includeUsage ? { usage: null } : {}),
   });
   return {
@@ -158,9 +78,19 @@ function chunkFormat(req: FastifyRequest, includeUsage: boolean): StreamFormat {
       return [sse(chunk({ role: 'assistant', content: '' }, null))];
     },
     event: (e) => {
-      if (e.type === 'delta') return [sse(chunk({ content: e.content }, null))];
+      if (e.type === 'delta') return [sse(chunk({ content: e.content }, null, e.choice))];
+      if (e.type === 'tool_call') {
+        // OpenAI's indexed deltas: the first piece of a call has its id, type and name; later ones more arguments.
+        const call =
+          e.id !== undefined || e.name !== undefined
+            ? { index: e.index, id: e.id, type: 'function', function: { name: e.name, arguments: e.arguments } }
+            : { index: e.index, function: { arguments: e.arguments } };
+        return [sse(chunk({ tool_calls: [call] }, null, e.choice))];
+      }
+      if (e.type === 'logprobs') return [sse(chunk({}, null, e.choice, e.logprobs))];
       if (e.type === 'done') {
-        const out = [sse(chunk({}, e.result.finishReason))];
+        const finishes = e.result.choices ?? [{ index: 0, finishReason: e.result.finishReason }];
+        const out = finishes.map((c) => sse(chunk({}, c.finishReason, c.index)));
         if (includeUsage) out.push(sse({ ...base!, choices: [], usage: usageOf(e.result), svc: svcOf(e.result) }));
         return out;
       }
@@ -179,6 +109,8 @@ function presentModel(m: ModelInfo, created: number) {
     created,
     owned_by: m.routes[0]!.provider.name,
     svc: {
+      // CONTRACT §9: chat (the chat routes and /v1/responses) or embedding (/v1/embeddings).
+      type: m.routes[0]!.model.type,
       routes: m.routes.map((r) => ({
         route: r.id,
         provider: r.provider.name,
@@ -193,16 +125,25 @@ function presentModel(m: ModelInfo, created: number) {
 export const openaiRoutes: FastifyPluginAsync = async (app) => {
   const startedAt = unixSeconds(new Date(app.deps.clock.now()));
 
-  app.post<{ Body: ChatBody }>('/v1/chat/completions', { schema: { body: ChatBodySchema } }, async (req, reply) => {
-    const input = toInferenceInput(req);
-    if (req.body.stream === true) {
-      const includeUsage = req.body.stream_options?.include_usage === true;
-      return sendEventStream(req, reply, (signal) => streamInference(app.ports.inference, req.ctx, ticketOf(req), input, signal), chunkFormat(req, includeUsage));
-    }
-    const result = await createInference(app.ports.inference, req.ctx, ticketOf(req), input);
-    setCacheHeader(reply, result.cacheStatus);
-    return presentChatCompletion(result);
-  });
+  app.post<{ Body: ChatCompletionRequest }>(
+    '/v1/chat/completions',
+    { schema: { body: ChatCompletionRequest, querystring: ProjectQuery }, validatorCompiler: typeboxValidator },
+    async (req, reply) => {
+      const input = req.body;
+      if (input.stream === true) {
+        const includeUsage = input.stream_options?.include_usage === true;
+        return sendEventStream(
+          req,
+          reply,
+          (signal) => streamInference(app.ports.inference, req.ctx, ticketOf(req), input, signal, OPENAI_SURFACE),
+          chunkFormat(req, includeUsage),
+        );
+      }
+      const result = await createInference(app.ports.inference, req.ctx, ticketOf(req), input, OPENAI_SURFACE);
+      setCacheHeader(reply, result.cacheStatus);
+      return presentChatCompletion(result);
+    },
+  );
 
   // One page: the model list is the providers file's, small and bounded.
   app.get<{ Querystring: { project_id?: string } }>(

@@ -44,6 +44,8 @@ export const ROUTE_ACTIONS: Record<string, RouteAction> = {
 
   'POST /v1/inference': 'inference.create',
   'POST /v1/chat/completions': 'inference.create',
+  'POST /v1/responses': 'inference.create',
+  'POST /v1/embeddings': 'inference.create',
   'GET /v1/models': 'model.list',
   'GET /v1/models/*': 'model.read',
   'GET /v1/usage': 'usage.read',

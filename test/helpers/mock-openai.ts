@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import { mockAnswer, mockEmbedding } from '../../src/providers/mock.ts';
 
 /** What the mock does with the next chat-completions requests; change it between requests with set(). */
 export interface MockBehaviour {
@@ -11,7 +12,8 @@ export interface MockBehaviour {
   delayMs?: number;
   /** Never answer (until the client gives up). */
   hang?: boolean;
-  /** The answer; default: the last user message (an echo). */
+  /** The answer; default: what the built-in mock answers (an echo of the last user message; a tool call or JSON when
+   *  the request has tools or a response_format: src/providers/mock.ts mockAnswer). */
   content?: string;
   /** Stream pieces; default: the content word by word. */
   chunks?: string[];
@@ -33,8 +35,9 @@ export interface RecordedRequest {
 }
 
 /**
- * A local OpenAI-compatible server on node:http for tests: POST <base>/chat/completions (JSON or SSE), configurable
- * status, delay, hang, streaming and failures; counts calls and requests cut off by the client.
+ * A local OpenAI-compatible server on node:http for tests: POST <base>/chat/completions (JSON or SSE, tool calls
+ * streamed as OpenAI's indexed deltas) and POST <base>/embeddings (float or base64), configurable status, delay, hang,
+ * streaming and failures; counts calls and requests cut off by the client.
  */
 export interface MockOpenAI {
   /** Base URL, e.g. http://127.0.0.1:PORT/v1 (what a providers file's base_url holds). */
@@ -48,9 +51,13 @@ export interface MockOpenAI {
   close(): Promise<void>;
 }
 
+/** A message's text: a string as is, text parts joined. */
+const textOf = (content: unknown): string =>
+  typeof content === 'string' ? content : Array.isArray(content) ? content.map((p) => (typeof p?.text === 'string' ? p.text : '')).join('') : '';
+
 function lastUser(body: any): string {
-  const msgs: Array<{ role: string; content: string }> = Array.isArray(body?.messages) ? body.messages : [];
-  return [...msgs].reverse().find((m) => m.role === 'user')?.content ?? '';
+  const msgs: Array<{ role: string; content: unknown }> = Array.isArray(body?.messages) ? body.messages : [];
+  return textOf([...msgs].reverse().find((m) => m.role === 'user')?.content);
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -87,6 +94,20 @@ export async function startMockOpenAI(initial: MockBehaviour = {}): Promise<Mock
     } catch {
       body = null;
     }
+    if (req.method === 'POST' && req.url?.endsWith('/embeddings')) {
+      state.calls += 1;
+      state.requests.push({ path: req.url, headers: req.headers, body });
+      const inputs: string[] = typeof body?.input === 'string' ? [body.input] : (body?.input ?? []);
+      const data = inputs.map((text, index) => {
+        const v = mockEmbedding(text, body?.dimensions);
+        return { object: 'embedding', index, embedding: body?.encoding_format === 'base64' ? Buffer.from(new Float32Array(v).buffer).toString('base64') : v };
+      });
+      const tokens = inputs.reduce((n, t) => n + t.length, 0);
+      res.writeHead(200, { 'content-type': 'application/json' }).end(
+        JSON.stringify({ object: 'list', data, model: body?.model, usage: { prompt_tokens: tokens, total_tokens: tokens } }),
+      );
+      return;
+    }
     if (req.method !== 'POST' || !req.url?.endsWith('/chat/completions')) {
       res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: 'not found' } }));
       return;
@@ -110,10 +131,13 @@ export async function startMockOpenAI(initial: MockBehaviour = {}): Promise<Mock
       res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message } }));
       return;
     }
-    const content = b.content ?? lastUser(body);
-    const promptChars = (body?.messages ?? []).reduce((n: number, m: any) => n + String(m.content ?? '').length, 0);
+    const smart = b.content === undefined && (body?.tools || body?.response_format);
+    const answer = smart ? mockAnswer(body.messages ?? [], body.max_tokens, body) : null;
+    const toolCalls = answer?.toolCalls;
+    const content = b.content ?? answer?.content ?? lastUser(body);
+    const promptChars = (body?.messages ?? []).reduce((n: number, m: any) => n + textOf(m.content).length, 0);
     const usage = b.usage === undefined ? { prompt_tokens: promptChars, completion_tokens: content.length } : b.usage;
-    const finish = b.finishReason ?? 'stop';
+    const finish = b.finishReason ?? answer?.finishReason ?? 'stop';
     const id = `chatcmpl-mock${state.calls}`;
     const created = Math.floor(Date.now() / 1000);
     const model = body?.model ?? 'unknown';
@@ -125,7 +149,13 @@ export async function startMockOpenAI(initial: MockBehaviour = {}): Promise<Mock
           object: 'chat.completion',
           created,
           model,
-          choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: finish }],
+          choices: [
+            {
+              index: 0,
+              message: toolCalls ? { role: 'assistant', content: null, tool_calls: toolCalls } : { role: 'assistant', content },
+              finish_reason: finish,
+            },
+          ],
           ...(usage ? { usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens } } : {}),
         }),
       );
@@ -159,6 +189,10 @@ export async function startMockOpenAI(initial: MockBehaviour = {}): Promise<Mock
       if (b.chunkDelayMs) await sleep(b.chunkDelayMs);
     }
     if (closed) return;
+    for (const [index, c] of (toolCalls ?? []).entries()) {
+      send(chunk({ tool_calls: [{ index, id: c.id, type: 'function', function: { name: c.function.name, arguments: '' } }] }, null));
+      send(chunk({ tool_calls: [{ index, function: { arguments: c.function.arguments } }] }, null));
+    }
     send(chunk({}, finish));
     if (usage && body?.stream_options?.include_usage) {
       send({ id, object: 'chat.completion.chunk', created, model, choices: [], usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens } });

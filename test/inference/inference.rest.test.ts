@@ -166,10 +166,16 @@ describe('validation', () => {
   const cases: Array<[string, Record<string, unknown>, string]> = [
     ['empty messages', { model: 'gpt-test', messages: [] }, 'messages'],
     ['messages not an array', { model: 'gpt-test', messages: 'hi' }, 'messages'],
-    ['a bad role', { model: 'gpt-test', messages: [{ role: 'tool', content: 'x' }] }, 'messages[0].role'],
+    ['a bad role', { model: 'gpt-test', messages: [{ role: 'robot', content: 'x' }] }, 'messages[0].role'],
+    ['a tool message without tool_call_id', { model: 'gpt-test', messages: [{ role: 'tool', content: 'x' }] }, 'messages[0].tool_call_id'],
+    ['tool_calls on a user message', { model: 'gpt-test', messages: [{ role: 'user', content: 'x', tool_calls: [{ id: 'c', type: 'function', function: { name: 'f', arguments: '{}' } }] }] }, 'messages[0].tool_calls'],
+    ['a tool without a name', { model: 'gpt-test', messages: user('x'), tools: [{ type: 'function', function: {} }] }, 'tools[0].function.name'],
+    ['a tool_choice naming no tool', { model: 'gpt-test', messages: user('x'), tools: [{ type: 'function', function: { name: 'f' } }], tool_choice: { type: 'function', function: { name: 'g' } } }, 'tool_choice'],
+    ['a json_schema format without a name', { model: 'gpt-test', messages: user('x'), response_format: { type: 'json_schema', json_schema: { schema: {} } } }, 'response_format.json_schema.name'],
+    ['top_logprobs without logprobs', { model: 'gpt-test', messages: user('x'), top_logprobs: 2 }, 'top_logprobs'],
     ['content not a string', { model: 'gpt-test', messages: [...user('ok'), { role: 'user', content: 5 }] }, 'messages[1].content'],
     ['a message that is not an object', { model: 'gpt-test', messages: ['hi'] }, 'messages[0]'],
-    ['an unknown message field', { model: 'gpt-test', messages: [{ role: 'user', content: 'x', name: 'n' }] }, 'messages[0].name'],
+    ['an unknown message field', { model: 'gpt-test', messages: [{ role: 'user', content: 'x', nickname: 'n' }] }, 'messages[0].nickname'],
     ['an unknown model', { model: 'gpt-nope', messages: user('x') }, 'model'],
     ['a missing model', { messages: user('x') }, 'model'],
     ['max_tokens 0', { model: 'gpt-test', messages: user('x'), max_tokens: 0 }, 'max_tokens'],
@@ -178,7 +184,8 @@ describe('validation', () => {
     ['cache TTL 0', { model: 'gpt-test', messages: user('x'), cache: 0 }, 'cache'],
     ['a bad region', { model: 'gpt-test', messages: user('x'), region: 'EU WEST' }, 'region'],
     ['metadata values that are not strings', { model: 'gpt-test', messages: user('x'), metadata: { a: 1 } }, 'metadata.a'],
-    ['an unknown field', { model: 'gpt-test', messages: user('x'), tools: [] }, 'tools'],
+    ['an empty tools array', { model: 'gpt-test', messages: user('x'), tools: [] }, 'tools'],
+    ['an unknown field', { model: 'gpt-test', messages: user('x'), functions: [] }, 'functions'],
   ];
   for (const [what, body, param] of cases) {
     it(`refuses ${what}: 400 invalid_request, param ${param}, nothing recorded`, async () => {

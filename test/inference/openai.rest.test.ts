@@ -76,18 +76,19 @@ describe('POST /v1/chat/completions', () => {
 
   it('refuses what it cannot honour, naming the parameter', async () => {
     const msg = [{ role: 'user', content: 'x' }];
-    expectError(await api.post('/v1/chat/completions', { model: 'm-eu', messages: msg, n: 2 }), 400, 'invalid_request', 'n');
+    expectError(await api.post('/v1/chat/completions', { model: 'm-eu', messages: msg, n: 0 }), 400, 'invalid_request', 'n');
     expectError(await api.post('/v1/chat/completions', { model: 'm-eu', messages: msg, tools: [] }), 400, 'invalid_request', 'tools');
     expectError(
       await api.post('/v1/chat/completions', {
         model: 'm-eu',
-        messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'x' } }] }],
+        messages: [{ role: 'user', content: [{ type: 'input_audio', input_audio: { data: 'x' } }] }],
       }),
       400,
       'invalid_request',
       'messages[0].content[0]',
     );
-    expectError(await api.post('/v1/chat/completions', { model: 'm-eu', messages: [{ role: 'tool', content: 'x' }] }), 400, 'invalid_request', 'messages[0].role');
+    expectError(await api.post('/v1/chat/completions', { model: 'm-eu', messages: [{ role: 'robot', content: 'x' }] }), 400, 'invalid_request', 'messages[0].role');
+    expectError(await api.post('/v1/chat/completions', { model: 'm-eu', messages: [{ role: 'tool', content: 'x' }] }), 400, 'invalid_request', 'messages[0].tool_call_id');
     expectError(await api.post('/v1/chat/completions', { model: 'm-eu', messages: [] }), 400, 'invalid_request', 'messages');
     expectError(await api.post('/v1/chat/completions', { model: 'm-eu', messages: msg, max_completion_tokens: 0 }), 400, 'invalid_request', 'max_completion_tokens');
     expectError(

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { redisHealthOf, type RedisHealth } from '../../limits/redis-health.ts';
-import type { ChatMessage, Sampling } from '../../providers/types.ts';
+import type { ChatMessage, ChatOptions, Choice, Sampling, ToolCall } from '../../providers/types.ts';
 import type { Clock } from '../../kernel/clock.ts';
 
 /** What a hit gives back: the answer and where it came from (a hit itself costs zero tokens). */
@@ -11,6 +11,9 @@ export interface CachedAnswer {
   region: string;
   content: string;
   finishReason: string;
+  toolCalls?: ToolCall[];
+  logprobs?: unknown;
+  choices?: Choice[];
 }
 
 export type CacheLookup = { status: 'hit'; answer: CachedAnswer } | { status: 'miss' } | { status: 'unavailable' };
@@ -26,8 +29,10 @@ export const DEFAULT_CACHE_TTL_S = 300;
 export const MAX_CACHE_TTL_S = 86_400;
 
 /**
- * Exact match: the requested model, the region constraint, the messages and every sampling parameter. Built with a
- * fixed key order, so equal requests hash equally whatever order their JSON had.
+ * Exact match: the requested model, the region constraint, the messages (tool calls, tool call ids and names
+ * included) and every other request field that shapes the answer (sampling, tools, tool_choice, response_format, n,
+ * logprobs, …). Built with a fixed key order, so equal requests hash equally whatever order their top-level JSON had
+ * (inside a tool's JSON Schema the client's own order counts: a reordered schema is another entry).
  */
 export function cacheKey(parts: {
   model: string;
@@ -35,16 +40,37 @@ export function cacheKey(parts: {
   messages: readonly ChatMessage[];
   maxTokens: number | undefined;
   sampling: Sampling;
+  options?: ChatOptions;
 }): string {
   const s = parts.sampling;
   const canonical = JSON.stringify([
     parts.model,
     parts.region,
-    parts.messages.map((m) => [m.role, m.content]),
+    parts.messages.map((m) =>
+      m.tool_calls || m.tool_call_id !== undefined || m.name !== undefined
+        ? [m.role, m.content, m.name ?? null, m.tool_calls ?? null, m.tool_call_id ?? null]
+        : [m.role, m.content],
+    ),
     parts.maxTokens ?? null,
     [s.temperature ?? null, s.top_p ?? null, s.stop ?? null, s.seed ?? null, s.presence_penalty ?? null, s.frequency_penalty ?? null],
+    ...(parts.options ? [optionsKey(parts.options)] : []),
   ]);
   return createHash('sha256').update(canonical).digest('hex');
+}
+
+function optionsKey(o: ChatOptions): unknown[] {
+  return [
+    o.tools ?? null,
+    o.tool_choice ?? null,
+    o.parallel_tool_calls ?? null,
+    o.response_format ?? null,
+    o.n ?? null,
+    o.logit_bias ?? null,
+    o.logprobs ?? null,
+    o.top_logprobs ?? null,
+    o.user ?? null,
+    o.reasoning_effort ?? null,
+  ];
 }
 
 /** In process (no REDIS_URL): bounded, expiring on the injected clock, oldest entry evicted first. */

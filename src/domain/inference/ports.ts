@@ -7,7 +7,7 @@ import type { ResponseCache } from './cache.ts';
 /** The providers as inference uses them: routes, and calls with fallback and circuit breakers. */
 export type ProviderRouter = Pick<
   ProviderRegistry,
-  'isKnownModel' | 'modelIds' | 'findRoute' | 'planRoutes' | 'routesForModel' | 'cheapestRoutes' | 'complete' | 'openStream'
+  'isKnownModel' | 'modelType' | 'modelIds' | 'findRoute' | 'planRoutes' | 'routesForModel' | 'cheapestRoutes' | 'complete' | 'openStream' | 'embed'
 >;
 
 /** What the inference service needs from outside the domain (the rate-limit ticket comes with each call). */

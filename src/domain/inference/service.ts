@@ -3,31 +3,36 @@ import { SvcError, invalid } from '../../errors/svc-error.ts';
 import {
   countPromptTokens,
   countTextTokens,
+  DEFAULT_COMPLETION_TOKENS,
   estimateTokens,
   isRequestWindowRefusal,
   type RateLimitTicket,
 } from '../../limits/index.ts';
+import { estimateTextTokens } from '../../limits/tokens.ts';
 import { costMicros } from '../../providers/pricing.ts';
-import { isAbortError, RoutingError, type Route } from '../../providers/router.ts';
-import type { ChatMessage, ChatRole, Completion, ProviderUsage, Sampling, StreamPart } from '../../providers/types.ts';
+import { isAbortError, routesCarrying, RoutingError, type Route } from '../../providers/router.ts';
+import type {
+  ChatMessage,
+  ChatOptions,
+  Choice,
+  Completion,
+  FunctionTool,
+  ProviderUsage,
+  ResponseFormat,
+  Sampling,
+  StreamPart,
+  ToolCall,
+  ToolChoice,
+} from '../../providers/types.ts';
 import type { Ctx } from '../context.ts';
 import type { InferencePorts } from './ports.ts';
 import { requireProjectId } from '../tenancy.ts';
 import { assertWithinBudget, chargeSpend, type SpendCharge } from '../budgets/service.ts';
 import { cacheKey, DEFAULT_CACHE_TTL_S, MAX_CACHE_TTL_S, type CachedAnswer } from './cache.ts';
+import { EmbeddingsRequest, InferenceRequest, parseInput } from './schema.ts';
 
-/** CONTRACT §8's request, plus the OpenAI sampling parameters /v1/chat/completions passes through. */
-export interface InferenceInput extends Sampling {
-  model: string;
-  project_id?: string | null;
-  messages: unknown;
-  max_tokens?: number | null;
-  stream?: boolean | null;
-  /** true: cache with the policy's TTL (or 300 s); a number: cache for that many seconds; false: never. */
-  cache?: boolean | number | null;
-  region?: string | null;
-  metadata?: Record<string, unknown> | null;
-}
+/** CONTRACT §8/§9's request: OpenAI's chat-completions request plus the svc fields (schema.ts). */
+export type InferenceInput = InferenceRequest;
 
 /** `off`: caching not asked for; `unavailable`: asked for, but the store did not answer (the request went on uncached). */
 export type CacheStatus = 'off' | 'hit' | 'miss' | 'unavailable';
@@ -43,13 +48,21 @@ export interface InferenceResult {
   cacheStatus: CacheStatus;
   content: string;
   finishReason: string;
+  /** Choice 0's tool calls, when the model called tools. */
+  toolCalls?: ToolCall[];
+  /** Choice 0's logprobs, as the provider gave them, when asked for. */
+  logprobs?: unknown;
+  /** Every choice, when the request asked for n > 1. */
+  choices?: Choice[];
   promptTokens: number;
   completionTokens: number;
   costMicros: bigint;
 }
 
 export type StreamEvent =
-  | { type: 'delta'; content: string }
+  | { type: 'delta'; content: string; choice?: number }
+  | { type: 'tool_call'; index: number; id?: string; name?: string; arguments: string; choice?: number }
+  | { type: 'logprobs'; logprobs: unknown; choice?: number }
   | { type: 'done'; result: InferenceResult }
   | { type: 'error'; error: SvcError };
 
@@ -60,74 +73,134 @@ export interface InferenceStream {
   events: AsyncGenerator<StreamEvent>;
 }
 
-const ROLES: readonly ChatRole[] = ['system', 'user', 'assistant'];
-const REGION_RE = /^[a-z0-9][a-z0-9-]{0,62}$/;
-const MAX_MESSAGES = 2_000;
+/** How a surface addresses the project: /v1/inference needs project_id (or X-Svc-Project); the OpenAI surface
+ *  defaults to the key's own project. */
+export interface InferenceSurface {
+  projectFromKey?: boolean;
+}
 
 interface Validated {
+  /** Chat routes may refuse fields (Provider.unsupported); embedding routes serve /v1/embeddings only. */
+  kind: 'chat' | 'embedding';
   model: string;
   messages: ChatMessage[];
   maxTokens: number | undefined;
   sampling: Sampling;
+  /** The rest of the chat-completions request; undefined for a plain request. */
+  options: ChatOptions | undefined;
+  /** Tokens the messages' text does not show (tool definitions, tool-call arguments, images, a response schema,
+   *  the completions of n > 1): added to the reservation and to a count the provider did not report. */
+  extraTokens: number;
   /** null: not asked (the routing policy may still cache); 0: never; else a TTL in seconds. */
   cacheTtlS: number | null;
   region: string | null;
 }
 
-const isNum = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
+/** OpenAI's own figure for an image part at low detail; a provider's reported usage settles it. */
+const IMAGE_TOKENS = 85;
 
-/** max_tokens (or OpenAI's max_completion_tokens, named by `param`): an integer from 1 to 1,000,000 when given. */
-export function assertMaxTokens(value: number | null | undefined, param: string): void {
-  if (value !== undefined && value !== null && (!Number.isInteger(value) || value < 1 || value > 1_000_000)) {
-    throw invalid(param, `${param} must be an integer from 1 to 1000000.`);
-  }
+function refuseMessage(i: number, field: string, message: string): never {
+  throw invalid(`messages[${i}]${field}`, message);
 }
 
-/** Everything a request can get wrong by itself; the errors name the parameter (`messages[2].role`). */
-export function validateInference(ports: InferencePorts, ctx: Ctx, input: InferenceInput): Validated {
-  if (typeof input.model !== 'string' || input.model === '') throw invalid('model', 'model is required: a model id or "auto".');
-  if (input.model !== 'auto' && !ports.providers.isKnownModel(input.model)) {
-    throw invalid('model', `Unknown model "${input.model.slice(0, 200)}". GET /v1/models lists the models; "auto" routes by policy.`);
+/**
+ * What the schema cannot say about messages: which fields each role takes. Returns the extra tokens of tool calls
+ * and images (0 for plain text). The messages are used as given (the schema's shape is the provider request's).
+ */
+function checkMessages(messages: ChatMessage[]): number {
+  let extra = 0;
+  for (let i = 0; i < messages.length; i++) {
+    const m = messages[i]!;
+    const content = m.content;
+    if (m.role === 'assistant') {
+      if ((content === undefined || content === null) && !m.tool_calls) {
+        refuseMessage(i, '.content', 'An assistant message needs content or tool_calls.');
+      }
+      if (m.tool_calls) for (const c of m.tool_calls) extra += estimateTextTokens(c.function.name) + estimateTextTokens(c.function.arguments) + 3;
+    } else {
+      if (content === undefined || content === null) refuseMessage(i, '.content', `A ${m.role} message needs content.`);
+      if (m.tool_calls) refuseMessage(i, '.tool_calls', 'Only assistant messages carry tool_calls.');
+    }
+    if (m.role === 'tool') {
+      if (m.tool_call_id === undefined) refuseMessage(i, '.tool_call_id', 'A tool message needs the tool_call_id of the call it answers.');
+    } else if (m.tool_call_id !== undefined) refuseMessage(i, '.tool_call_id', 'Only tool messages carry tool_call_id.');
+    if (typeof content !== 'string' && content) {
+      for (let j = 0; j < content.length; j++) {
+        if (content[j]!.type !== 'image_url') continue;
+        if (m.role !== 'user') refuseMessage(i, `.content[${j}]`, 'Image parts are only allowed in user messages.');
+        extra += IMAGE_TOKENS;
+      }
+    }
   }
-  const raw = input.messages;
-  if (!Array.isArray(raw) || raw.length === 0) throw invalid('messages', 'messages must be a non-empty array.');
-  if (raw.length > MAX_MESSAGES) throw invalid('messages', `messages may hold at most ${MAX_MESSAGES} entries.`);
-  const messages = raw.map((m, i): ChatMessage => {
-    if (typeof m !== 'object' || m === null || Array.isArray(m)) throw invalid(`messages[${i}]`, 'Each message must be an object {role, content}.');
-    const msg = m as Record<string, unknown>;
-    for (const k of Object.keys(msg)) {
-      if (k !== 'role' && k !== 'content') throw invalid(`messages[${i}].${k}`, `Unknown parameter: messages[${i}].${k}.`);
-    }
-    if (typeof msg.role !== 'string' || !ROLES.includes(msg.role as ChatRole)) {
-      throw invalid(`messages[${i}].role`, 'role must be one of system, user, assistant.');
-    }
-    if (typeof msg.content !== 'string') throw invalid(`messages[${i}].content`, 'content must be a string.');
-    return { role: msg.role as ChatRole, content: msg.content };
-  });
+  return extra;
+}
 
-  const maxTokens = input.max_tokens ?? undefined;
-  assertMaxTokens(maxTokens, 'max_tokens');
+/**
+ * Everything a request can get wrong by itself; the errors name the parameter (`messages[2].role`). The shape was
+ * checked against the schema (by the route's validator, or here); this adds the rules between fields.
+ */
+export function validateInference(ports: InferencePorts, ctx: Ctx, raw: InferenceInput): Validated {
+  const input = parseInput(InferenceRequest, raw);
+  if (input.model === '') throw invalid('model', 'model is required: a model id or "auto".');
+  if (input.model !== 'auto') {
+    const type = ports.providers.modelType(input.model);
+    if (type === undefined) {
+      throw invalid('model', `Unknown model "${input.model.slice(0, 200)}". GET /v1/models lists the models; "auto" routes by policy.`);
+    }
+    if (type !== 'chat') throw invalid('model', `${input.model.slice(0, 200)} is an embedding model: use POST /v1/embeddings.`);
+  }
+  const messages = input.messages as ChatMessage[];
+  let extraTokens = checkMessages(messages);
+
+  const maxTokens = input.max_completion_tokens ?? input.max_tokens ?? undefined;
   const sampling: Sampling = {};
-  const range = (name: keyof Sampling, lo: number, hi: number) => {
-    const v = input[name];
-    if (v === undefined || v === null) return;
-    if (!isNum(v) || v < lo || v > hi) throw invalid(name, `${name} must be a number from ${lo} to ${hi}.`);
-    (sampling as Record<string, unknown>)[name] = v;
-  };
-  range('temperature', 0, 2);
-  range('top_p', 0, 1);
-  range('presence_penalty', -2, 2);
-  range('frequency_penalty', -2, 2);
-  if (input.seed !== undefined && input.seed !== null) {
-    if (!Number.isInteger(input.seed)) throw invalid('seed', 'seed must be an integer.');
-    sampling.seed = input.seed;
+  if (input.temperature != null) sampling.temperature = input.temperature;
+  if (input.top_p != null) sampling.top_p = input.top_p;
+  if (input.presence_penalty != null) sampling.presence_penalty = input.presence_penalty;
+  if (input.frequency_penalty != null) sampling.frequency_penalty = input.frequency_penalty;
+  if (input.seed != null) sampling.seed = input.seed;
+  if (input.stop != null) sampling.stop = input.stop;
+  if (input.stream_options != null && input.stream !== true) {
+    throw invalid('stream_options', 'stream_options is only allowed when stream is true.');
   }
-  if (input.stop !== undefined && input.stop !== null) {
-    const stop = input.stop;
-    const ok = typeof stop === 'string' || (Array.isArray(stop) && stop.length <= 4 && stop.every((s) => typeof s === 'string'));
-    if (!ok) throw invalid('stop', 'stop must be a string or an array of at most 4 strings.');
-    sampling.stop = stop;
+
+  let options: ChatOptions | undefined;
+  const tools = input.tools as FunctionTool[] | undefined;
+  if (tools !== undefined) {
+    options = { tools };
+    const names = new Set<string>();
+    tools.forEach((t, i) => {
+      if (names.has(t.function.name)) throw invalid(`tools[${i}].function.name`, `Tool name "${t.function.name}" is used twice.`);
+      names.add(t.function.name);
+    });
+    extraTokens += estimateTextTokens(JSON.stringify(tools));
   }
+  if (input.tool_choice !== undefined) {
+    const choice = input.tool_choice as ToolChoice;
+    if (tools === undefined && choice !== 'none') throw invalid('tool_choice', 'tool_choice is only allowed when tools are given.');
+    if (typeof choice === 'object' && !tools!.some((t) => t.function.name === choice.function.name)) {
+      throw invalid('tool_choice', `tool_choice names "${choice.function.name}", which is not among the tools.`);
+    }
+    (options ??= {}).tool_choice = choice;
+  }
+  if (input.parallel_tool_calls != null) (options ??= {}).parallel_tool_calls = input.parallel_tool_calls;
+  if (input.response_format !== undefined) {
+    const format = input.response_format as ResponseFormat;
+    (options ??= {}).response_format = format;
+    if (format.type === 'json_schema' && format.json_schema.schema) extraTokens += estimateTextTokens(JSON.stringify(format.json_schema.schema));
+  }
+  if (input.n != null) {
+    (options ??= {}).n = input.n;
+    extraTokens += (input.n - 1) * (maxTokens ?? DEFAULT_COMPLETION_TOKENS);
+  }
+  if (input.logit_bias != null) (options ??= {}).logit_bias = input.logit_bias;
+  if (input.logprobs != null) (options ??= {}).logprobs = input.logprobs;
+  if (input.top_logprobs != null) {
+    if (input.logprobs !== true) throw invalid('top_logprobs', 'top_logprobs needs logprobs: true.');
+    (options ??= {}).top_logprobs = input.top_logprobs;
+  }
+  if (input.user != null) (options ??= {}).user = input.user;
+  if (input.reasoning_effort != null) (options ??= {}).reasoning_effort = input.reasoning_effort;
 
   let cacheTtlS: number | null = null;
   const cache = input.cache;
@@ -140,20 +213,18 @@ export function validateInference(ports: InferencePorts, ctx: Ctx, input: Infere
     cacheTtlS = cache;
   }
 
-  const region = input.region ?? null;
-  if (region !== null && (typeof region !== 'string' || !REGION_RE.test(region))) {
-    throw invalid('region', 'region must be a lower-case region name such as eu-west-1.');
-  }
   const metadata = input.metadata;
   if (metadata !== undefined && metadata !== null) {
-    const entries = Object.entries(metadata);
-    if (entries.length > 50) throw invalid('metadata', 'metadata may hold at most 50 keys.');
-    for (const [k, v] of entries) {
-      if (k.length < 1 || k.length > 40) throw invalid('metadata', 'metadata keys must be 1 to 40 characters.');
-      if (typeof v !== 'string' || v.length > 500) throw invalid(`metadata.${k}`, 'metadata values must be strings of at most 500 characters.');
-    }
+    const keys = Object.keys(metadata);
+    if (keys.length > 50) throw invalid('metadata', 'metadata may hold at most 50 keys.');
+    for (const k of keys) if (k.length < 1 || k.length > 40) throw invalid('metadata', 'metadata keys must be 1 to 40 characters.');
   }
-  return { model: input.model, messages, maxTokens, sampling, cacheTtlS, region };
+  return { kind: 'chat', model: input.model, messages, maxTokens, sampling, options, extraTokens, cacheTtlS, region: input.region ?? null };
+}
+
+/** Tokens to reserve before the provider call: the messages' estimate, plus what their text does not show. */
+function reservationOf(v: Validated): number {
+  return estimateTokens(v.messages, v.maxTokens) + v.extraTokens;
 }
 
 /** One inference from start to its usage record: what is known so far about where it went and how it ended. */
@@ -277,12 +348,19 @@ async function plan(ctx: Ctx, t: Tracker, v: Validated): Promise<Plan> {
     const what = v.model === 'auto' ? 'the routing policy\'s targets' : v.model;
     throw new RoutingError('model_unavailable', null, `No configured provider serves ${what}${region ? ` in region ${region}` : ''}.`);
   }
+  // A field a provider kind cannot carry skips its routes; none left: the field is the caller's to drop (CONTRACT §9).
+  const carried = v.kind === 'chat' ? routesCarrying(routes, v) : { routes, refused: null };
+  if (carried.routes.length === 0) {
+    const kinds = [...new Set(routes.map((r) => r.provider.kind))].join(', ');
+    throw invalid(carried.refused, `${carried.refused} is not supported by the provider kind (${kinds}) serving ${v.model}.`);
+  }
+  routes = carried.routes;
   let ttlS: number | null = v.cacheTtlS === -1 ? (policyTtlS ?? DEFAULT_CACHE_TTL_S) : v.cacheTtlS === null ? policyTtlS : v.cacheTtlS;
   if (ttlS === 0) ttlS = null;
   const cache =
     ttlS === null
       ? null
-      : { key: cacheKey({ model: v.model, region, messages: v.messages, maxTokens: v.maxTokens, sampling: v.sampling }), ttlS };
+      : { key: cacheKey({ model: v.model, region, messages: v.messages, maxTokens: v.maxTokens, sampling: v.sampling, options: v.options }), ttlS };
   return { routes, region, cache, projectBudgetMicros: project.budgetMicros };
 }
 
@@ -312,10 +390,10 @@ async function admit(ctx: Ctx, t: Tracker, v: Validated, p: Plan): Promise<{ cac
       await ticket.takeDeferred();
       return { cached: cached.value, reserved: false };
     }
-    await ticket.reserve(estimateTokens(v.messages, v.maxTokens));
+    await ticket.reserve(reservationOf(v));
     return { cached: cached.value, reserved: true };
   }
-  const estimate = estimateTokens(v.messages, v.maxTokens);
+  const estimate = reservationOf(v);
   const [budget, reserved] = await Promise.allSettled([assertWithinBudget(t.ports.budgets, ctx, p.projectBudgetMicros), ticket.reserve(estimate)]);
   if (budget.status === 'rejected') {
     if (reserved.status === 'rejected' && isRequestWindowRefusal(reserved.reason)) throw reserved.reason;
@@ -328,14 +406,23 @@ async function admit(ctx: Ctx, t: Tracker, v: Validated, p: Plan): Promise<{ cac
   return { cached: { status: 'off' }, reserved: true };
 }
 
-async function tokensOf(v: Validated, content: string, usage: ProviderUsage | null): Promise<ProviderUsage> {
+async function tokensOf(v: Validated, content: string, usage: ProviderUsage | null, toolCalls?: ToolCall[]): Promise<ProviderUsage> {
   if (usage) return usage;
-  return { promptTokens: await countPromptTokens(v.messages), completionTokens: await countTextTokens(content) };
+  let completion = await countTextTokens(content);
+  if (toolCalls) for (const c of toolCalls) completion += (await countTextTokens(c.function.name + c.function.arguments)) + 3;
+  return { promptTokens: (await countPromptTokens(v.messages)) + v.extraTokens, completionTokens: completion };
 }
 
-async function begin(ports: InferencePorts, ctx: Ctx, ticket: RateLimitTicket, input: InferenceInput): Promise<{ v: Validated; t: Tracker }> {
+async function begin(
+  ports: InferencePorts,
+  ctx: Ctx,
+  ticket: RateLimitTicket,
+  input: InferenceInput,
+  surface: InferenceSurface,
+): Promise<{ v: Validated; t: Tracker }> {
   const v = validateInference(ports, ctx, input);
-  const projectId = await requireProjectId(ctx, input.project_id);
+  // The OpenAI surface: the key's own project unless the caller names one (the operator must: project_id or X-Svc-Project).
+  const projectId = await requireProjectId(ctx, input.project_id ?? (surface.projectFromKey ? ctx.caller.projectId : undefined));
   // The operator's inference draws on the project's windows from here on (CONTRACT §7).
   ticket.address(projectId);
   return { v, t: new Tracker(ports, ctx, ticket, projectId, v.model) };
@@ -353,6 +440,9 @@ function hitResult(ctx: Ctx, t: Tracker, answer: CachedAnswer): InferenceResult 
     cacheStatus: 'hit',
     content: answer.content,
     finishReason: answer.finishReason,
+    toolCalls: answer.toolCalls,
+    logprobs: answer.logprobs,
+    choices: answer.choices,
     promptTokens: 0,
     completionTokens: 0,
     costMicros: 0n,
@@ -368,6 +458,9 @@ async function serveHit(t: Tracker, answer: CachedAnswer): Promise<InferenceResu
   return hitResult(t.ctx, t, answer);
 }
 
+/** What a provider answered, with its tokens (counted by the gateway when the provider reported none). */
+type Answer = Pick<Completion, 'content' | 'finishReason' | 'toolCalls' | 'logprobs' | 'choices'> & { usage: ProviderUsage };
+
 /**
  * Settle the token reservation to what was used, charge the cost to the month counters, remember the answer, hand
  * the outcome (usage record and inference.completed) to the writer. Their Redis commands (the limiter's settle, the
@@ -378,7 +471,7 @@ async function account(
   v: Validated,
   p: Plan,
   route: Route,
-  answer: { content: string; finishReason: string; usage: ProviderUsage },
+  answer: Answer,
   cacheStatus: CacheStatus,
   outcome: { status: 'succeeded' } | { status: 'failed'; errorCode: string },
 ): Promise<InferenceResult> {
@@ -392,7 +485,16 @@ async function account(
       ? t.ports.responseCache.set(
           t.projectId,
           p.cache.key,
-          { model: route.model.id, route: route.id, region: route.provider.region, content: answer.content, finishReason: answer.finishReason },
+          {
+            model: route.model.id,
+            route: route.id,
+            region: route.provider.region,
+            content: answer.content,
+            finishReason: answer.finishReason,
+            toolCalls: answer.toolCalls,
+            logprobs: answer.logprobs,
+            choices: answer.choices,
+          },
           p.cache.ttlS,
         )
       : null;
@@ -417,6 +519,9 @@ async function account(
     cacheStatus: status,
     content: answer.content,
     finishReason: answer.finishReason,
+    toolCalls: answer.toolCalls,
+    logprobs: answer.logprobs,
+    choices: answer.choices,
     promptTokens,
     completionTokens,
     costMicros: cost,
@@ -439,26 +544,73 @@ async function refuseOrRecord(t: Tracker, err: unknown): Promise<void> {
  * past validation writes one usage record and emits one inference.completed, success or error. In the steady state
  * no SQL runs on the way: see admit() and account() for the Redis round trips (two besides the auth hook's).
  */
-export async function createInference(ports: InferencePorts, ctx: Ctx, ticket: RateLimitTicket, input: InferenceInput): Promise<InferenceResult> {
-  const { v, t } = await begin(ports, ctx, ticket, input);
+export async function createInference(
+  ports: InferencePorts,
+  ctx: Ctx,
+  ticket: RateLimitTicket,
+  input: InferenceInput,
+  surface: InferenceSurface = {},
+): Promise<InferenceResult> {
+  const { v, t } = await begin(ports, ctx, ticket, input, surface);
   try {
     const p = await plan(ctx, t, v);
     const { cached, reserved } = await admit(ctx, t, v, p);
     if (cached.answer || !reserved) return await serveHit(t, cached.answer!);
     let routed;
     try {
-      routed = await ports.providers.complete(p.routes, { messages: v.messages, maxTokens: v.maxTokens, sampling: v.sampling });
+      routed = await ports.providers.complete(p.routes, providerRequest(v));
     } catch (err) {
       await ticket.refund();
       throw err;
     }
     t.tried(routed.route);
     const c: Completion = routed.value;
-    const usage = await tokensOf(v, c.content, c.usage);
+    const usage = await tokensOf(v, c.content, c.usage, c.toolCalls);
     return await account(t, v, p, routed.route, { ...c, usage }, cached.status, { status: 'succeeded' });
   } catch (err) {
     await refuseOrRecord(t, err);
     throw err;
+  }
+}
+
+/** The provider request: options only when the request had any, so a plain request is what it always was. */
+function providerRequest(v: Validated) {
+  return v.options
+    ? { messages: v.messages, maxTokens: v.maxTokens, sampling: v.sampling, options: v.options }
+    : { messages: v.messages, maxTokens: v.maxTokens, sampling: v.sampling };
+}
+
+/** A cached answer as stream events: its text, its tool calls. */
+async function* replayHit(result: InferenceResult): AsyncGenerator<StreamEvent> {
+  if (result.content !== '' || !result.toolCalls) yield { type: 'delta', content: result.content };
+  for (const [index, c] of (result.toolCalls ?? []).entries()) {
+    yield { type: 'tool_call', index, id: c.id, name: c.function.name, arguments: c.function.arguments };
+  }
+  yield { type: 'done', result };
+}
+
+/** One choice's answer as it streams in (choice 0 and, for n > 1, the others). */
+class ChoiceBuilder {
+  content = '';
+  finishReason = 'stop';
+  toolCalls: ToolCall[] | undefined;
+  logprobs: unknown[] | undefined;
+
+  toolCall(part: { index: number; id?: string; name?: string; arguments: string }): void {
+    this.toolCalls ??= [];
+    const call = (this.toolCalls[part.index] ??= { id: '', type: 'function', function: { name: '', arguments: '' } });
+    if (part.id) call.id = part.id;
+    if (part.name) call.function.name = part.name;
+    call.function.arguments += part.arguments;
+  }
+
+  addLogprobs(lp: unknown): void {
+    const content = (lp as { content?: unknown } | null)?.content;
+    if (Array.isArray(content)) (this.logprobs ??= []).push(...content);
+  }
+
+  get calls(): ToolCall[] | undefined {
+    return this.toolCalls?.filter(Boolean);
   }
 }
 
@@ -473,8 +625,9 @@ export async function streamInference(
   ticket: RateLimitTicket,
   input: InferenceInput,
   signal: AbortSignal,
+  surface: InferenceSurface = {},
 ): Promise<InferenceStream> {
-  const { v, t } = await begin(ports, ctx, ticket, input);
+  const { v, t } = await begin(ports, ctx, ticket, input, surface);
   let p: Plan;
   let cached: Lookup;
   let routed;
@@ -485,16 +638,10 @@ export async function streamInference(
     if (cached.answer || !admitted.reserved) {
       const result = await serveHit(t, cached.answer!);
       const { content: _c, finishReason: _f, promptTokens: _p, completionTokens: _ct, costMicros: _m, ...head } = result;
-      return {
-        head,
-        events: (async function* () {
-          yield { type: 'delta', content: result.content } as StreamEvent;
-          yield { type: 'done', result };
-        })(),
-      };
+      return { head, events: replayHit(result) };
     }
     try {
-      routed = await ports.providers.openStream(p.routes, { messages: v.messages, maxTokens: v.maxTokens, sampling: v.sampling }, signal);
+      routed = await ports.providers.openStream(p.routes, providerRequest(v), signal);
     } catch (err) {
       await ticket.refund();
       throw err;
@@ -524,13 +671,33 @@ export async function streamInference(
     let usage: ProviderUsage | null = null;
     let ended: 'ok' | 'aborted' | SvcError | null = null;
     let result: InferenceResult | null = null;
+    // Choice 0 beyond its text (tool calls, logprobs), and the other choices of n > 1: only when they occur.
+    let first: ChoiceBuilder | undefined;
+    let others: Map<number, ChoiceBuilder> | undefined;
+    const builder = (choice: number | undefined): ChoiceBuilder => {
+      if (!choice) return (first ??= new ChoiceBuilder());
+      others ??= new Map();
+      let b = others.get(choice);
+      if (!b) others.set(choice, (b = new ChoiceBuilder()));
+      return b;
+    };
     try {
       for await (const part of parts) {
         if (part.type === 'delta') {
-          content += part.content;
-          yield { type: 'delta', content: part.content };
-        } else if (part.type === 'finish') finishReason = part.finishReason;
-        else if (part.type === 'usage') usage = part.usage;
+          if (part.choice) builder(part.choice).content += part.content;
+          else content += part.content;
+          yield part.choice ? { type: 'delta', content: part.content, choice: part.choice } : { type: 'delta', content: part.content };
+        } else if (part.type === 'finish') {
+          if (part.choice) builder(part.choice).finishReason = part.finishReason;
+          else finishReason = part.finishReason;
+        } else if (part.type === 'usage') usage = part.usage;
+        else if (part.type === 'tool_call') {
+          builder(part.choice).toolCall(part);
+          yield { type: 'tool_call', index: part.index, id: part.id, name: part.name, arguments: part.arguments, choice: part.choice };
+        } else if (part.type === 'logprobs') {
+          builder(part.choice).addLogprobs(part.logprobs);
+          yield { type: 'logprobs', logprobs: part.logprobs, choice: part.choice };
+        }
       }
       ended = 'ok';
     } catch (err) {
@@ -540,12 +707,22 @@ export async function streamInference(
     } finally {
       // Also reached when the consumer stops iterating (return() at a yield): that is the client leaving.
       ended ??= 'aborted';
+      const toolCalls = first?.calls;
+      const logprobs = first?.logprobs ? { content: first.logprobs } : undefined;
+      let choices: Choice[] | undefined;
+      if (others) {
+        choices = [{ index: 0, content, finishReason, toolCalls, logprobs }];
+        for (const [index, b] of [...others].sort((a, b) => a[0] - b[0])) {
+          choices.push({ index, content: b.content, finishReason: b.finishReason, toolCalls: b.calls, logprobs: b.logprobs ? { content: b.logprobs } : undefined });
+        }
+      }
+      const counted = choices ? choices.map((c) => c.content ?? '').join('') : content;
       result = await account(
         t,
         v,
         p,
         route,
-        { content, finishReason, usage: await tokensOf(v, content, usage) },
+        { content, finishReason, toolCalls, logprobs, choices, usage: await tokensOf(v, counted, usage, choices ? choices.flatMap((c) => c.toolCalls ?? []) : toolCalls) },
         cacheStatus,
         ended === 'ok'
           ? { status: 'succeeded' }
@@ -556,4 +733,75 @@ export async function streamInference(
     else if (ended instanceof SvcError) yield { type: 'error', error: ended };
   }
   return { head, events: relay() };
+}
+
+export interface EmbeddingsOutcome {
+  result: InferenceResult;
+  /** One vector per input, in input order. */
+  vectors: number[][];
+}
+
+/**
+ * POST /v1/embeddings (CONTRACT §9): a model of type embedding, on the same pipeline as chat (project state,
+ * residency, budget, token reservation, fallback, spend, usage record and inference.completed); cost on input tokens.
+ * Never cached.
+ */
+export async function createEmbeddings(
+  ports: InferencePorts,
+  ctx: Ctx,
+  ticket: RateLimitTicket,
+  raw: EmbeddingsRequest,
+): Promise<EmbeddingsOutcome> {
+  const input = parseInput(EmbeddingsRequest, raw);
+  const type = ports.providers.modelType(input.model);
+  if (type === undefined) throw invalid('model', `Unknown model "${input.model.slice(0, 200)}". GET /v1/models lists the models.`);
+  if (type !== 'embedding') throw invalid('model', `${input.model.slice(0, 200)} is a chat model: POST /v1/embeddings needs a model of type embedding.`);
+  const texts = typeof input.input === 'string' ? [input.input] : input.input;
+  texts.forEach((text, i) => {
+    if (text === '') throw invalid(typeof input.input === 'string' ? 'input' : `input[${i}]`, 'input must not be empty.');
+  });
+  if (input.metadata && Object.keys(input.metadata).length > 50) throw invalid('metadata', 'metadata may hold at most 50 keys.');
+  const v: Validated = {
+    kind: 'embedding',
+    model: input.model,
+    // For the reservation's estimate: the inputs as texts, nothing to complete.
+    messages: texts.map((content) => ({ role: 'user', content })),
+    maxTokens: 0,
+    sampling: {},
+    options: undefined,
+    extraTokens: 0,
+    cacheTtlS: 0,
+    region: input.region ?? null,
+  };
+  const projectId = await requireProjectId(ctx, input.project_id ?? ctx.caller.projectId);
+  ticket.address(projectId);
+  const t = new Tracker(ports, ctx, ticket, projectId, v.model);
+  try {
+    const p = await plan(ctx, t, v);
+    await admit(ctx, t, v, p);
+    let routed;
+    try {
+      routed = await ports.providers.embed(p.routes, {
+        input: texts,
+        ...(input.dimensions !== undefined ? { dimensions: input.dimensions } : {}),
+        ...(input.user != null ? { user: input.user } : {}),
+      });
+    } catch (err) {
+      await ticket.refund();
+      throw err;
+    }
+    t.tried(routed.route);
+    let promptTokens = routed.value.usage?.promptTokens;
+    if (promptTokens === undefined) {
+      promptTokens = 0;
+      for (const text of texts) promptTokens += await countTextTokens(text);
+    }
+    const result = await account(t, v, p, routed.route, { content: '', finishReason: 'stop', usage: { promptTokens, completionTokens: 0 } }, 'off', {
+      status: 'succeeded',
+    });
+    return { result, vectors: routed.value.vectors };
+  } catch (err) {
+    await refuseOrRecord(t, err);
+    throw err;
+  }
 }

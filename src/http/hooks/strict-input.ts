@@ -14,6 +14,8 @@ const DEFAULT_BODY = { type: ['object', 'null'], additionalProperties: false, pr
 const FREE_TEXT_BODY_FIELDS: Record<string, ReadonlySet<string>> = {
   '/v1/inference': new Set(['messages']),
   '/v1/chat/completions': new Set(['messages']),
+  '/v1/responses': new Set(['input', 'instructions']),
+  '/v1/embeddings': new Set(['input']),
 };
 
 function isApiRoute(url: string): boolean {

@@ -1,0 +1,500 @@
+import { Type, type Static, type TSchema } from 'typebox';
+import { Compile } from 'typebox/compile';
+import type { TLocalizedValidationError } from 'typebox/error';
+import { SvcError } from '../../errors/svc-error.ts';
+
+/**
+ * The inference inputs (CONTRACT §8, §9): POST /v1/chat/completions and /v1/inference (one request: OpenAI's
+ * chat-completions request plus the svc fields), /v1/responses and /v1/embeddings. Each is the fastify route schema
+ * and the service's check (through `validatorOf` / `parseInput`), so that a bad field is 400 invalid_request naming it
+ * the same way everywhere (`messages[2].role`, `tools[0].function.name`).
+ *
+ * `x-problem` on a node is what a refusal says after the field's name; `{value}` is the value found.
+ */
+const says = (problem: string) => ({ 'x-problem': problem });
+const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
+const Opt = <T extends TSchema>(t: T) => Type.Optional(Nullable(t));
+
+export const CHAT_ROLES = ['system', 'developer', 'user', 'assistant', 'tool'] as const;
+export const MAX_MESSAGES = 2_000;
+const TOOL_NAME = '^[A-Za-z0-9_-]{1,64}$';
+
+const TextPart = Type.Object({ type: Type.Literal('text'), text: Type.String() }, { additionalProperties: false });
+const ImagePart = Type.Object(
+  {
+    type: Type.Literal('image_url'),
+    image_url: Type.Object(
+      { url: Type.String({ minLength: 1 }), detail: Type.Optional(Type.Enum(['auto', 'low', 'high'])) },
+      { additionalProperties: false },
+    ),
+  },
+  { additionalProperties: false },
+);
+const ContentPart = Type.Union([TextPart, ImagePart], says('must be a content part {type: "text", text} or {type: "image_url", image_url: {url}}'));
+
+const ToolCall = Type.Object(
+  {
+    id: Type.String({ minLength: 1 }),
+    type: Type.Literal('function'),
+    function: Type.Object({ name: Type.String({ pattern: TOOL_NAME }), arguments: Type.String() }, { additionalProperties: false }),
+  },
+  { additionalProperties: false },
+);
+
+export const ChatMessageSchema = Type.Object(
+  {
+    role: Type.Enum([...CHAT_ROLES], says('must be one of system, developer, user, assistant, tool, got {value}')),
+    content: Type.Optional(
+      Type.Union([Type.String(), Type.Array(ContentPart, { minItems: 1 }), Type.Null()], says('must be a string or an array of content parts')),
+    ),
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
+    tool_calls: Type.Optional(Type.Array(ToolCall, { minItems: 1 })),
+    tool_call_id: Type.Optional(Type.String({ minLength: 1 })),
+    // What an OpenAI client replays from a previous answer's message.
+    refusal: Opt(Type.String()),
+  },
+  { additionalProperties: false, ...says('must be an object {role, content}') },
+);
+
+const JsonSchemaObject = Type.Record(Type.String(), Type.Unknown(), says('must be a JSON Schema object'));
+
+export const FunctionToolSchema = Type.Object(
+  {
+    type: Type.Literal('function'),
+    function: Type.Object(
+      {
+        name: Type.String({ pattern: TOOL_NAME, ...says('must be 1 to 64 letters, digits, "_" or "-", got {value}') }),
+        description: Type.Optional(Type.String()),
+        parameters: Type.Optional(JsonSchemaObject),
+        strict: Opt(Type.Boolean()),
+      },
+      { additionalProperties: false },
+    ),
+  },
+  { additionalProperties: false },
+);
+
+const ToolChoice = Type.Union(
+  [
+    Type.Enum(['none', 'auto', 'required']),
+    Type.Object(
+      { type: Type.Literal('function'), function: Type.Object({ name: Type.String({ pattern: TOOL_NAME }) }, { additionalProperties: false }) },
+      { additionalProperties: false },
+    ),
+  ],
+  says('must be "none", "auto", "required" or {type: "function", function: {name}}'),
+);
+
+const JsonSchemaFormat = Type.Object(
+  {
+    name: Type.String({ pattern: TOOL_NAME, ...says('must be 1 to 64 letters, digits, "_" or "-", got {value}') }),
+    description: Type.Optional(Type.String()),
+    schema: Type.Optional(JsonSchemaObject),
+    strict: Opt(Type.Boolean()),
+  },
+  { additionalProperties: false },
+);
+
+const ResponseFormat = Type.Union(
+  [
+    Type.Object({ type: Type.Literal('text') }, { additionalProperties: false }),
+    Type.Object({ type: Type.Literal('json_object') }, { additionalProperties: false }),
+    Type.Object({ type: Type.Literal('json_schema'), json_schema: JsonSchemaFormat }, { additionalProperties: false }),
+  ],
+  says('must be {type: "text"}, {type: "json_object"} or {type: "json_schema", json_schema: {name, schema}}'),
+);
+
+const MaxTokens = Type.Integer({ minimum: 1, maximum: 1_000_000, ...says('must be an integer from 1 to 1000000, got {value}') });
+const Metadata = Type.Record(
+  Type.String(),
+  Type.String({ maxLength: 500, ...says('must be a string of at most 500 characters') }),
+  says('must be an object of string values'),
+);
+const Region = Type.String({ pattern: '^[a-z0-9][a-z0-9-]{0,62}$', ...says('must be a lower-case region name such as eu-west-1, got {value}') });
+const Cache = Type.Union([Type.Boolean(), Type.Integer(), Type.Null()], says('must be true, false, or a TTL in whole seconds, got {value}'));
+
+/** The svc fields beside OpenAI's (CONTRACT §8): the project, caching, residency, metadata. */
+const SvcFields = {
+  project_id: Opt(Type.String()),
+  cache: Type.Optional(Cache),
+  region: Opt(Region),
+  metadata: Opt(Metadata),
+};
+
+/** POST /v1/chat/completions and POST /v1/inference: OpenAI's chat-completions request (CONTRACT §9) plus the svc fields. */
+export const ChatCompletionRequest = Type.Object(
+  {
+    model: Type.String({ ...says('is required: a model id or "auto"') }),
+    messages: Type.Array(ChatMessageSchema, {
+      minItems: 1,
+      maxItems: MAX_MESSAGES,
+      ...says(`must be a non-empty array of at most ${MAX_MESSAGES} messages`),
+    }),
+    tools: Type.Optional(Type.Array(FunctionToolSchema, { minItems: 1, maxItems: 128, ...says('must be a non-empty array of at most 128 function tools') })),
+    tool_choice: Type.Optional(ToolChoice),
+    parallel_tool_calls: Opt(Type.Boolean()),
+    response_format: Type.Optional(ResponseFormat),
+    max_tokens: Opt(MaxTokens),
+    max_completion_tokens: Opt(MaxTokens),
+    temperature: Opt(Type.Number({ minimum: 0, maximum: 2, ...says('must be a number from 0 to 2, got {value}') })),
+    top_p: Opt(Type.Number({ minimum: 0, maximum: 1, ...says('must be a number from 0 to 1, got {value}') })),
+    presence_penalty: Opt(Type.Number({ minimum: -2, maximum: 2, ...says('must be a number from -2 to 2, got {value}') })),
+    frequency_penalty: Opt(Type.Number({ minimum: -2, maximum: 2, ...says('must be a number from -2 to 2, got {value}') })),
+    stop: Opt(
+      Type.Union([Type.String(), Type.Array(Type.String(), { maxItems: 4 })], says('must be a string or an array of at most 4 strings')),
+    ),
+    n: Opt(Type.Integer({ minimum: 1, maximum: 128, ...says('must be an integer from 1 to 128, got {value}') })),
+    seed: Opt(Type.Integer(says('must be an integer, got {value}'))),
+    logit_bias: Opt(Type.Record(Type.String({ pattern: '^\\d+$' }), Type.Number({ minimum: -100, maximum: 100 }), says('must map token ids to numbers from -100 to 100'))),
+    logprobs: Opt(Type.Boolean()),
+    top_logprobs: Opt(Type.Integer({ minimum: 0, maximum: 20, ...says('must be an integer from 0 to 20, got {value}') })),
+    user: Opt(Type.String({ maxLength: 256 })),
+    reasoning_effort: Opt(Type.Enum(['minimal', 'low', 'medium', 'high'], says('must be one of minimal, low, medium, high, got {value}'))),
+    stream: Opt(Type.Boolean()),
+    stream_options: Opt(Type.Object({ include_usage: Opt(Type.Boolean()) }, { additionalProperties: false })),
+    ...SvcFields,
+  },
+  { additionalProperties: false },
+);
+export type ChatCompletionRequest = Static<typeof ChatCompletionRequest>;
+
+/** CONTRACT §9: /v1/inference takes the same messages, tools, tool_choice and response_format (its answer differs). */
+export const InferenceRequest = ChatCompletionRequest;
+export type InferenceRequest = ChatCompletionRequest;
+
+// ---- POST /v1/responses (the stateless subset of CONTRACT §9) ----
+
+const InputText = Type.Object({ type: Type.Literal('input_text'), text: Type.String() }, { additionalProperties: false });
+const OutputText = Type.Object(
+  { type: Type.Literal('output_text'), text: Type.String(), annotations: Type.Optional(Type.Array(Type.Unknown())), logprobs: Type.Optional(Type.Array(Type.Unknown())) },
+  { additionalProperties: false },
+);
+const InputImage = Type.Object(
+  {
+    type: Type.Literal('input_image'),
+    image_url: Type.String({ minLength: 1, ...says('is required: the image URL or data: URL (file_id needs stored files)') }),
+    detail: Type.Optional(Type.Enum(['auto', 'low', 'high'])),
+  },
+  { additionalProperties: false },
+);
+const Refusal = Type.Object({ type: Type.Literal('refusal'), refusal: Type.String() }, { additionalProperties: false });
+const InputContent = Type.Union(
+  [InputText, OutputText, InputImage, Refusal],
+  says('must be a content part of type input_text, output_text, input_image or refusal'),
+);
+
+const MessageItem = Type.Object(
+  {
+    type: Type.Optional(Type.Literal('message')),
+    id: Type.Optional(Type.String()),
+    status: Type.Optional(Type.String()),
+    role: Type.Enum(['user', 'assistant', 'system', 'developer'], says('must be one of user, assistant, system, developer, got {value}')),
+    content: Type.Union([Type.String(), Type.Array(InputContent)], says('must be a string or an array of content parts')),
+  },
+  { additionalProperties: false },
+);
+const FunctionCallItem = Type.Object(
+  {
+    type: Type.Literal('function_call'),
+    id: Type.Optional(Type.String()),
+    status: Type.Optional(Type.String()),
+    call_id: Type.String({ minLength: 1 }),
+    name: Type.String({ pattern: TOOL_NAME }),
+    arguments: Type.String(),
+  },
+  { additionalProperties: false },
+);
+const FunctionCallOutputItem = Type.Object(
+  {
+    type: Type.Literal('function_call_output'),
+    id: Type.Optional(Type.String()),
+    status: Type.Optional(Type.String()),
+    call_id: Type.String({ minLength: 1 }),
+    output: Type.Union([Type.String(), Type.Array(InputContent)], says('must be a string or an array of content parts')),
+  },
+  { additionalProperties: false },
+);
+/** Reasoning items a client replays are dropped: the gateway's models return none it could continue. */
+const ReasoningItem = Type.Object(
+  { type: Type.Literal('reasoning'), id: Type.Optional(Type.String()) },
+  { additionalProperties: true },
+);
+const InputItem = Type.Union(
+  [MessageItem, FunctionCallItem, FunctionCallOutputItem, ReasoningItem],
+  says('must be a message, function_call, function_call_output or reasoning item (item_reference needs stored responses)'),
+);
+
+const ResponsesFunctionTool = Type.Object(
+  {
+    type: Type.Literal('function', says('must be "function": only function tools are supported, got {value}')),
+    name: Type.String({ pattern: TOOL_NAME, ...says('must be 1 to 64 letters, digits, "_" or "-", got {value}') }),
+    description: Opt(Type.String()),
+    parameters: Opt(JsonSchemaObject),
+    strict: Opt(Type.Boolean()),
+  },
+  { additionalProperties: false },
+);
+
+const ResponsesFormat = Type.Union(
+  [
+    Type.Object({ type: Type.Literal('text') }, { additionalProperties: false }),
+    Type.Object({ type: Type.Literal('json_object') }, { additionalProperties: false }),
+    Type.Object(
+      {
+        type: Type.Literal('json_schema'),
+        name: Type.String({ pattern: TOOL_NAME, ...says('must be 1 to 64 letters, digits, "_" or "-", got {value}') }),
+        description: Type.Optional(Type.String()),
+        schema: JsonSchemaObject,
+        strict: Opt(Type.Boolean()),
+      },
+      { additionalProperties: false },
+    ),
+  ],
+  says('must be {type: "text"}, {type: "json_object"} or {type: "json_schema", name, schema}'),
+);
+
+export const ResponsesRequest = Type.Object(
+  {
+    model: Type.String({ ...says('is required: a model id or "auto"') }),
+    input: Type.Union(
+      [Type.String(), Type.Array(InputItem, { minItems: 1, maxItems: MAX_MESSAGES })],
+      says(`must be a string or a non-empty array of at most ${MAX_MESSAGES} input items`),
+    ),
+    instructions: Opt(Type.String()),
+    max_output_tokens: Opt(MaxTokens),
+    temperature: Opt(Type.Number({ minimum: 0, maximum: 2, ...says('must be a number from 0 to 2, got {value}') })),
+    top_p: Opt(Type.Number({ minimum: 0, maximum: 1, ...says('must be a number from 0 to 1, got {value}') })),
+    tools: Type.Optional(Type.Array(ResponsesFunctionTool, { maxItems: 128 })),
+    tool_choice: Type.Optional(
+      Type.Union(
+        [
+          Type.Enum(['none', 'auto', 'required']),
+          Type.Object({ type: Type.Literal('function'), name: Type.String({ pattern: TOOL_NAME }) }, { additionalProperties: false }),
+        ],
+        says('must be "none", "auto", "required" or {type: "function", name}'),
+      ),
+    ),
+    parallel_tool_calls: Opt(Type.Boolean()),
+    text: Opt(
+      Type.Object(
+        { format: Type.Optional(ResponsesFormat), verbosity: Opt(Type.Enum(['low', 'medium', 'high'])) },
+        { additionalProperties: false },
+      ),
+    ),
+    reasoning: Opt(
+      Type.Object(
+        { effort: Opt(Type.Enum(['minimal', 'low', 'medium', 'high'])), summary: Opt(Type.String()) },
+        { additionalProperties: false },
+      ),
+    ),
+    stream: Opt(Type.Boolean()),
+    store: Opt(Type.Boolean()),
+    previous_response_id: Opt(Type.String()),
+    user: Opt(Type.String({ maxLength: 256 })),
+    safety_identifier: Opt(Type.String({ maxLength: 256 })),
+    top_logprobs: Opt(Type.Integer({ minimum: 0, maximum: 20 })),
+    // Accepted and without effect here: what clients send by default.
+    include: Opt(Type.Array(Type.String())),
+    truncation: Opt(Type.Enum(['auto', 'disabled'])),
+    service_tier: Opt(Type.String()),
+    prompt_cache_key: Opt(Type.String()),
+    ...SvcFields,
+  },
+  { additionalProperties: false },
+);
+export type ResponsesRequest = Static<typeof ResponsesRequest>;
+
+// ---- POST /v1/embeddings ----
+
+export const EmbeddingsRequest = Type.Object(
+  {
+    model: Type.String({ minLength: 1, ...says('is required: an embedding model id') }),
+    input: Type.Union(
+      [Type.String(), Type.Array(Type.String(), { minItems: 1, maxItems: 2048 })],
+      says('must be a string or a non-empty array of at most 2048 strings (token arrays are not supported)'),
+    ),
+    dimensions: Type.Optional(Type.Integer({ minimum: 1, maximum: 4096, ...says('must be an integer from 1 to 4096, got {value}') })),
+    encoding_format: Type.Optional(Type.Enum(['float', 'base64'], says('must be "float" or "base64", got {value}'))),
+    user: Opt(Type.String({ maxLength: 256 })),
+    project_id: Opt(Type.String()),
+    region: Opt(Region),
+    metadata: Opt(Metadata),
+  },
+  { additionalProperties: false },
+);
+export type EmbeddingsRequest = Static<typeof EmbeddingsRequest>;
+
+/** The query of these routes: the operator may name the project there too (CONTRACT §2). */
+export const ProjectQuery = Type.Object({ project_id: Type.Optional(Type.String()) }, { additionalProperties: false });
+
+// ---- validation: one compiled check per schema, errors naming the field ----
+// A small local helper until the shared validation helper (issue 15) replaces it.
+
+type Check = (value: unknown) => { value: unknown } | { error: SvcError };
+const compiled = new WeakMap<object, Check>();
+/** Inputs already checked against their schema (by the route's validator): the service does not walk them again. */
+const checked = new WeakMap<object, TSchema>();
+
+/** A fastify-style validator (`{value}` or `{error}`) for a schema: the compiled check, and on failure the named error. */
+export function validatorOf(schema: TSchema): Check {
+  let check = compiled.get(schema);
+  if (!check) {
+    const validator = Compile(schema);
+    check = (value) => {
+      if (!validator.Check(value)) return { error: refusal(schema, validator.Errors(value), value) };
+      if (typeof value === 'object' && value !== null) checked.set(value, schema);
+      return { value };
+    };
+    compiled.set(schema, check);
+  }
+  return check;
+}
+
+/** The value, checked against its schema (once: a value the route's validator passed is not checked again); else 400
+ *  invalid_request naming the field. */
+export function parseInput<T extends TSchema>(schema: T, value: unknown): Static<T> {
+  if (typeof value === 'object' && value !== null && checked.get(value) === schema) return value as Static<T>;
+  const r = validatorOf(schema)(value);
+  if ('error' in r) throw r.error;
+  return r.value as Static<T>;
+}
+
+/** A value built from checked input that satisfies `schema` by construction (a translated Responses request). */
+export function markChecked<T extends TSchema>(schema: T, value: Static<T>): Static<T> {
+  checked.set(value as object, schema);
+  return value;
+}
+
+const pointer = (p: string): string[] =>
+  p === '' || p === '#' ? [] : p.replace(/^#/, '').slice(1).split('/').map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
+const at = (root: any, segments: string[]): any => segments.reduce((node, s) => node?.[s], root);
+const show = (v: unknown): string => (typeof v === 'string' ? `"${v.slice(0, 100)}"` : (JSON.stringify(v) ?? String(v)).slice(0, 100));
+
+/** `messages[2].content[0].type`: array indexes in brackets. */
+function fieldPath(segments: string[], doc: unknown): string {
+  let out = '';
+  for (let i = 0; i < segments.length; i++) {
+    const s = segments[i]!;
+    out += Array.isArray(at(doc, segments.slice(0, i))) ? `[${s}]` : out === '' ? s : `.${s}`;
+  }
+  return out;
+}
+
+const TYPE_OF = (v: unknown): string => (v === null ? 'null' : Array.isArray(v) ? 'array' : typeof v);
+
+/** Whether a value is of the kind a union branch describes (its type, its literal), ignoring the branch's details. */
+function kindMatches(branch: any, v: unknown): boolean {
+  if (branch.anyOf) return (branch.anyOf as any[]).some((b) => kindMatches(b, v));
+  if ('const' in branch) return branch.const === v;
+  if (Array.isArray(branch.enum)) return typeof v === typeof branch.enum[0];
+  const t = branch.type;
+  if (t === undefined) return true;
+  const k = TYPE_OF(v);
+  return (Array.isArray(t) ? t : [t]).some((x: string) => x === k || (x === 'integer' && k === 'number'));
+}
+
+/** The branch of a union a value was meant for: by kind, then by its `type` (or `role`) discriminator. */
+function branchFor(anyOf: any[], v: unknown): number {
+  let candidates = anyOf.map((b, i) => ({ b, i })).filter(({ b }) => kindMatches(b, v));
+  if (candidates.length > 1 && TYPE_OF(v) === 'object') {
+    const obj = v as Record<string, unknown>;
+    for (const key of ['type', 'role']) {
+      const narrowed = candidates.filter(({ b }) => {
+        const p = b.properties?.[key];
+        if (!p) return false;
+        if (obj[key] === undefined) return !(b.required ?? []).includes(key);
+        return 'const' in p ? p.const === obj[key] : Array.isArray(p.enum) ? p.enum.includes(obj[key]) : true;
+      });
+      if (narrowed.length >= 1) candidates = narrowed;
+      if (candidates.length === 1) break;
+    }
+  }
+  if (candidates.length === 1) return candidates[0]!.i;
+  // A nullable field holding something else: the non-null branch says what is wrong.
+  const nonNull = anyOf.map((b, i) => ({ b, i })).filter(({ b }) => b.type !== 'null');
+  return candidates.length === 0 && nonNull.length === 1 ? nonNull[0]!.i : -1;
+}
+
+const KEYWORD_PROBLEM: Record<string, string> = {
+  minItems: 'must not have fewer than {minItems} items',
+  maxItems: 'must not have more than {maxItems} items',
+};
+
+function problem(node: any, keyword: string, fallback: string, value: unknown): string {
+  const said: string | undefined = node?.['x-problem'];
+  let text = said ?? KEYWORD_PROBLEM[keyword]?.replace(/\{(\w+)\}/g, (_, k: string) => String(node?.[k])) ?? fallback;
+  if (!said && keyword === 'enum' && Array.isArray(node?.enum)) text = `must be one of ${node.enum.join(', ')}, got {value}`;
+  return text.replace('{value}', () => show(value));
+}
+
+/**
+ * The first error as a client should read it: the field's path and what is wrong with it. A union's errors are
+ * those of the branch the value was meant for (a `null` on a nullable field, a part's `type`); when no branch fits,
+ * the union itself is named with its own wording.
+ */
+function refusal(root: TSchema, errors: TLocalizedValidationError[], doc: unknown): SvcError {
+  let scope = errors;
+  let prefix = '#';
+  for (let depth = 0; depth < 32; depth++) {
+    // A wrong `type` (a tool of another kind, an unknown part) says more than the fields that kind would need.
+    const first =
+      scope.find((e) => e.keyword === 'const' && e.instancePath.endsWith('/type')) ?? scope.find((e) => e.keyword !== 'anyOf') ?? scope[0];
+    if (!first) break;
+    const rest = first.schemaPath.slice(prefix.length);
+    const u = rest.indexOf('/anyOf/');
+    if (u === -1) return named(root, first, doc);
+    const unionPath = prefix + rest.slice(0, u);
+    const union = at(root, pointer(unionPath));
+    const where = instanceAt(pointer(unionPath), pointer(first.schemaPath), pointer(first.instancePath));
+    const value = at(doc, where);
+    const k = branchFor(union?.anyOf ?? [], value);
+    const field = fieldPath(where, doc) || 'body';
+    if (k === -1) {
+      return invalidField(field, problem(union, 'anyOf', 'has an invalid value', value));
+    }
+    prefix = `${unionPath}/anyOf/${k}`;
+    const inBranch = scope.filter((e) => e.schemaPath === prefix || e.schemaPath.startsWith(`${prefix}/`));
+    if (inBranch.length === 0) return invalidField(field, problem(union, 'anyOf', 'has an invalid value', value));
+    scope = inBranch;
+  }
+  return new SvcError('invalid_request', { message: 'The request body is invalid.' });
+}
+
+/** The instance path at a schema node on an error's way: `properties/x` and `items` step into the value, `anyOf/k` does not. */
+function instanceAt(upto: string[], schema: string[], instance: string[]): string[] {
+  const out: string[] = [];
+  let j = 0;
+  for (let i = 0; i < upto.length; i++) {
+    const s = schema[i];
+    if (s === 'properties' || s === 'patternProperties' || s === 'anyOf' || s === 'prefixItems') {
+      if (s !== 'anyOf' && i + 1 < upto.length) out.push(instance[j++]!);
+      i++;
+    } else if (s === 'items' || s === 'additionalProperties') out.push(instance[j++]!);
+  }
+  return out;
+}
+
+function named(root: TSchema, e: TLocalizedValidationError, doc: unknown): SvcError {
+  const segments = pointer(e.instancePath);
+  const schemaSegments = pointer(e.schemaPath);
+  if (e.keyword === 'boolean' && schemaSegments.at(-1) === 'additionalProperties') {
+    const field = fieldPath(segments, doc);
+    return invalidField(field, null, `Unknown parameter: ${field}.`);
+  }
+  if (e.keyword === 'additionalProperties') {
+    const field = fieldPath([...segments, (e.params as { additionalProperties: string[] }).additionalProperties[0]!], doc);
+    return invalidField(field, null, `Unknown parameter: ${field}.`);
+  }
+  if (e.keyword === 'required') {
+    const field = fieldPath([...segments, (e.params as { requiredProperties: string[] }).requiredProperties[0]!], doc);
+    return invalidField(field, null, `Missing required parameter: ${field}.`);
+  }
+  const node = at(root, schemaSegments.at(-1) === e.keyword ? schemaSegments.slice(0, -1) : schemaSegments);
+  const field = fieldPath(segments, doc) || 'body';
+  return invalidField(field, problem(node, e.keyword, e.message, at(doc, segments)));
+}
+
+function invalidField(field: string, problemText: string | null, message?: string): SvcError {
+  const param = field === 'body' ? null : field;
+  return new SvcError('invalid_request', { param, message: message ?? `${field} ${problemText}.` });
+}
