@@ -14,6 +14,7 @@ import type { OutcomeQueue } from './domain/usage/ports.ts';
 import type { BudgetAlertSender } from './domain/budgets/ports.ts';
 import type { DomainPorts } from './domain/ports.ts';
 import type { Clock } from './kernel/clock.ts';
+import type { Observability } from './observability/index.ts';
 
 /**
  * The composition root's own record (src/app-deps.ts): every process-wide piece, built once, which main.ts, the app
@@ -49,4 +50,6 @@ export interface Deps {
   budgetAlerts: BudgetAlertSender;
   /** Each capability's ports, composed from the pieces above (composePorts in app-deps.ts). */
   ports: DomainPorts;
+  /** Metrics and traces (src/observability): what is off costs nothing on the request path. */
+  observability: Observability;
 }

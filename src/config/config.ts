@@ -57,6 +57,20 @@ export interface Config {
    * the background work and serves only /healthz and /readyz. `api` and `worker` need DATABASE_URL and REDIS_URL.
    */
   role: 'all' | 'api' | 'worker';
+  /** Observability (README "Metrics and traces"): /metrics counters and the optional OpenTelemetry export. */
+  observability: ObservabilityConfig;
+}
+
+export interface ObservabilityConfig {
+  /** SVC_METRICS: false registers no instruments at all (the bench's A/B); /metrics then answers 404. */
+  metrics: boolean;
+  /** SVC_METRICS_TOKEN: a bearer token for GET /metrics besides the operator key (Prometheus needs no operator key). */
+  metricsToken: string | null;
+  /** OTLP/HTTP traces endpoint (…/v1/traces); null: tracing off, no SDK loaded. */
+  tracesEndpoint: string | null;
+  serviceName: string;
+  /** Share of root traces sampled (0 to 100); a caller's sampled traceparent is followed. */
+  traceSamplePercent: number;
 }
 
 export class ConfigError extends Error {
@@ -147,6 +161,15 @@ export const EnvironmentSchema = Type.Object({
     description: 'what this process runs: all, api (HTTP only) or worker (background work)',
     ...says('must be all, api or worker, got {value}'),
   }),
+  SVC_METRICS: Type.Boolean({ default: true, description: 'false: no metrics instruments, /metrics answers 404', ...says({ type: 'must be true or false, got {value}' }) }),
+  SVC_METRICS_TOKEN: Type.Optional(
+    Type.String({ minLength: 16, pattern: '^[\\x21-\\x7e]+$', description: 'bearer token for GET /metrics (the operator key works too)', ...says('must be at least 16 printable characters without spaces') }),
+  ),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: url(['http', 'https'], 'OTLP/HTTP traces endpoint; set (or OTEL_EXPORTER_OTLP_ENDPOINT): tracing on'),
+  OTEL_EXPORTER_OTLP_ENDPOINT: url(['http', 'https'], 'OTLP/HTTP base endpoint; traces go to <it>/v1/traces'),
+  OTEL_SERVICE_NAME: Type.String({ default: 'svc-gateway', description: 'service.name of the exported spans' }),
+  OTEL_SDK_DISABLED: Type.Boolean({ default: false, description: 'true: tracing off whatever the endpoint', ...says({ type: 'must be true or false, got {value}' }) }),
+  SVC_TRACE_SAMPLE_PERCENT: whole(100, 0, 100, 'share of root traces sampled'),
 });
 export type Environment = Static<typeof EnvironmentSchema>;
 
@@ -233,6 +256,16 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     outcomeFlushMs: e.SVC_OUTCOME_FLUSH_MS,
     outcomeLeaseMs: e.SVC_OUTCOME_LEASE_MS,
     role: e.SVC_ROLE,
+    observability: {
+      metrics: e.SVC_METRICS,
+      metricsToken: e.SVC_METRICS_TOKEN ?? null,
+      tracesEndpoint: e.OTEL_SDK_DISABLED
+        ? null
+        : (e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ??
+          (e.OTEL_EXPORTER_OTLP_ENDPOINT ? `${e.OTEL_EXPORTER_OTLP_ENDPOINT.replace(/\/+$/, '')}/v1/traces` : null)),
+      serviceName: e.OTEL_SERVICE_NAME,
+      traceSamplePercent: e.SVC_TRACE_SAMPLE_PERCENT,
+    },
   };
   if (config.role !== 'all' && (config.databaseUrl === null || config.redisUrl === null)) {
     // Without them the usage records wait in this process's memory and the database is this process's own.

@@ -61,6 +61,19 @@ export const ROUTE_ACTIONS: Record<string, RouteAction> = {
   'OPTIONS /graphql': 'public',
   // GraphiQL's page (outside production); the queries it sends go to /graphql with the key typed into it.
   'GET /graphiql': 'public',
+
+  // The gateway's description and instruments (src/observability): GET / (links), the OpenAPI document and its
+  // reference page (static files of swagger-ui), /metrics (its own token or the operator key, checked by the route).
+  'GET /': 'public',
+  'GET /openapi.json': 'public',
+  'GET /docs/api': 'public',
+  'GET /docs/api/': 'public',
+  'GET /docs/api/json': 'public',
+  'GET /docs/api/yaml': 'public',
+  'GET /docs/api/static/index.html': 'public',
+  'GET /docs/api/static/swagger-initializer.js': 'public',
+  'GET /docs/api/static/*': 'public',
+  'GET /metrics': 'public',
 };
 
 /** Who may call a route, as the auth hook checks it: one scope, any one of several, any valid key, or no key. */
