@@ -1,8 +1,8 @@
 /**
  * Trace ids in log lines: the logger's mixin (app-deps.ts createLogger) asks this module, which the tracing module
- * fills in when tracing is on. With tracing off it returns one shared empty object (nothing is added to the line).
+ * fills in when tracing is on. With tracing off it returns an empty object (nothing is added to the line). A new object
+ * each time: pino merges the line's own fields into it.
  */
-const NONE: Record<string, string> = Object.freeze({}) as Record<string, string>;
 let source: (() => Record<string, string>) | null = null;
 
 export function setTraceIdSource(fn: (() => Record<string, string>) | null): void {
@@ -10,5 +10,5 @@ export function setTraceIdSource(fn: (() => Record<string, string>) | null): voi
 }
 
 export function traceIdsForLog(): Record<string, string> {
-  return source ? source() : NONE;
+  return source ? source() : {};
 }

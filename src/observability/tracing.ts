@@ -43,8 +43,6 @@ interface RequestSpans {
 }
 type Traced = FastifyRequest & { [SPANS]?: RequestSpans };
 
-const NO_IDS: Record<string, string> = Object.freeze({}) as Record<string, string>;
-
 /** The context manager is process-wide (AsyncLocalStorage); set once, whatever the number of apps. */
 let contextManagerSet = false;
 
@@ -204,7 +202,7 @@ export function startTracing(cfg: ObservabilityConfig, version: string): Tracing
 
     logIds() {
       const span = trace.getActiveSpan();
-      if (!span) return NO_IDS;
+      if (!span) return {};
       const c = span.spanContext();
       return { trace_id: c.traceId, span_id: c.spanId };
     },

@@ -60,6 +60,8 @@ const valueOf = (f: ParsedFamily | undefined, labels: Record<string, string> = {
 
 describe('GET /metrics', () => {
   it('counts inferences, their tokens and cost by project and model, and their latencies', async () => {
+    // Tracing is off here (no OTLP endpoint): the hop observer only counts.
+    expect(t.deps.observability.tracing).toBeNull();
     const before = await scrape();
     const startCount = valueOf(before.get('svc_inference_requests_total'), { project: seeded.projectId, model: 'mock-priced', status: 'succeeded' });
     expect(Number.isNaN(startCount)).toBe(true); // no inference yet in this project
