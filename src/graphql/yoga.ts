@@ -69,7 +69,8 @@ const graphiqlOptions = {
   title: 'svc gateway GraphQL',
   endpoint: GRAPHQL_PATH,
   // The key goes in the headers editor; it is never stored by the page.
-  headers: JSON.stringify({ Authorization: 'Bearer svc_sk_…' }, null, 2),
+  // ASCII only: a header value outside ISO-8859-1 (an ellipsis) makes the browser's fetch throw before sending.
+  headers: JSON.stringify({ Authorization: 'Bearer svc_sk_YOUR_KEY' }, null, 2),
   shouldPersistHeaders: false,
   isHeadersEditorEnabled: true,
 };

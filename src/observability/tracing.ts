@@ -200,7 +200,7 @@ export function startTracing(cfg: ObservabilityConfig, version: string): Tracing
       }
     },
 
-    logIds() {
+    logIds(): Record<string, string> {
       const span = trace.getActiveSpan();
       if (!span) return {};
       const c = span.spanContext();
