@@ -1,5 +1,8 @@
 import parsePrometheusTextFormat, { type ParsedFamily } from 'parse-prometheus-text-format';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PROJECT_ROOT } from '../../src/project-root.ts';
 import { buildTestApp, client, createTestDatabase, MASTER_KEY, seedProject, type Client, type Seeded, type TestApp, type TestDatabase } from '../helpers/app.ts';
 import { expectError } from '../helpers/expect.ts';
 import { user, writeProvidersFile } from '../inference/fixtures.ts';
@@ -149,6 +152,19 @@ describe('GET /metrics', () => {
     }
     const res = await t.app.inject({ method: 'GET', url: '/metrics', headers: { authorization: `Bearer ${MASTER_KEY}` } });
     expect(res.statusCode).toBe(200);
+  });
+});
+
+describe('the Grafana dashboard (docs/grafana-dashboard.json)', () => {
+  it('queries only metrics that /metrics exposes', async () => {
+    const dashboard = JSON.parse(readFileSync(path.join(PROJECT_ROOT, 'docs', 'grafana-dashboard.json'), 'utf8')) as {
+      panels: { targets?: { expr: string }[] }[];
+    };
+    const exprs = dashboard.panels.flatMap((p) => p.targets ?? []).map((t) => t.expr);
+    expect(exprs.length).toBeGreaterThan(20);
+    const used = new Set(exprs.flatMap((e) => e.match(/\b(?:svc|process|nodejs)_[a-z0-9_]+/g) ?? []).map((n) => n.replace(/_(bucket|sum|count)$/, '')));
+    const exposed = await scrape();
+    expect([...used].filter((name) => !exposed.has(name))).toEqual(t.deps.redis ? [] : ['svc_redis_up', 'svc_outcome_stream_length', 'svc_outcome_stream_pending']);
   });
 });
 
