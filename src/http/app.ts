@@ -26,7 +26,7 @@ import { rateLimitRequest, registerRateLimitHeaders } from './hooks/rate-limit.t
 import { budgetsRoutes } from '../rest/budgets.ts';
 import { rateLimitsRoutes } from '../rest/rate-limits.ts';
 import { parseJsonBodies } from './json-body.ts';
-import { observabilityHooks, observabilityRoutes } from '../observability/http.ts';
+import { metricsRoutes, observabilityHooks, observabilityRoutes } from '../observability/http.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -63,6 +63,7 @@ export async function buildHealthApp(deps: Deps): Promise<FastifyInstance> {
   registerErrorHandling(app);
   registerNotFoundHandler(app);
   await app.register(healthRoutes);
+  await app.register(metricsRoutes);
   return app;
 }
 

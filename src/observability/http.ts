@@ -63,8 +63,11 @@ export const observabilityHooks: FastifyPluginAsync = async (app) => {
 // Not encapsulated: the hooks must see every route, and swagger every route registered after it.
 Object.assign(observabilityHooks, { [Symbol.for('skip-override')]: true });
 
-/** GET /metrics (when metrics are on), the OpenAPI document and its reference page, and GET /. */
-export const observabilityRoutes: FastifyPluginAsync = async (app) => {
+/**
+ * GET /metrics, when metrics are on. Also on SVC_ROLE=worker's health server: the worker's figures (webhook attempts,
+ * the usage batches it writes) are its own.
+ */
+export const metricsRoutes: FastifyPluginAsync = async (app) => {
   const { observability, config, masterKeyHash } = app.deps;
   const metrics = observability.metrics;
   if (metrics) {
@@ -77,6 +80,12 @@ export const observabilityRoutes: FastifyPluginAsync = async (app) => {
       return reply.type(contentType).header('Cache-Control', 'no-store').send(body);
     });
   }
+};
+
+/** GET /metrics (when metrics are on), the OpenAPI document and its reference page, and GET /. */
+export const observabilityRoutes: FastifyPluginAsync = async (app) => {
+  const { observability, config } = app.deps;
+  await app.register(metricsRoutes);
   await registerOpenApiRoutes(app);
-  await app.register(homeRoutes(observability.version, HOME_LINKS(config.production, metrics !== null)));
+  await app.register(homeRoutes(observability.version, HOME_LINKS(config.production, observability.metrics !== null)));
 };
