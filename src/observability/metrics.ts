@@ -105,7 +105,7 @@ export class GatewayMetrics {
       [{ quantile: '0.99' }, r.outcomes.lagMs.p99 / 1000],
       [{ quantile: '1' }, r.outcomes.lagMs.max / 1000],
     ]);
-    gauge('svc_outcomes_total', 'Outcomes of this process by what happened to them: accepted, persisted (by its batches), direct (written on the request path), lost.', ['state'], (r) => [
+    gauge('svc_outcomes', 'Outcomes of this process since it started, by what happened to them: accepted, persisted (by its batches), direct (written on the request path), lost.', ['state'], (r) => [
       [{ state: 'accepted' }, r.outcomes.accepted],
       [{ state: 'persisted' }, r.outcomes.persisted],
       [{ state: 'direct' }, r.outcomes.direct],

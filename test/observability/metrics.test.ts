@@ -133,7 +133,7 @@ describe('GET /metrics', () => {
     expect(valueOf(m.get('svc_budget_used_ratio'), { project: seeded.projectId })).toBeCloseTo(spent / 50, 9);
     expect(valueOf(m.get('svc_database_up'))).toBe(1);
     expect(valueOf(m.get('svc_webhook_backlog'), { status: 'pending' })).toBe(0);
-    expect(valueOf(m.get('svc_outcomes_total'), { state: 'accepted' })).toBeGreaterThanOrEqual(6);
+    expect(valueOf(m.get('svc_outcomes'), { state: 'accepted' })).toBeGreaterThanOrEqual(6);
     expect(m.get('svc_outcome_lag_seconds')!.metrics).toHaveLength(3);
     if (t.deps.redis) {
       expect(valueOf(m.get('svc_redis_up'))).toBe(1);
