@@ -23,6 +23,8 @@ import { spentMany } from './domain/budgets/store.ts';
 import { createOutcomeWriter } from './jobs/outcomes/outcome-writer.ts';
 import { PrismaSessionStore, RedisSessionStore } from './domain/operators/session-store.ts';
 import { CidrList } from './kernel/cidr.ts';
+import { createObservability } from './observability/index.ts';
+import { traceIdsForLog } from './observability/log-correlation.ts';
 
 export const LOG_REDACT_PATHS = [
   'req.headers.authorization',
@@ -36,7 +38,8 @@ export const LOG_REDACT_PATHS = [
 ];
 
 export function createLogger(config: Pick<Config, 'logLevel'>, destination?: pino.DestinationStream): Logger {
-  return pino({ level: config.logLevel, redact: { paths: LOG_REDACT_PATHS, censor: '[redacted]' } }, destination);
+  // mixin: trace_id and span_id of the request's span on every line logged inside it, when tracing is on.
+  return pino({ level: config.logLevel, redact: { paths: LOG_REDACT_PATHS, censor: '[redacted]' }, mixin: traceIdsForLog }, destination);
 }
 
 export interface DepsOverrides {
@@ -77,6 +80,7 @@ export async function createDeps(config: Readonly<Config>, overrides: DepsOverri
   const masterKeyHash = await resolveMasterKeyHash(config, database, overrides.announceMasterKey ?? announceOnStdout);
   const bus: Bus = redis ? new RedisBus(redis, config.redisPrefix, log) : new LocalBus(config.redisPrefix);
   const clock = overrides.clock ?? systemClock;
+  const observability = await createObservability(config.observability, log, { redis: redis !== null });
   const keyCache = new KeyCache(bus, clock);
   const providers = new ProviderRegistry(config.providers, {
     clock,
@@ -84,9 +88,13 @@ export async function createDeps(config: Readonly<Config>, overrides: DepsOverri
     failureThreshold: config.circuitFailureThreshold,
     cooldownMs: config.circuitCooldownMs,
     routingTimeoutMs: config.routingTimeoutMs,
+    hops: observability.hops,
   });
   const responseCache = redis ? new RedisResponseCache(redis, config.redisPrefix) : new MemoryResponseCache(clock);
-  const webhooks = createWebhookRuntime({ config, db: database.prisma, database, clock, log }, overrides.webhookWorker);
+  const webhooks = createWebhookRuntime(
+    { config, db: database.prisma, database, clock, log },
+    { onAttempt: observability.webhookAttempt, ...overrides.webhookWorker },
+  );
   const limiter = createLimiter({
     redis,
     redisPrefix: config.redisPrefix,
@@ -139,7 +147,15 @@ export async function createDeps(config: Readonly<Config>, overrides: DepsOverri
     outcomes,
     budgetAlerts,
     operatorSessions,
+    observability,
   };
+  observability.scrapeFrom({
+    db: database.prisma,
+    redis,
+    redisPrefix: config.redisPrefix,
+    now: () => clock.now(),
+    outcomes: () => pieces.outcomes.stats(),
+  });
   // One object: a piece swapped on it later (tests) is what the ports read.
   return Object.assign(pieces, { ports: composePorts(pieces) });
 }
@@ -190,6 +206,7 @@ export function composePorts(deps: Omit<Deps, 'ports'>): DomainPorts {
         return deps.outcomes;
       },
     },
+    // The inference service's sink is observed (metrics, the outcome-write span); the rest read the writer itself.
     inference: {
       get providers() {
         return deps.providers;
@@ -198,9 +215,7 @@ export function composePorts(deps: Omit<Deps, 'ports'>): DomainPorts {
         return deps.responseCache;
       },
       projects,
-      get outcomes() {
-        return deps.outcomes;
-      },
+      outcomes: deps.observability.observeOutcomes(() => deps.outcomes),
       budgets,
     },
     webhooks: {
@@ -237,6 +252,7 @@ export async function closeDeps(deps: Deps): Promise<void> {
   await deps.providers.close();
   deps.redis?.disconnect();
   await deps.database.close();
+  await deps.observability.close();
 }
 
 /**

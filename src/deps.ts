@@ -15,6 +15,7 @@ import type { BudgetAlertSender } from './domain/budgets/ports.ts';
 import type { DomainPorts } from './domain/ports.ts';
 import type { Clock } from './kernel/clock.ts';
 import type { SessionStore } from './domain/operators/session-store.ts';
+import type { Observability } from './observability/index.ts';
 
 /**
  * The composition root's own record (src/app-deps.ts): every process-wide piece, built once, which main.ts, the app
@@ -52,4 +53,6 @@ export interface Deps {
   operatorSessions: SessionStore;
   /** Each capability's ports, composed from the pieces above (composePorts in app-deps.ts). */
   ports: DomainPorts;
+  /** Metrics and traces (src/observability): what is off costs nothing on the request path. */
+  observability: Observability;
 }

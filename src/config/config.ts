@@ -62,6 +62,8 @@ export interface Config {
   role: 'all' | 'api' | 'worker';
   /** Operators of the admin console (issue 22, CONTRACT §17): sign-in methods, sessions, SCIM, the console allowlist. */
   operators: OperatorsConfig;
+  /** Observability (README "Metrics and traces"): /metrics counters and the optional OpenTelemetry export. */
+  observability: ObservabilityConfig;
 }
 
 export interface OperatorsConfig {
@@ -74,6 +76,18 @@ export interface OperatorsConfig {
   consoleAllowlist: string[];
   /** False only for a plain-http loopback SVC_PUBLIC_URL outside production (README: the Secure attribute). */
   secureCookie: boolean;
+}
+
+export interface ObservabilityConfig {
+  /** SVC_METRICS: false registers no instruments at all (the bench's A/B); /metrics then answers 404. */
+  metrics: boolean;
+  /** SVC_METRICS_TOKEN: a bearer token for GET /metrics besides the operator key (Prometheus needs no operator key). */
+  metricsToken: string | null;
+  /** OTLP/HTTP traces endpoint (…/v1/traces); null: tracing off, no SDK loaded. */
+  tracesEndpoint: string | null;
+  serviceName: string;
+  /** Share of root traces sampled (0 to 100); a caller's sampled traceparent is followed. */
+  traceSamplePercent: number;
 }
 
 export class ConfigError extends Error {
@@ -177,6 +191,15 @@ export const EnvironmentSchema = Type.Object({
     description: 'what this process runs: all, api (HTTP only) or worker (background work)',
     ...says('must be all, api or worker, got {value}'),
   }),
+  SVC_METRICS: Type.Boolean({ default: true, description: 'false: no metrics instruments, /metrics answers 404', ...says({ type: 'must be true or false, got {value}' }) }),
+  SVC_METRICS_TOKEN: Type.Optional(
+    Type.String({ minLength: 16, pattern: '^[\\x21-\\x7e]+$', description: 'bearer token for GET /metrics (the operator key works too)', ...says('must be at least 16 printable characters without spaces') }),
+  ),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: url(['http', 'https'], 'OTLP/HTTP traces endpoint; set (or OTEL_EXPORTER_OTLP_ENDPOINT): tracing on'),
+  OTEL_EXPORTER_OTLP_ENDPOINT: url(['http', 'https'], 'OTLP/HTTP base endpoint; traces go to <it>/v1/traces'),
+  OTEL_SERVICE_NAME: Type.String({ default: 'svc-gateway', description: 'service.name of the exported spans' }),
+  OTEL_SDK_DISABLED: Type.Boolean({ default: false, description: 'true: tracing off whatever the endpoint', ...says({ type: 'must be true or false, got {value}' }) }),
+  SVC_TRACE_SAMPLE_PERCENT: whole(100, 0, 100, 'share of root traces sampled'),
 });
 export type Environment = Static<typeof EnvironmentSchema>;
 
@@ -264,6 +287,16 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     outcomeLeaseMs: e.SVC_OUTCOME_LEASE_MS,
     role: e.SVC_ROLE,
     operators: operatorsFrom(e, production),
+    observability: {
+      metrics: e.SVC_METRICS,
+      metricsToken: e.SVC_METRICS_TOKEN ?? null,
+      tracesEndpoint: e.OTEL_SDK_DISABLED
+        ? null
+        : (e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ??
+          (e.OTEL_EXPORTER_OTLP_ENDPOINT ? `${e.OTEL_EXPORTER_OTLP_ENDPOINT.replace(/\/+$/, '')}/v1/traces` : null)),
+      serviceName: e.OTEL_SERVICE_NAME,
+      traceSamplePercent: e.SVC_TRACE_SAMPLE_PERCENT,
+    },
   };
   if (config.role !== 'all' && (config.databaseUrl === null || config.redisUrl === null)) {
     // Without them the usage records wait in this process's memory and the database is this process's own.

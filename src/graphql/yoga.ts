@@ -1,10 +1,11 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import { createYoga, renderGraphiQL, type Plugin, type YogaLogger } from 'graphql-yoga';
+import { createYoga, type Plugin, type YogaLogger } from 'graphql-yoga';
 import type { Logger } from 'pino';
 import type { Deps } from '../deps.ts';
 import type { GraphQLContext } from './builder.ts';
 import { isClientFault, maskError, useErrorShape } from './errors.ts';
 import { docUrl, docsBase } from '../http/error-body.ts';
+import { renderOfflineGraphiQL } from './graphiql.ts';
 import { NoSchemaIntrospectionCustomRule } from './graphql-js.ts';
 import { queryLimits } from './limits.ts';
 import { schema } from './schema.ts';
@@ -68,7 +69,8 @@ const graphiqlOptions = {
   title: 'svc gateway GraphQL',
   endpoint: GRAPHQL_PATH,
   // The key goes in the headers editor; it is never stored by the page.
-  headers: JSON.stringify({ Authorization: 'Bearer svc_sk_…' }, null, 2),
+  // ASCII only: a header value outside ISO-8859-1 (an ellipsis) makes the browser's fetch throw before sending.
+  headers: JSON.stringify({ Authorization: 'Bearer svc_sk_YOUR_KEY' }, null, 2),
   shouldPersistHeaders: false,
   isHeadersEditorEnabled: true,
 };
@@ -81,6 +83,7 @@ export function createGraphQLServer(deps: Deps) {
     context: ({ req }) => ({ ctx: req.ctx, ports: deps.ports }),
     maskedErrors: { maskError },
     graphiql: deps.config.production ? false : graphiqlOptions,
+    renderGraphiQL: renderOfflineGraphiQL,
     landingPage: false,
     multipart: false,
     // No cross-origin access, as for /v1: the admin console is served by the gateway itself (yoga's default would
@@ -161,6 +164,6 @@ export const graphqlRoutes: FastifyPluginAsync = async (app) => {
   // A browser cannot send a Bearer key when it opens a page: GraphiQL itself is public outside production, and
   // the key goes into its headers editor for the queries it sends to /graphql.
   if (!app.deps.config.production) {
-    app.get(GRAPHIQL_PATH, async (_req, reply) => reply.type('text/html; charset=utf-8').send(renderGraphiQL(graphiqlOptions)));
+    app.get(GRAPHIQL_PATH, async (_req, reply) => reply.type('text/html; charset=utf-8').send(await renderOfflineGraphiQL(graphiqlOptions)));
   }
 };

@@ -33,6 +33,7 @@ import { governanceRoutes } from '../rest/governance.ts';
 import { ssoRoutes } from '../rest/sso.ts';
 import { scimRoutes } from '../rest/scim.ts';
 import { operatorsRoutes } from '../rest/operators.ts';
+import { metricsRoutes, observabilityHooks, observabilityRoutes } from '../observability/http.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -69,6 +70,7 @@ export async function buildHealthApp(deps: Deps): Promise<FastifyInstance> {
   registerErrorHandling(app);
   registerNotFoundHandler(app);
   await app.register(healthRoutes);
+  await app.register(metricsRoutes);
   return app;
 }
 
@@ -106,13 +108,16 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   // An empty body with Content-Type: application/json is no body, not an error (curl -X POST on revoke).
   parseJsonBodies(app, () => ({ error: Object.assign(new SyntaxError('The body is not valid JSON.'), { statusCode: 400 }) }));
 
+  // First: the request's trace span (when tracing is on) wraps every hook after it; and the OpenAPI generator must be
+  // registered before the routes it describes.
+  await app.register(observabilityHooks);
   app.addHook('onRequest', async (req, reply) => {
     reply.header('X-Svc-Request-Id', req.id);
   });
   registerErrorHandling(app);
   registerStrictInput(app);
   // The rate limiter runs inside the auth hook, between authentication and the scope check.
-  const identify = registerAuth(app, rateLimitRequest);
+  const identify = registerAuth(app, deps.observability.step('svc.rate_limit', rateLimitRequest));
   registerNotFoundHandler(app, identify);
   registerRateLimitHeaders(app);
   registerIdempotency(
@@ -124,6 +129,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   );
 
   await app.register(healthRoutes);
+  await app.register(observabilityRoutes);
   await app.register(docsRoutes);
   await app.register(adminRoutes);
   await app.register(projectsRoutes);

@@ -43,6 +43,25 @@ export interface RouterOptions {
   log?: Logger;
   /** For the weighted strategy; tests pass a seeded one. */
   random?: () => number;
+  /** Watches each provider hop (metrics, trace spans: src/observability); none by default. */
+  hops?: HopObserver;
+}
+
+/** How one provider hop ended, as a HopObserver sees it. */
+export type HopOutcome = 'ok' | 'error' | 'timeout' | 'rejected' | 'aborted';
+
+/**
+ * Told of each hop as it starts; the function it returns is called once when the hop ends, with the provider's answer
+ * (a Completion, or the accepted stream) or the error. Called on the request path: it must not block or throw.
+ */
+export interface HopObserver {
+  start(route: Route, stream: boolean): (outcome: HopOutcome, result: unknown) => void;
+}
+
+function hopOutcome(ended: HopEnd, err: unknown): HopOutcome {
+  if (ended === 'client') return 'aborted';
+  if (ended === 'deadline' || ended === 'hop' || (err instanceof ProviderError && err.kind === 'timeout')) return 'timeout';
+  return err instanceof ProviderError && !err.retryable ? 'rejected' : 'error';
 }
 
 /** A routing failure, with the last route tried (for the usage record), if any. */
@@ -280,14 +299,17 @@ export class ProviderRegistry {
       last = route;
       const timeoutMs = route.provider.timeoutMs;
       const hop = new Hop(client, Math.min(timeoutMs, remaining), remaining <= timeoutMs ? 'deadline' : 'hop');
+      const observed = this.opts.hops?.start(route, stream);
       try {
         const value = await call(route, hop.signal);
+        observed?.('ok', value);
         breaker.onSuccess();
         if (stream) hop.keepForClientOnly();
         else hop.dispose();
         return { route, value, attempts, hop: stream ? hop : undefined };
       } catch (err) {
         hop.dispose();
+        observed?.(hopOutcome(hop.ended, err), err);
         if (hop.ended === 'client') {
           breaker.release();
           throw err;

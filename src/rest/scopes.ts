@@ -101,6 +101,18 @@ export const ROUTE_ACTIONS: Record<string, RouteAction> = {
   'PUT /v1/operator-groups/:group_id/roles': 'operator_group.roles_update',
   'GET /v1/projects/:project_id/ip-allowlist': 'ip_allowlist.read',
   'PUT /v1/projects/:project_id/ip-allowlist': 'ip_allowlist.update',
+  // The gateway's description and instruments (src/observability): GET / (links), the OpenAPI document and its
+  // reference page (static files of swagger-ui), /metrics (its own token or the operator key, checked by the route).
+  'GET /': 'public',
+  'GET /openapi.json': 'public',
+  'GET /docs/api': 'public',
+  'GET /docs/api/': 'public',
+  'GET /docs/api/json': 'public',
+  'GET /docs/api/yaml': 'public',
+  'GET /docs/api/static/index.html': 'public',
+  'GET /docs/api/static/swagger-initializer.js': 'public',
+  'GET /docs/api/static/*': 'public',
+  'GET /metrics': 'public',
 };
 
 /** Who may call a route, as the auth hook checks it: one scope, any one of several, any valid key, or no key. */

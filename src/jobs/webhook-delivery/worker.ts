@@ -38,6 +38,8 @@ export interface DeliveryWorkerOptions {
   ca?: string | Buffer | Array<string | Buffer>;
   /** Subscribe to wake-ups (LISTEN/NOTIFY) when started; default true. */
   listen?: boolean;
+  /** Told of each attempt's outcome (the /metrics counters, src/observability); never awaited. */
+  onAttempt?: (outcome: AttemptOutcome) => void;
 }
 
 const MIN_RECHECK_MS = 25;
@@ -61,6 +63,7 @@ export class DeliveryWorker implements DeliveryWorkerControl {
   private readonly listen: boolean;
   private readonly sender: DeliverySender;
   private readonly recorder: AttemptRecorder;
+  private readonly onAttempt: ((outcome: AttemptOutcome) => void) | undefined;
 
   private running = false;
   private loop: Promise<void> | null = null;
@@ -89,6 +92,7 @@ export class DeliveryWorker implements DeliveryWorkerControl {
     this.listen = opts.listen ?? true;
     this.sender = new DeliverySender(deps, this.timeoutMs, opts.ca);
     this.recorder = new AttemptRecorder(deps);
+    this.onAttempt = opts.onAttempt;
   }
 
   /** Starts delivering in the background (the gateway process); tests may instead call runDue(). */
@@ -155,6 +159,7 @@ export class DeliveryWorker implements DeliveryWorkerControl {
     this.inflight.add(p);
     void p.then((outcome) => {
       this.inflight.delete(p);
+      if (outcome) this.onAttempt?.(outcome);
       if (!this.running) return;
       if (this.handedOver.length > 0) this.sendHandedOver();
       if (this.slotsFull) this.wake();
@@ -226,6 +231,7 @@ export class DeliveryWorker implements DeliveryWorkerControl {
       if (claimed.length === 0) return outcomes;
       const done = await Promise.all(claimed.map((row) => this.attempt(row)));
       for (const o of done) if (o) outcomes.push(o);
+      for (const o of done) if (o) this.onAttempt?.(o);
     }
   }
 
