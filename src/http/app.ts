@@ -99,8 +99,10 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   // An empty body with Content-Type: application/json is no body, not an error (curl -X POST on revoke).
   parseJsonBodies(app, () => ({ error: Object.assign(new SyntaxError('The body is not valid JSON.'), { statusCode: 400 }) }));
 
-  app.addHook('onRequest', async (req, reply) => {
+  // Hooks that await nothing are synchronous (done callback): no promise per request (issue 16).
+  app.addHook('onRequest', (req, reply, done) => {
     reply.header('X-Svc-Request-Id', req.id);
+    done();
   });
   registerErrorHandling(app);
   registerStrictInput(app);

@@ -5,6 +5,7 @@ import { microsToUsd } from '../providers/pricing.ts';
 import { errorBody } from '../http/error-body.ts';
 import { ticketOf } from '../http/hooks/rate-limit.ts';
 import { sendEventStream, setCacheHeader, sse, type StreamFormat } from './event-stream.ts';
+import { InferenceResponse } from './inference-response.ts';
 
 /** CONTRACT §8's response. */
 export function presentInference(r: InferenceResult) {
@@ -61,7 +62,7 @@ function svcFormat(req: FastifyRequest): StreamFormat {
 }
 
 export const inferenceRoutes: FastifyPluginAsync = async (app) => {
-  app.post<{ Body: InferenceInput }>('/v1/inference', { schema: { body: InferenceBody } }, async (req, reply) => {
+  app.post<{ Body: InferenceInput }>('/v1/inference', { schema: { body: InferenceBody, response: { 200: InferenceResponse } } }, async (req, reply) => {
     if (req.body.stream === true) {
       return sendEventStream(req, reply, (signal) => streamInference(app.ports.inference, req.ctx, ticketOf(req), req.body, signal), svcFormat(req));
     }
