@@ -19,7 +19,9 @@
  *
  * Env: DATABASE_URL, REDIS_URL (local defaults), BENCH_DURATION_S (10), BENCH_WARMUP_S (3), BENCH_CONNECTIONS (50),
  * BENCH_OFFERED_RATE (1000), BENCH_ONLY (comma-separated scenario ids), BENCH_PROFILE (0: no profile phase),
- * BENCH_PEERS (0: no Portkey), BENCH_OUT (file name stem under bench/, default `results`).
+ * BENCH_PEERS (0: no Portkey), BENCH_RENDER (a results .json: render its .md again, run nothing), BENCH_OUT (file name stem under bench/, default `results`), BENCH_BEFORE_ROOT (a
+ * checkout of an earlier version, built: its api process runs beside this one's, on the same worker, database and
+ * Redis, and the gateway scenarios are measured on both, one after the other: a before/after in one run).
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -46,6 +48,7 @@ const ONLY = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(','))
 const PROFILE = process.env.BENCH_PROFILE !== '0';
 const PEERS = process.env.BENCH_PEERS !== '0';
 const OUT = process.env.BENCH_OUT ?? 'results';
+const BEFORE_ROOT = process.env.BENCH_BEFORE_ROOT || null;
 const MASTER = `svc_sk_bench_${randomBytes(16).toString('hex')}`;
 const HZ = 100; // USER_HZ: /proc times are in 1/100 s
 const children: ChildProcess[] = [];
@@ -67,7 +70,7 @@ interface Scenario {
   id: string;
   name: string;
   /** Which process answers: its CPU per request is the scenario's own cost. */
-  target: 'proxy' | 'portkey' | 'api';
+  target: 'proxy' | 'portkey' | 'api' | 'api (before)';
   url: string;
   headers: Record<string, string>;
   body: string;
@@ -258,15 +261,15 @@ async function main(): Promise<void> {
     NODE_EXTRA_CA_CERTS: pki.caFile,
   };
   let built = false;
-  const startGateway = async (role: 'api' | 'worker', flags = '') => {
+  const startGateway = async (role: 'api' | 'worker', flags = '', from = root) => {
     const port = await freePort();
     const saved = process.env.BENCH_NODE_FLAGS;
     process.env.BENCH_NODE_FLAGS = flags;
-    const child = startCompiledGateway(root, { ...gatewayEnv, PORT: String(port), SVC_ROLE: role }, { build: !built });
+    const child = startCompiledGateway(from, { ...gatewayEnv, PORT: String(port), SVC_ROLE: role }, { build: from === root && !built });
     process.env.BENCH_NODE_FLAGS = saved;
-    built = true;
+    if (from === root) built = true;
     children.push(child);
-    groupPids.set(child.pid!, role === 'api' ? 'api' : 'worker');
+    groupPids.set(child.pid!, from !== root ? 'api (before)' : role === 'api' ? 'api' : 'worker');
     const url = `http://127.0.0.1:${port}`;
     await waitHttp(`${url}/healthz`);
     return { child, url };
@@ -274,6 +277,7 @@ async function main(): Promise<void> {
   let worker = await startGateway('worker');
   let apiProc = await startGateway('api');
   let base = apiProc.url;
+  const before = BEFORE_ROOT ? await startGateway('api', '', BEFORE_ROOT) : null;
 
   // Two projects with a key each and limits that do not bind: A without a webhook, B with one on inference.completed.
   const setUp = async (name: string, webhook: boolean) => {
@@ -349,11 +353,24 @@ async function main(): Promise<void> {
     gw('cached', 'gateway POST /v1/inference, cached (hit), no webhook', plain, true),
     gw('cached-webhook', 'gateway POST /v1/inference, cached (hit), webhook on inference.completed', hooked, true),
   ];
-  const scenarios = all.filter((s) => s.id === 'proxy' || !ONLY || ONLY.has(s.id));
+  if (before) {
+    // The same gateway scenarios on the earlier version's api process, each right after this version's.
+    for (const s of all.filter((x) => x.gateway)) {
+      all.splice(all.indexOf(s) + 1, 0, {
+        ...s,
+        id: `${s.id}-before`,
+        name: `${s.name} [before]`,
+        target: 'api (before)',
+        url: s.url.replace(base, before.url),
+      });
+    }
+  }
+  const scenarios = all.filter((s) => s.id === 'proxy' || !ONLY || ONLY.has(s.id.replace(/-before$/, '')));
 
   const db = new pg.Client({ connectionString: DATABASE_URL.replace(/\?.*$/, '') });
   await db.connect();
-  /** Waits (up to 120 s) until the worker has written every usage record and sent every delivery. */
+  /** Waits (up to 30 s) until the worker has written every usage record and sent every delivery. */
+  let stuck = 0;
   const caughtUp = async () => {
     const started = Date.now();
     let last = -1;
@@ -365,7 +382,10 @@ async function main(): Promise<void> {
       const { usage, open } = rows[0] as { usage: number; open: number };
       if (open === 0 && usage === last) return;
       last = usage;
-      if (Date.now() - started > 120_000) return;
+      if (Date.now() - started > 30_000) {
+        stuck++;
+        return;
+      }
       await new Promise((r) => setTimeout(r, 150));
     }
   };
@@ -401,11 +421,11 @@ async function main(): Promise<void> {
       errors: o.errors,
       ...cpuBetween(a, b, done),
     };
-    const pid = s.target === 'api' ? apiProc.child.pid! : s.target === 'proxy' ? proxy.pid! : portkeyPid!;
+    const pid = s.target === 'api' ? apiProc.child.pid! : s.target === 'api (before)' ? before!.child.pid! : s.target === 'proxy' ? proxy.pid! : portkeyPid!;
     results.push({ id: s.id, name: s.name, target: s.target, saturation, offered, rss_mb: rssMb(pid) });
   }
   const proxyResult = results.find((r) => r.id === 'proxy')!;
-  const groupOf = { proxy: 'bare proxy', portkey: 'Portkey', api: 'api' } as const;
+  const groupOf = { proxy: 'bare proxy', portkey: 'Portkey', api: 'api', 'api (before)': 'api (before)' } as const;
   for (const r of results) {
     for (const mode of ['saturation', 'offered'] as const) {
       const own = r[mode].cpu_us_per_request[groupOf[r.target]] ?? NaN;
@@ -478,6 +498,7 @@ async function main(): Promise<void> {
     } else notes.push(`profile files not found in ${dir}`);
   }
   await db.end();
+  if (stuck > 0) notes.push(`${stuck} time(s) the worker had not caught up within 30 s (deliveries still pending); the CPU window closed there`);
 
   const uncachedPlain = results.find((r) => r.id === 'uncached');
   const report = {
@@ -596,7 +617,7 @@ async function deliveries(db: pg.Client, schema: string, countUrl: string) {
 
 function renderMarkdown(r: any): string {
   const results = r.results as ScenarioResult[];
-  const groups = ['api', 'worker', 'bare proxy', 'Portkey', 'mock provider', 'webhook receiver', 'load generator', 'PostgreSQL', 'Redis'].filter((g) =>
+  const groups = ['api', 'api (before)', 'worker', 'bare proxy', 'Portkey', 'mock provider', 'webhook receiver', 'load generator', 'PostgreSQL', 'Redis'].filter((g) =>
     results.some((x) => x.saturation.cpu_us_per_request[g] !== undefined || x.offered.cpu_us_per_request[g] !== undefined),
   );
   const row = (x: ScenarioResult, mode: 'saturation' | 'offered') => {
@@ -605,6 +626,17 @@ function renderMarkdown(r: any): string {
     return `| ${x.name} | ${label} | ${m.requests_per_s} | ${m.cpu_ratio ?? ''} | ${groups.map((g) => m.cpu_us_per_request[g] ?? '').join(' | ')} | ${m.machine_cpu_us_per_request} | ${m.others_cores} | ${m.latency_ms.p50} | ${m.latency_ms.p99} | ${m.non_2xx + m.errors} |`;
   };
   const table = results.flatMap((x) => [row(x, 'saturation'), row(x, 'offered')]).join('\n');
+  const pairs = results.filter((x) => x.target === 'api').map((x) => [x, results.find((y) => y.id === `${x.id}-before`)] as const).filter(([, y]) => y);
+  const ab = pairs.length
+    ? `\nBefore → after in this run (BENCH_BEFORE_ROOT: the earlier version's api process beside this one's, same worker, database and Redis, each scenario measured on both one right after the other):\n\n| scenario | load | api µs/request before → after | cpu_ratio before → after | p50 ms before → after | p99 ms before → after |\n|---|---|---|---|---|---|\n${pairs
+        .flatMap(([x, y]) =>
+          (['saturation', 'offered'] as const).map(
+            (m) =>
+              `| ${x.name.replace('gateway POST /v1/inference, ', '')} | ${m === 'saturation' ? 'saturation' : `${x.offered.offered_rate}/s offered`} | ${y![m].cpu_us_per_request['api (before)']} → ${x[m].cpu_us_per_request.api} | ${y![m].cpu_ratio} → ${x[m].cpu_ratio} | ${y![m].latency_ms.p50} → ${x[m].latency_ms.p50} | ${y![m].latency_ms.p99} → ${x[m].latency_ms.p99} |`,
+          ),
+        )
+        .join('\n')}\n`
+    : '';
   const a = r.added_latency_at_half_peak;
   const prof = (s: ProfileSummary | undefined) =>
     s
@@ -623,7 +655,7 @@ CPU µs per request by process (whole machine: every process, ours and others'):
 | scenario | load | req/s | cpu_ratio | ${groups.join(' | ')} | whole machine | others (cores) | p50 ms | p99 ms | errors |
 |---|---|---|---|${groups.map(() => '---').join('|')}|---|---|---|---|---|
 ${table}
-
+${ab}
 ${a ? `Added latency at half of the gateway's uncached peak (${a.rate_per_s} req/s, open loop, both driven at that rate): p50 ${a.proxy_p50_ms} → ${a.gateway_p50_ms} ms (**+${a.added_p50_ms} ms**), p99 ${a.proxy_p99_ms} → ${a.gateway_p99_ms} ms (**+${a.added_p99_ms} ms**).` : 'Added latency: not measured.'}
 
 Usage and webhooks: ${r.webhooks.usage_records} usage records (${r.webhooks.usage_records_distinct_requests} distinct requests), deliveries by status ${JSON.stringify(r.webhooks.deliveries_by_status)}, the receiver got ${r.webhooks.receiver_distinct_deliveries} distinct deliveries (${r.webhooks.receiver_requests} requests).
@@ -634,7 +666,12 @@ Profile (uncached + webhook at saturation, node --cpu-prof, the measured ${r.set
 ${r.notes.length ? `\nNotes: ${r.notes.join('; ')}.\n` : ''}`;
 }
 
-main()
+// BENCH_RENDER=bench/x.json: only renders that run's markdown again (bench/x.md), e.g. after the report's layout changed.
+const rerender = process.env.BENCH_RENDER;
+(rerender
+  ? Promise.resolve().then(() => writeFileSync(rerender.replace(/\.json$/, '.md'), renderMarkdown(JSON.parse(readFileSync(rerender, 'utf8')))))
+  : main()
+)
   .catch((err) => {
     process.stderr.write(`bench failed: ${err.stack ?? err}\n`);
     process.exitCode = 1;
