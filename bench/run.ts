@@ -30,6 +30,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
+import { Redis } from 'ioredis';
 import pg from 'pg';
 import { Agent, Pool, request as undiciRequest } from 'undici';
 import { testPki } from '../test/helpers/https-receiver.ts';
@@ -423,6 +424,8 @@ async function main(): Promise<void> {
     };
     const pid = s.target === 'api' ? apiProc.child.pid! : s.target === 'api (before)' ? before!.child.pid! : s.target === 'proxy' ? proxy.pid! : portkeyPid!;
     results.push({ id: s.id, name: s.name, target: s.target, saturation, offered, rss_mb: rssMb(pid) });
+    // What is measured so far, in case the run is cut short (the final report overwrites it).
+    writeFileSync(path.join(root, 'bench', `${OUT}.partial.json`), `${JSON.stringify({ date: new Date().toISOString(), results }, null, 2)}\n`);
   }
   const proxyResult = results.find((r) => r.id === 'proxy')!;
   const groupOf = { proxy: 'bare proxy', portkey: 'Portkey', api: 'api', 'api (before)': 'api (before)' } as const;
@@ -530,6 +533,10 @@ async function main(): Promise<void> {
   await client.connect();
   await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
   await client.end();
+  // And its Redis keys (the usage stream, windows, counters, cache), which the schema does not hold.
+  const redis = new Redis(REDIS_URL);
+  for await (const keys of redis.scanStream({ match: `${schema}:*`, count: 500 })) if ((keys as string[]).length > 0) await redis.del(...(keys as string[]));
+  redis.disconnect();
 }
 
 let portkeyPid: number | null = null;
