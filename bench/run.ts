@@ -1,24 +1,41 @@
 /**
- * npm run bench: the gateway against a bare fastify proxy, both in front of the same zero-latency mock provider, on
- * loopback, measured in one run with autocannon. Writes bench/results.json and bench/results.md.
+ * npm run bench: the gateway's own CPU per inference against a bare fastify + undici proxy, both in front of the same
+ * zero-latency mock provider, on loopback, in one run. The headline is `cpu_ratio`: the gateway's api process CPU time
+ * per uncached inference divided by the bare proxy's CPU time per request, measured in the same run. Being a ratio of
+ * CPU times within one run, it holds up while other work shares the machine; throughput and latency do not.
  *
- * Env: DATABASE_URL (default local PostgreSQL), REDIS_URL (default local Redis), BENCH_DURATION_S (10),
- * BENCH_CONNECTIONS (50), BENCH_WARMUP_S (3), BENCH_ONLY (comma-separated scenario names), BENCH_PACED_RATE (the rate of
- * the added-latency run; default half the gateway's uncached peak), BENCH_NODE_FLAGS (extra Node flags for the gateway,
- * e.g. --cpu-prof), BENCH_SPLIT (0: skip the second deployment, an api process and a worker process; see README).
+ * Deployment: SVC_ROLE=api (answers the API) + SVC_ROLE=worker (writes the usage stream to PostgreSQL, sends the
+ * webhooks) on PostgreSQL + Redis, fresh schema and key prefix. Peers: the bare proxy (bench/baseline-proxy.ts) and the
+ * Portkey gateway from npm (bench/peers, routed to the same mock through its custom-host header).
+ *
+ * Each scenario runs twice after a warm-up: at saturation (autocannon, BENCH_CONNECTIONS connections, closed loop) and
+ * at an offered BENCH_OFFERED_RATE (1,000) req/s, open loop (a request every 1/rate s whatever the answers). CPU time
+ * per request of every process (api, worker, proxy, Portkey, mock, receiver, load generator, PostgreSQL, Redis) and of
+ * the whole machine comes from /proc, over the load plus the time the worker takes to catch up (usage records written,
+ * deliveries sent), so the background work an inference causes is counted with it.
+ *
+ * Then: the added latency at half of the gateway's uncached peak (both driven at that rate, open loop), and a profile
+ * of the api and worker processes (node --cpu-prof, summarized by package, sample-count weighting).
+ *
+ * Env: DATABASE_URL, REDIS_URL (local defaults), BENCH_DURATION_S (10), BENCH_WARMUP_S (3), BENCH_CONNECTIONS (50),
+ * BENCH_OFFERED_RATE (1000), BENCH_ONLY (comma-separated scenario ids), BENCH_PROFILE (0: no profile phase),
+ * BENCH_PEERS (0: no Portkey), BENCH_RENDER (a results .json: render its .md again, run nothing), BENCH_OUT (file name stem under bench/, default `results`), BENCH_BEFORE_ROOT (a
+ * checkout of an earlier version, built: its api process runs beside this one's, on the same worker, database and
+ * Redis, and the gateway scenarios are measured on both, one after the other: a before/after in one run).
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
+import { Redis } from 'ioredis';
 import pg from 'pg';
 import { Agent, Pool, request as undiciRequest } from 'undici';
 import { testPki } from '../test/helpers/https-receiver.ts';
 import { freePort, rssMb, startCompiledGateway, waitHttp } from './gateway.ts';
+import { summarizeProfile, type ProfileSummary } from './profile.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const tmp = path.join(root, 'bench', 'tmp');
@@ -27,21 +44,23 @@ const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
 const DURATION = Number(process.env.BENCH_DURATION_S ?? 10);
 const WARMUP = Number(process.env.BENCH_WARMUP_S ?? 3);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
+const OFFERED = Number(process.env.BENCH_OFFERED_RATE ?? 1000);
 const ONLY = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(',')) : null;
+const PROFILE = process.env.BENCH_PROFILE !== '0';
+const PEERS = process.env.BENCH_PEERS !== '0';
+const OUT = process.env.BENCH_OUT ?? 'results';
+const BEFORE_ROOT = process.env.BENCH_BEFORE_ROOT || null;
 const MASTER = `svc_sk_bench_${randomBytes(16).toString('hex')}`;
+const HZ = 100; // USER_HZ: /proc times are in 1/100 s
 const children: ChildProcess[] = [];
 
-function start(name: string, script: string, env: Record<string, string>): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', script], {
-    cwd: root,
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+function start(name: string, args: string[], env: Record<string, string>, cwd = root): Promise<ChildProcess> {
+  const child = spawn(process.execPath, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   children.push(child);
   let err = '';
   child.stderr!.on('data', (d) => (err += d));
   return new Promise((resolve, reject) => {
-    child.on('exit', (code) => reject(new Error(`${name} exited with ${code}: ${err}`)));
+    child.on('exit', (code) => reject(new Error(`${name} exited with ${code}: ${err.slice(-2000)}`)));
     child.stdout!.on('data', (d: Buffer) => {
       if (d.toString().includes('LISTENING')) resolve(child);
     });
@@ -49,37 +68,45 @@ function start(name: string, script: string, env: Record<string, string>): Promi
 }
 
 interface Scenario {
+  id: string;
   name: string;
+  /** Which process answers: its CPU per request is the scenario's own cost. */
+  target: 'proxy' | 'portkey' | 'api' | 'api (before)';
   url: string;
-  method: 'GET' | 'POST';
-  headers?: Record<string, string>;
-  body?: string;
-  pid: number;
+  headers: Record<string, string>;
+  body: string;
+  /** A gateway scenario: wait for the worker to catch up before closing the CPU window. */
+  gateway: boolean;
 }
 
-interface Result {
-  name: string;
-  /** CPU milliseconds per request spent by each process group during the measured run (whole machine: 2 cores). */
-  cpu_ms_per_request?: Record<string, number>;
-  /** Share of the machine's CPU that was busy during the measured run (1 = every core). */
-  machine_busy?: number;
+interface Measured {
+  requests: number;
   requests_per_s: number;
-  latency_ms: { p50: number; p99: number; p99_9: number; mean: number };
+  latency_ms: { p50: number; p99: number; p99_9: number };
   non_2xx: number;
   errors: number;
-  rss_mb: number;
-  /** The split deployment's worker process (SVC_ROLE=worker), beside the api process's rss_mb. */
-  rss_worker_mb?: number;
-  ratio_to_baseline?: { throughput: number };
+  /** CPU µs per request, by process, over the load and the worker's catch-up. */
+  cpu_us_per_request: Record<string, number>;
+  /** Every CPU of the machine, ours and everyone else's (the machine is shared), per request. */
+  machine_cpu_us_per_request: number;
+  /** CPU of processes that are not part of the bench (other users of the machine), per second of the window. */
+  others_cores: number;
+  window_s: number;
+  /** The target process's CPU per request ÷ the bare proxy's in the same mode of the same run. */
+  cpu_ratio?: number;
 }
 
-/**
- * Latency at a fixed rate, open loop: one request every 1/rate seconds whatever the answers, each latency measured from
- * the moment it was due to be sent (so a slow server is not hidden by the generator waiting for it). autocannon's
- * overallRate instead lets each connection send its quota for the second at once, so it measures bursts, and it reports
- * whole milliseconds, too coarse for a sub-millisecond difference.
- */
-async function paced(s: Scenario, rate: number, durationS: number): Promise<{ p50: number; p99: number; p99_9: number; non2xx: number; errors: number; sent: number }> {
+interface ScenarioResult {
+  id: string;
+  name: string;
+  target: Scenario['target'];
+  saturation: Measured;
+  offered: Measured & { offered_rate: number };
+  rss_mb: number;
+}
+
+/** Latency at a fixed rate, open loop: each latency is measured from the moment its request was due. */
+async function paced(s: Scenario, rate: number, durationS: number) {
   const url = new URL(s.url);
   const pool = new Pool(url.origin, { connections: 256, pipelining: 1, keepAliveTimeout: 60_000 });
   const latencies: number[] = [];
@@ -95,7 +122,7 @@ async function paced(s: Scenario, rate: number, durationS: number): Promise<{ p5
     if (wait >= 1) await new Promise((r) => setTimeout(r, wait));
     pending.push(
       pool
-        .request({ method: s.method, path: url.pathname, headers: s.headers, body: s.body })
+        .request({ method: 'POST', path: url.pathname, headers: s.headers, body: s.body })
         .then(async (res) => {
           await res.body.dump();
           latencies.push(performance.now() - due);
@@ -107,28 +134,29 @@ async function paced(s: Scenario, rate: number, durationS: number): Promise<{ p5
     );
   }
   await Promise.all(pending);
+  const elapsed = (performance.now() - started) / 1000;
   await pool.close();
   latencies.sort((a, b) => a - b);
-  const at = (q: number) => Math.round((latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? NaN) * 100) / 100;
-  return { p50: at(0.5), p99: at(0.99), p99_9: at(0.999), non2xx, errors, sent: n };
+  const at = (q: number) => round2(latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? NaN);
+  return { p50: at(0.5), p99: at(0.99), p99_9: at(0.999), non2xx, errors, sent: n, rate: Math.round(n / elapsed) };
 }
 
-async function drive(s: Scenario, duration: number, rate?: number): Promise<autocannon.Result> {
-  return autocannon({
-    url: s.url,
-    method: s.method,
-    headers: s.headers,
-    body: s.body,
-    connections: CONNECTIONS,
-    duration,
-    ...(rate ? { overallRate: rate } : {}),
-  });
+function saturate(s: Scenario, duration: number): Promise<autocannon.Result> {
+  return autocannon({ url: s.url, method: 'POST', headers: s.headers, body: s.body, connections: CONNECTIONS, duration });
 }
 
-/** CPU ticks per process group, from /proc: where a request's cost lands on this machine. */
+/** Process CPU ticks by group, from /proc, and the machine's busy and total ticks. */
 const groupPids = new Map<number, string>();
-function cpuSnapshot(): { groups: Map<string, number>; busy: number; total: number } {
+interface Snapshot {
+  groups: Map<string, number>;
+  ours: number;
+  busy: number;
+  total: number;
+  at: number;
+}
+function snapshot(): Snapshot {
   const groups = new Map<string, number>();
+  let ours = 0;
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     let stat: string;
@@ -143,56 +171,48 @@ function cpuSnapshot(): { groups: Map<string, number>; busy: number; total: numb
     const pid = Number(entry);
     const group =
       groupPids.get(pid) ??
-      (pid === process.pid ? 'load generator (autocannon)' : comm === 'postgres' ? 'PostgreSQL' : comm.startsWith('redis-server') ? 'Redis' : null);
-    if (group) groups.set(group, (groups.get(group) ?? 0) + ticks);
+      (pid === process.pid ? 'load generator' : comm === 'postgres' ? 'PostgreSQL' : comm.startsWith('redis-server') ? 'Redis' : null);
+    if (group) {
+      groups.set(group, (groups.get(group) ?? 0) + ticks);
+      ours += ticks;
+    }
   }
   const cpu = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.split(/\s+/).slice(1).map(Number);
   const idle = cpu[3]! + cpu[4]!;
-  const total = cpu.reduce((a, b) => a + b, 0);
-  return { groups, busy: total - idle, total };
+  const total = cpu.slice(0, 8).reduce((a, b) => a + b, 0);
+  return { groups, ours, busy: total - idle, total, at: performance.now() };
 }
 
-async function measure(s: Scenario): Promise<Result> {
-  await drive(s, WARMUP);
-  const before = cpuSnapshot();
-  const r = await drive(s, DURATION);
-  const after = cpuSnapshot();
-  const requests = r.requests.total;
-  const msPerTick = 1000 / 100; // USER_HZ
+function cpuBetween(a: Snapshot, b: Snapshot, requests: number) {
+  const perReq = (ticks: number) => Math.round(((ticks * 1e6) / HZ / Math.max(1, requests)) * 10) / 10;
   const cpu: Record<string, number> = {};
-  for (const [group, ticks] of after.groups) {
-    const used = (ticks - (before.groups.get(group) ?? 0)) * msPerTick;
-    if (used > 0 && requests > 0) cpu[group] = Math.round((used / requests) * 1000) / 1000;
+  for (const [group, ticks] of b.groups) {
+    const used = ticks - (a.groups.get(group) ?? 0);
+    if (used > 0) cpu[group] = perReq(used);
   }
+  const windowS = (b.at - a.at) / 1000;
+  // /proc/stat counts every core; a process's ticks count the CPU time it used.
+  const others = Math.max(0, b.busy - a.busy - (b.ours - a.ours));
   return {
-    cpu_ms_per_request: cpu,
-    machine_busy: Math.round(((after.busy - before.busy) / (after.total - before.total)) * 100) / 100,
-    name: s.name,
-    requests_per_s: Math.round(r.requests.average),
-    latency_ms: { p50: r.latency.p50, p99: r.latency.p99, p99_9: r.latency.p99_9, mean: Math.round(r.latency.mean * 100) / 100 },
-    non_2xx: r.non2xx,
-    errors: r.errors + r.timeouts,
-    rss_mb: rssMb(s.pid),
+    cpu_us_per_request: cpu,
+    machine_cpu_us_per_request: perReq(b.busy - a.busy),
+    others_cores: Math.round((others / HZ / windowS) * 100) / 100,
+    window_s: Math.round(windowS * 10) / 10,
   };
 }
 
-async function api(base: string, method: string, url: string, key: string, body?: unknown) {
-  const res = await fetch(base + url, {
-    method,
-    headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  return { status: res.status, body: (await res.json().catch(() => null)) as any };
-}
+const round2 = (x: number) => Math.round(x * 100) / 100;
 
 async function main(): Promise<void> {
   mkdirSync(tmp, { recursive: true });
+  const machineAtStart = machineState();
   const schema = `bench_${Date.now().toString(36)}`;
   const dbUrl = new URL(DATABASE_URL);
   dbUrl.searchParams.set('schema', schema);
+  const notes: string[] = [];
 
   const mockPort = await freePort();
-  const mock = await start('mock provider', 'bench/mock-provider.ts', { PORT: String(mockPort) });
+  const mock = await start('mock provider', ['--import', 'tsx', 'bench/mock-provider.ts'], { PORT: String(mockPort) });
   groupPids.set(mock.pid!, 'mock provider');
   const providersFile = path.join(tmp, 'providers.json');
   writeFileSync(
@@ -211,24 +231,26 @@ async function main(): Promise<void> {
     }),
   );
 
-  // A live HTTPS webhook receiver (the steady state of a deployment: deliveries succeed on kept-alive connections).
+  // A live HTTPS webhook receiver (deliveries succeed on kept-alive connections, as in a deployment).
   const pki = testPki();
   writeFileSync(path.join(tmp, 'receiver.key'), pki.key);
   writeFileSync(path.join(tmp, 'receiver.crt'), pki.cert);
   const receiverPort = await freePort();
-  const receiver = await start('webhook receiver', 'bench/webhook-receiver.ts', {
+  const receiver = await start('webhook receiver', ['--import', 'tsx', 'bench/webhook-receiver.ts'], {
     PORT: String(receiverPort),
     TLS_KEY_FILE: path.join(tmp, 'receiver.key'),
     TLS_CERT_FILE: path.join(tmp, 'receiver.crt'),
   });
   groupPids.set(receiver.pid!, 'webhook receiver');
 
-  const baselinePort = await freePort();
-  const baseline = await start('baseline proxy', 'bench/baseline-proxy.ts', {
-    PORT: String(baselinePort),
+  const proxyPort = await freePort();
+  const proxy = await start('bare proxy', ['--import', 'tsx', 'bench/baseline-proxy.ts'], {
+    PORT: String(proxyPort),
     UPSTREAM: `http://127.0.0.1:${mockPort}/v1`,
   });
-  groupPids.set(baseline.pid!, 'baseline proxy');
+  groupPids.set(proxy.pid!, 'bare proxy');
+
+  const portkeyPort = PEERS ? await startPortkey(notes) : null;
 
   const gatewayEnv = {
     DATABASE_URL: dbUrl.toString(),
@@ -240,217 +262,423 @@ async function main(): Promise<void> {
     NODE_EXTRA_CA_CERTS: pki.caFile,
   };
   let built = false;
-  const startGateway = async (role: 'all' | 'api' | 'worker', group: string) => {
+  const startGateway = async (role: 'api' | 'worker', flags = '', from = root) => {
     const port = await freePort();
-    const child = startCompiledGateway(root, { ...gatewayEnv, PORT: String(port), SVC_ROLE: role }, { build: !built });
-    built = true;
+    const saved = process.env.BENCH_NODE_FLAGS;
+    process.env.BENCH_NODE_FLAGS = flags;
+    const child = startCompiledGateway(from, { ...gatewayEnv, PORT: String(port), SVC_ROLE: role }, { build: from === root && !built });
+    process.env.BENCH_NODE_FLAGS = saved;
+    if (from === root) built = true;
     children.push(child);
-    groupPids.set(child.pid!, group);
+    groupPids.set(child.pid!, from !== root ? 'api (before)' : role === 'api' ? 'api' : 'worker');
     const url = `http://127.0.0.1:${port}`;
     await waitHttp(`${url}/healthz`);
     return { child, url };
   };
-  const { child: gateway, url: base } = await startGateway('all', 'gateway');
+  let worker = await startGateway('worker');
+  let apiProc = await startGateway('api');
+  let base = apiProc.url;
+  const before = BEFORE_ROOT ? await startGateway('api', '', BEFORE_ROOT) : null;
 
-  // A real project, a key, limits high enough not to bind, and (when the webhooks API exists) a subscribed webhook.
-  const project = await api(base, 'POST', '/v1/projects', MASTER, { name: 'bench', plan: 'enterprise' });
-  const projectId = project.body.id as string;
-  const limits = await api(base, 'PUT', `/v1/projects/${projectId}/rate-limits`, MASTER, {
-    requests_per_minute: 100_000_000,
-    tokens_per_minute: 1_000_000_000,
-    burst: 100_000_000,
-  });
-  const key = await api(base, 'POST', '/v1/keys', MASTER, {
-    project_id: projectId,
-    name: 'bench',
-    scopes: ['inference:write', 'keys:manage', 'governance:manage'],
-  });
-  const secret = key.body.secret as string;
-  const notes: string[] = [];
-  if (limits.status !== 200) notes.push(`rate limits not set (PUT rate-limits answered ${limits.status})`);
-  const hook = await api(base, 'POST', '/v1/webhooks', secret, {
-    project_id: projectId,
-    url: `https://127.0.0.1:${receiverPort}/bench-receiver`,
-    events: ['inference.completed'],
-  });
-  if (hook.status !== 200) notes.push(`no webhook subscribed (POST /v1/webhooks answered ${hook.status})`);
+  // Two projects with a key each and limits that do not bind: A without a webhook, B with one on inference.completed.
+  const setUp = async (name: string, webhook: boolean) => {
+    const project = await api(base, 'POST', '/v1/projects', MASTER, { name, plan: 'enterprise' });
+    const projectId = project.body.id as string;
+    const limits = await api(base, 'PUT', `/v1/projects/${projectId}/rate-limits`, MASTER, {
+      requests_per_minute: 100_000_000,
+      tokens_per_minute: 1_000_000_000,
+      burst: 100_000_000,
+    });
+    if (limits.status !== 200) notes.push(`${name}: rate limits not raised (PUT answered ${limits.status})`);
+    const key = await api(base, 'POST', '/v1/keys', MASTER, {
+      project_id: projectId,
+      name,
+      scopes: ['inference:write', 'keys:manage', 'governance:manage'],
+    });
+    const secret = key.body.secret as string;
+    if (webhook) {
+      const hook = await api(base, 'POST', '/v1/webhooks', secret, {
+        project_id: projectId,
+        url: `https://127.0.0.1:${receiverPort}/bench-receiver`,
+        events: ['inference.completed'],
+      });
+      if (hook.status !== 200) notes.push(`${name}: no webhook subscribed (POST /v1/webhooks answered ${hook.status})`);
+    }
+    return { projectId, secret };
+  };
+  const plain = await setUp('bench', false);
+  const hooked = await setUp('bench-webhook', true);
 
-  const auth = { authorization: `Bearer ${secret}`, 'content-type': 'application/json' };
-  const inferenceBody = (cache: boolean) =>
+  const inferenceBody = (projectId: string, cache: boolean) =>
     JSON.stringify({ model: 'bench-model', project_id: projectId, messages: [{ role: 'user', content: 'ping' }], ...(cache ? { cache: true } : {}) });
+  const auth = (secret: string) => ({ authorization: `Bearer ${secret}`, 'content-type': 'application/json' });
+  const gw = (id: string, name: string, p: { projectId: string; secret: string }, cache: boolean): Scenario => ({
+    id,
+    name,
+    target: 'api',
+    url: `${base}/v1/inference`,
+    headers: auth(p.secret),
+    body: inferenceBody(p.projectId, cache),
+    gateway: true,
+  });
   const all: Scenario[] = [
-    { name: 'baseline POST /v1/inference', url: `http://127.0.0.1:${baselinePort}/v1/inference`, method: 'POST', headers: { 'content-type': 'application/json' }, body: inferenceBody(false), pid: baseline.pid! },
-    { name: 'gateway POST /v1/inference (uncached)', url: `${base}/v1/inference`, method: 'POST', headers: auth, body: inferenceBody(false), pid: gateway.pid! },
-    { name: 'gateway POST /v1/inference (cached)', url: `${base}/v1/inference`, method: 'POST', headers: auth, body: inferenceBody(true), pid: gateway.pid! },
-    { name: 'gateway GET /v1/keys', url: `${base}/v1/keys`, method: 'GET', headers: { authorization: `Bearer ${secret}` }, pid: gateway.pid! },
-    { name: 'gateway POST /graphql (keys)', url: `${base}/graphql`, method: 'POST', headers: auth, body: JSON.stringify({ query: '{ keys(first: 20) { edges { node { id name } } } }' }), pid: gateway.pid! },
+    {
+      id: 'proxy',
+      name: 'bare proxy (fastify + undici)',
+      target: 'proxy',
+      url: `http://127.0.0.1:${proxyPort}/v1/inference`,
+      headers: { 'content-type': 'application/json' },
+      body: inferenceBody(plain.projectId, false),
+      gateway: false,
+    },
+    ...(portkeyPort
+      ? [
+          {
+            id: 'portkey',
+            name: 'Portkey gateway 1.15.2 (npm), POST /v1/chat/completions',
+            target: 'portkey' as const,
+            url: `http://127.0.0.1:${portkeyPort}/v1/chat/completions`,
+            headers: {
+              'content-type': 'application/json',
+              authorization: 'Bearer sk-bench',
+              'x-portkey-provider': 'openai',
+              'x-portkey-custom-host': `http://127.0.0.1:${mockPort}/v1`,
+            },
+            body: JSON.stringify({ model: 'bench-model', messages: [{ role: 'user', content: 'ping' }] }),
+            gateway: false,
+          },
+        ]
+      : []),
+    gw('uncached', 'gateway POST /v1/inference, uncached, no webhook', plain, false),
+    gw('uncached-webhook', 'gateway POST /v1/inference, uncached, webhook on inference.completed', hooked, false),
+    gw('cached', 'gateway POST /v1/inference, cached (hit), no webhook', plain, true),
+    gw('cached-webhook', 'gateway POST /v1/inference, cached (hit), webhook on inference.completed', hooked, true),
   ];
-  const scenarios = all.filter((s) => !ONLY || ONLY.has(s.name));
+  if (before) {
+    // The same gateway scenarios on the earlier version's api process, each right after this version's.
+    for (const s of all.filter((x) => x.gateway)) {
+      all.splice(all.indexOf(s) + 1, 0, {
+        ...s,
+        id: `${s.id}-before`,
+        name: `${s.name} [before]`,
+        target: 'api (before)',
+        url: s.url.replace(base, before.url),
+      });
+    }
+  }
+  const scenarios = all.filter((s) => s.id === 'proxy' || !ONLY || ONLY.has(s.id.replace(/-before$/, '')));
 
-  const results: Result[] = [];
+  const db = new pg.Client({ connectionString: DATABASE_URL.replace(/\?.*$/, '') });
+  await db.connect();
+  /** Waits (up to 30 s) until the worker has written every usage record and sent every delivery. */
+  let stuck = 0;
+  const caughtUp = async () => {
+    const started = Date.now();
+    let last = -1;
+    for (;;) {
+      const { rows } = await db.query(
+        `SELECT (SELECT count(*)::int FROM "${schema}".usage_records) AS usage,
+                (SELECT count(*)::int FROM "${schema}".webhook_deliveries WHERE status IN ('pending', 'retrying')) AS open`,
+      );
+      const { usage, open } = rows[0] as { usage: number; open: number };
+      if (open === 0 && usage === last) return;
+      last = usage;
+      if (Date.now() - started > 30_000) {
+        stuck++;
+        return;
+      }
+      await new Promise((r) => setTimeout(r, 150));
+    }
+  };
+
+  const results: ScenarioResult[] = [];
   for (const s of scenarios) {
     process.stderr.write(`bench: ${s.name} …\n`);
-    results.push(await measure(s));
+    await saturate(s, WARMUP);
+    if (s.gateway) await caughtUp();
+    let a = snapshot();
+    const r = await saturate(s, DURATION);
+    if (s.gateway) await caughtUp();
+    let b = snapshot();
+    const saturation: Measured = {
+      requests: r.requests.total,
+      requests_per_s: Math.round(r.requests.total / DURATION),
+      latency_ms: { p50: r.latency.p50, p99: r.latency.p99, p99_9: r.latency.p99_9 },
+      non_2xx: r.non2xx,
+      errors: r.errors + r.timeouts,
+      ...cpuBetween(a, b, r.requests.total),
+    };
+    a = snapshot();
+    const o = await paced(s, OFFERED, DURATION);
+    if (s.gateway) await caughtUp();
+    b = snapshot();
+    const done = o.sent - o.errors;
+    const offered = {
+      offered_rate: OFFERED,
+      requests: done,
+      requests_per_s: o.rate,
+      latency_ms: { p50: o.p50, p99: o.p99, p99_9: o.p99_9 },
+      non_2xx: o.non2xx,
+      errors: o.errors,
+      ...cpuBetween(a, b, done),
+    };
+    const pid = s.target === 'api' ? apiProc.child.pid! : s.target === 'api (before)' ? before!.child.pid! : s.target === 'proxy' ? proxy.pid! : portkeyPid!;
+    results.push({ id: s.id, name: s.name, target: s.target, saturation, offered, rss_mb: rssMb(pid) });
+    // What is measured so far, in case the run is cut short (the final report overwrites it).
+    writeFileSync(path.join(root, 'bench', `${OUT}.partial.json`), `${JSON.stringify({ date: new Date().toISOString(), results }, null, 2)}\n`);
   }
-  const baselineResult = results.find((r) => r.name.startsWith('baseline'));
-  if (baselineResult) {
-    for (const r of results) r.ratio_to_baseline = { throughput: Math.round((r.requests_per_s / baselineResult.requests_per_s) * 100) / 100 };
+  const proxyResult = results.find((r) => r.id === 'proxy')!;
+  const groupOf = { proxy: 'bare proxy', portkey: 'Portkey', api: 'api', 'api (before)': 'api (before)' } as const;
+  for (const r of results) {
+    for (const mode of ['saturation', 'offered'] as const) {
+      const own = r[mode].cpu_us_per_request[groupOf[r.target]] ?? NaN;
+      const bare = proxyResult[mode].cpu_us_per_request['bare proxy'] ?? NaN;
+      r[mode].cpu_ratio = round2(own / bare);
+    }
   }
 
-  // Added latency at half of the gateway's peak uncached throughput: both driven at the same fixed rate.
-  const baseScenario = scenarios.find((s) => s.name.startsWith('baseline'));
-  const addedLatency = async (uncached: Result | undefined, gwScenario: Scenario | undefined) => {
-    if (!uncached || !baseScenario || !gwScenario || uncached.non_2xx !== 0) return null;
-    const rate = Number(process.env.BENCH_PACED_RATE) || Math.max(100, Math.round(uncached.requests_per_s / 2));
-    const b = await paced(baseScenario, rate, DURATION);
-    const g = await paced(gwScenario, rate, DURATION);
-    const round = (x: number) => Math.round(x * 100) / 100;
-    return {
+  // Added latency at half of the gateway's uncached peak: the proxy and the gateway driven at that rate, open loop.
+  const uncached = results.find((r) => r.id === 'uncached');
+  let added: Record<string, unknown> | null = null;
+  if (uncached && uncached.saturation.non_2xx === 0) {
+    const rate = Math.max(100, Math.round(uncached.saturation.requests_per_s / 2));
+    process.stderr.write(`bench: added latency at ${rate} req/s …\n`);
+    const b = await paced(scenarios.find((s) => s.id === 'proxy')!, rate, DURATION);
+    const g = await paced(scenarios.find((s) => s.id === 'uncached')!, rate, DURATION);
+    added = {
       rate_per_s: rate,
-      method: 'open loop, paced (bench/run.ts paced())',
-      baseline_p50_ms: b.p50,
+      method: 'open loop (bench/run.ts paced()): a request every 1/rate s, latency from when it was due',
+      proxy_p50_ms: b.p50,
       gateway_p50_ms: g.p50,
-      added_p50_ms: round(g.p50 - b.p50),
-      baseline_p99_ms: b.p99,
+      added_p50_ms: round2(g.p50 - b.p50),
+      proxy_p99_ms: b.p99,
       gateway_p99_ms: g.p99,
-      added_p99_ms: round(g.p99 - b.p99),
-      baseline_p99_9_ms: b.p99_9,
+      added_p99_ms: round2(g.p99 - b.p99),
+      proxy_p99_9_ms: b.p99_9,
       gateway_p99_9_ms: g.p99_9,
       non_2xx: b.non2xx + g.non2xx,
       errors: b.errors + g.errors,
     };
-  };
-  const added = await addedLatency(
-    results.find((r) => r.name.includes('(uncached)')),
-    scenarios.find((s) => s.name.includes('(uncached)')),
-  );
-
-  // The same inference scenarios on the split deployment (README "Running several replicas"): one process answers the
-  // API (SVC_ROLE=api) and a second one (SVC_ROLE=worker) writes the usage stream and sends the webhooks, so that the
-  // background work leaves the request event loop. Same database, Redis, key and webhook.
-  let addedSplit: Awaited<ReturnType<typeof addedLatency>> = null;
-  const splitOn = process.env.BENCH_SPLIT !== '0' && scenarios.some((s) => s.name.includes('POST /v1/inference ('));
-  if (splitOn) {
-    await stopChild(gateway);
-    const worker = await startGateway('worker', 'gateway worker');
-    const { child: apiChild, url: apiBase } = await startGateway('api', 'gateway');
-    const split: Scenario[] = scenarios
-      .filter((s) => s.name.startsWith('gateway POST /v1/inference ('))
-      .map((s) => ({ ...s, name: s.name.replace('gateway ', 'split api+worker '), url: s.url.replace(base, apiBase), pid: apiChild.pid! }));
-    for (const s of split) {
-      process.stderr.write(`bench: ${s.name} …\n`);
-      const r = await measure(s);
-      r.rss_worker_mb = rssMb(worker.child.pid!);
-      if (baselineResult) r.ratio_to_baseline = { throughput: Math.round((r.requests_per_s / baselineResult.requests_per_s) * 100) / 100 };
-      results.push(r);
-    }
-    addedSplit = await addedLatency(
-      results.find((r) => r.name.startsWith('split') && r.name.includes('(uncached)')),
-      split.find((s) => s.name.includes('(uncached)')),
-    );
+    await caughtUp();
   }
 
-  // Every inference emitted inference.completed to the subscribed webhook: how long the deliveries took to catch up
-  // after the load stopped, and whether each reached the receiver.
-  const webhooks = await drainDeliveries(schema, `https://127.0.0.1:${receiverPort}/count`);
+  // Every inference's usage record and delivery: one each, and the receiver got each delivery.
+  const webhooks = await deliveries(db, schema, `https://127.0.0.1:${receiverPort}/count`);
 
-  const machine = {
-    cpus: os.cpus().length,
-    cpu_model: os.cpus()[0]?.model ?? 'unknown',
-    memory_gb: Math.round(os.totalmem() / 2 ** 30),
-    node: process.version,
-    platform: `${os.platform()} ${os.release()}`,
-    postgres: execFileSync('psql', ['--version']).toString().trim(),
-    redis: execFileSync('redis-server', ['--version']).toString().trim().split(' ').slice(0, 3).join(' '),
-  };
+  // Profiles of the api and worker processes under the uncached + webhook load (sample-count weighting).
+  let profile: { api: ProfileSummary; worker: ProfileSummary } | null = null;
+  const hookedScenario = scenarios.find((s) => s.id === 'uncached-webhook');
+  if (PROFILE && hookedScenario) {
+    process.stderr.write('bench: profile (api and worker with --cpu-prof) …\n');
+    const dir = path.join(tmp, `prof-${Date.now().toString(36)}`);
+    mkdirSync(dir, { recursive: true });
+    await stopChild(apiProc.child);
+    await stopChild(worker.child);
+    const workerStarted = performance.now();
+    worker = await startGateway('worker', `--cpu-prof --cpu-prof-dir=${dir}`);
+    const apiStarted = performance.now();
+    apiProc = await startGateway('api', `--cpu-prof --cpu-prof-dir=${dir}`);
+    const s = { ...hookedScenario, url: hookedScenario.url.replace(base, apiProc.url) };
+    base = apiProc.url;
+    await saturate(s, WARMUP);
+    // Only the measured load goes into the summary: not start-up, warm-up or shutdown.
+    const loadFrom = performance.now();
+    await saturate(s, DURATION);
+    await caughtUp();
+    const loadTo = performance.now();
+    const apiPid = apiProc.child.pid!;
+    const workerPid = worker.child.pid!;
+    await stopChild(apiProc.child);
+    await stopChild(worker.child);
+    const fileOf = (pid: number) => readdirSync(dir).find((f) => f.includes(`.${pid}.`) && f.endsWith('.cpuprofile'));
+    const apiFile = fileOf(apiPid);
+    const workerFile = fileOf(workerPid);
+    if (apiFile && workerFile) {
+      profile = {
+        api: summarizeProfile(path.join(dir, apiFile), root, { fromMs: loadFrom - apiStarted, toMs: loadTo - apiStarted }),
+        worker: summarizeProfile(path.join(dir, workerFile), root, { fromMs: loadFrom - workerStarted, toMs: loadTo - workerStarted }),
+      };
+    } else notes.push(`profile files not found in ${dir}`);
+  }
+  await db.end();
+  if (stuck > 0) notes.push(`${stuck} time(s) the worker had not caught up within 30 s (deliveries still pending); the CPU window closed there`);
+
+  const uncachedPlain = results.find((r) => r.id === 'uncached');
   const report = {
     date: new Date().toISOString(),
-    machine,
-    settings: { connections: CONNECTIONS, duration_s: DURATION, warmup_s: WARMUP },
+    machine: {
+      cpus: os.cpus().length,
+      cpu_model: os.cpus()[0]?.model ?? 'unknown',
+      memory_gb: Math.round(os.totalmem() / 2 ** 30),
+      node: process.version,
+      platform: `${os.platform()} ${os.release()}`,
+      postgres: execFileSync('psql', ['--version']).toString().trim(),
+      redis: execFileSync('redis-server', ['--version']).toString().trim().split(' ').slice(0, 3).join(' '),
+    },
+    machine_state: { at_start: machineAtStart, at_end: machineState() },
+    settings: { connections: CONNECTIONS, duration_s: DURATION, warmup_s: WARMUP, offered_rate: OFFERED, deployment: 'SVC_ROLE=api + SVC_ROLE=worker, PostgreSQL + Redis' },
+    cpu_ratio: uncachedPlain ? { saturation: uncachedPlain.saturation.cpu_ratio, offered_1000: uncachedPlain.offered.cpu_ratio } : null,
     results,
     added_latency_at_half_peak: added,
-    added_latency_at_half_peak_split: addedSplit,
     webhooks,
+    profile,
     notes,
   };
-  writeFileSync(path.join(root, 'bench', 'results.json'), `${JSON.stringify(report, null, 2)}\n`);
-  writeFileSync(path.join(root, 'bench', 'results.md'), renderMarkdown(report));
+  writeFileSync(path.join(root, 'bench', `${OUT}.json`), `${JSON.stringify(report, null, 2)}\n`);
+  writeFileSync(path.join(root, 'bench', `${OUT}.md`), renderMarkdown(report));
   process.stdout.write(renderMarkdown(report));
 
-  // Stop the processes before dropping their schema (else the DROP deadlocks with the gateway's own sessions).
   await stopChildren();
   const client = new pg.Client({ connectionString: DATABASE_URL.replace(/\?.*$/, '') });
   await client.connect();
   await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
   await client.end();
+  // And its Redis keys (the usage stream, windows, counters, cache), which the schema does not hold.
+  const redis = new Redis(REDIS_URL);
+  for await (const keys of redis.scanStream({ match: `${schema}:*`, count: 500 })) if ((keys as string[]).length > 0) await redis.del(...(keys as string[]));
+  redis.disconnect();
 }
 
-/** Waits (up to 120 s) until no delivery is pending or retrying; counts them by status and the receiver's receipts. */
-async function drainDeliveries(schema: string, countUrl: string) {
-  const client = new pg.Client({ connectionString: DATABASE_URL.replace(/\?.*$/, '') });
-  await client.connect();
-  const started = Date.now();
-  let byStatus: Record<string, number> = {};
-  let usageRecords = -1;
+let portkeyPid: number | null = null;
+
+/**
+ * The Portkey gateway (bench/peers, installed there on first use with `npm ci --ignore-scripts`: its only install
+ * script is patch-package, which has nothing to patch in the published build). Its start-server listens on every
+ * interface with no host option, so bench/peers/loopback.mjs binds it to 127.0.0.1. Returns its port, or null with
+ * the reason in the notes.
+ */
+async function startPortkey(notes: string[]): Promise<number | null> {
+  const peers = path.join(root, 'bench', 'peers');
+  const entry = path.join(peers, 'node_modules', '@portkey-ai', 'gateway', 'build', 'start-server.js');
   try {
-    for (;;) {
-      const { rows } = await client.query(`SELECT status, count(*)::int AS n FROM "${schema}".webhook_deliveries GROUP BY status`);
-      byStatus = Object.fromEntries(rows.map((r: { status: string; n: number }) => [r.status, r.n]));
-      const { rows: usage } = await client.query(`SELECT count(*)::int AS n FROM "${schema}".usage_records`);
-      // Settled: nothing left to send, and the outcome writer has written every usage record (none came since last look).
-      const settled = !byStatus.pending && !byStatus.retrying && usage[0].n === usageRecords;
-      usageRecords = usage[0].n;
-      if (settled) break;
-      if (Date.now() - started > 120_000) break;
-      await new Promise((r) => setTimeout(r, 250));
+    if (!existsSync(entry)) {
+      process.stderr.write('bench: installing the Portkey gateway into bench/peers (npm ci) …\n');
+      execFileSync('npm', ['ci', '--ignore-scripts', '--no-audit', '--no-fund'], { cwd: peers, stdio: 'inherit' });
     }
-  } finally {
-    await client.end();
+    const port = await freePort();
+    const child = spawn(process.execPath, ['--import', './loopback.mjs', entry, `--port=${port}`, '--headless'], {
+      cwd: peers,
+      env: { ...process.env, NODE_ENV: 'production' },
+      stdio: 'ignore',
+    });
+    children.push(child);
+    groupPids.set(child.pid!, 'Portkey');
+    portkeyPid = child.pid!;
+    await waitHttp(`http://127.0.0.1:${port}/`, 30_000);
+    return port;
+  } catch (err) {
+    notes.push(`Portkey not measured: ${(err as Error).message.split('\n')[0]}`);
+    return null;
   }
-  // The receiver's certificate is the bench's own CA's; this one read need not verify it.
+}
+
+/** Load average and the busiest processes over one second: what else the shared machine was doing. */
+function machineState() {
+  const ticks = () => {
+    const m = new Map<string, number>();
+    for (const entry of readdirSync('/proc')) {
+      if (!/^\d+$/.test(entry)) continue;
+      try {
+        const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+        const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+        const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+        m.set(`${entry} ${comm}`, Number(f[11]) + Number(f[12]));
+      } catch {}
+    }
+    return m;
+  };
+  const a = ticks();
+  execFileSync('sleep', ['1']);
+  const b = ticks();
+  const busiest = [...b]
+    .map(([k, v]) => [k, v - (a.get(k) ?? v)] as const)
+    .filter(([, d]) => d > 0)
+    .sort((x, y) => y[1] - x[1])
+    .slice(0, 6)
+    .map(([k, d]) => `${k} ${d}%`);
+  return { loadavg: os.loadavg().map((x) => round2(x)), busiest_1s: busiest };
+}
+
+async function api(base: string, method: string, url: string, key: string, body?: unknown) {
+  const res = await fetch(base + url, {
+    method,
+    headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  return { status: res.status, body: (await res.json().catch(() => null)) as any };
+}
+
+async function deliveries(db: pg.Client, schema: string, countUrl: string) {
+  const { rows } = await db.query(`SELECT status, count(*)::int AS n FROM "${schema}".webhook_deliveries GROUP BY status`);
+  const { rows: usage } = await db.query(`SELECT count(*)::int AS n, count(DISTINCT request_id)::int AS d FROM "${schema}".usage_records`);
   const res = await undiciRequest(countUrl, { dispatcher: new Agent({ connect: { rejectUnauthorized: false } }) });
   const receiver = (await res.body.json()) as { received: number; distinct: number };
   return {
-    usage_records: usageRecords,
-    deliveries_by_status: byStatus,
-    drain_after_load_s: Math.round((Date.now() - started) / 100) / 10,
+    usage_records: usage[0].n,
+    usage_records_distinct_requests: usage[0].d,
+    deliveries_by_status: Object.fromEntries(rows.map((r: { status: string; n: number }) => [r.status, r.n])),
     receiver_requests: receiver.received,
     receiver_distinct_deliveries: receiver.distinct,
   };
 }
 
 function renderMarkdown(r: any): string {
-  const rows = r.results
-    .map(
-      (x: Result) =>
-        `| ${x.name} | ${x.requests_per_s} | ${x.latency_ms.p50} | ${x.latency_ms.p99} | ${x.latency_ms.p99_9} | ${x.rss_worker_mb ? `${x.rss_mb} + ${x.rss_worker_mb}` : x.rss_mb} | ${x.non_2xx} | ${x.ratio_to_baseline?.throughput ?? ''} |`,
-    )
-    .join('\n');
-  const a = r.added_latency_at_half_peak;
-  const sp = r.added_latency_at_half_peak_split;
-  const groups = [...new Set(r.results.flatMap((x: Result) => Object.keys(x.cpu_ms_per_request ?? {})))] as string[];
-  const total = (x: Result) => Object.values(x.cpu_ms_per_request ?? {}).reduce((n, v) => n + v, 0);
-  const cpuRows = r.results
-    .map((x: Result) => `| ${x.name} | ${x.machine_busy ?? ''} | ${groups.map((g) => x.cpu_ms_per_request?.[g] ?? '').join(' | ')} | ${Math.round(total(x) * 1000) / 1000} |`)
-    .join('\n');
-  const cpuTable = groups.length
-    ? `\nCPU per request (ms of CPU time per request, by process, during each measured run; the machine has ${r.machine.cpus} cores, so it can give ${r.machine.cpus * 1000} ms of CPU per second):\n\n| scenario | machine busy | ${groups.join(' | ')} | total |\n|---|---|${groups.map(() => '---').join('|')}|---|\n${cpuRows}\n`
+  const results = r.results as ScenarioResult[];
+  const groups = ['api', 'api (before)', 'worker', 'bare proxy', 'Portkey', 'mock provider', 'webhook receiver', 'load generator', 'PostgreSQL', 'Redis'].filter((g) =>
+    results.some((x) => x.saturation.cpu_us_per_request[g] !== undefined || x.offered.cpu_us_per_request[g] !== undefined),
+  );
+  const row = (x: ScenarioResult, mode: 'saturation' | 'offered') => {
+    const m = x[mode];
+    const label = mode === 'saturation' ? 'saturation' : `${x.offered.offered_rate}/s offered`;
+    return `| ${x.name} | ${label} | ${m.requests_per_s} | ${m.cpu_ratio ?? ''} | ${groups.map((g) => m.cpu_us_per_request[g] ?? '').join(' | ')} | ${m.machine_cpu_us_per_request} | ${m.others_cores} | ${m.latency_ms.p50} | ${m.latency_ms.p99} | ${m.non_2xx + m.errors} |`;
+  };
+  const table = results.flatMap((x) => [row(x, 'saturation'), row(x, 'offered')]).join('\n');
+  const pairs = results.filter((x) => x.target === 'api').map((x) => [x, results.find((y) => y.id === `${x.id}-before`)] as const).filter(([, y]) => y);
+  const ab = pairs.length
+    ? `\nBefore → after in this run (BENCH_BEFORE_ROOT: the earlier version's api process beside this one's, same worker, database and Redis, each scenario measured on both one right after the other):\n\n| scenario | load | api µs/request before → after | cpu_ratio before → after | p50 ms before → after | p99 ms before → after |\n|---|---|---|---|---|---|\n${pairs
+        .flatMap(([x, y]) =>
+          (['saturation', 'offered'] as const).map(
+            (m) =>
+              `| ${x.name.replace('gateway POST /v1/inference, ', '')} | ${m === 'saturation' ? 'saturation' : `${x.offered.offered_rate}/s offered`} | ${y![m].cpu_us_per_request['api (before)']} → ${x[m].cpu_us_per_request.api} | ${y![m].cpu_ratio} → ${x[m].cpu_ratio} | ${y![m].latency_ms.p50} → ${x[m].latency_ms.p50} | ${y![m].latency_ms.p99} → ${x[m].latency_ms.p99} |`,
+          ),
+        )
+        .join('\n')}\n`
     : '';
+  const a = r.added_latency_at_half_peak;
+  const prof = (s: ProfileSummary | undefined) =>
+    s
+      ? `${s.byPackage.slice(0, 12).map((p) => `${p.name} ${(p.share * 100).toFixed(1)}%`).join(', ')} (${s.busySamples} busy samples). Own files: ${s.ownFiles.slice(0, 6).map((f) => `${f.file} ${(f.share * 100).toFixed(1)}%`).join(', ')}`
+      : 'not profiled';
   return `# Benchmark (${r.date})
 
-Machine: ${r.machine.cpus} cores (${r.machine.cpu_model}), ${r.machine.memory_gb} GiB, Node ${r.machine.node}, ${r.machine.postgres}, ${r.machine.redis}.
-autocannon: ${r.settings.connections} connections, ${r.settings.duration_s} s per scenario after ${r.settings.warmup_s} s warm-up; load generator, gateway, mock provider and PostgreSQL/Redis share the machine.
+Machine: ${r.machine.cpus} cores (${r.machine.cpu_model}), ${r.machine.memory_gb} GiB, Node ${r.machine.node}, ${r.machine.postgres}, ${r.machine.redis}; shared with other users.
+Machine state: load average ${r.machine_state.at_start.loadavg.join(' / ')} at start (busiest over 1 s: ${r.machine_state.at_start.busiest_1s.join(', ') || 'none'}), ${r.machine_state.at_end.loadavg.join(' / ')} at the end. "others" below: cores used by processes outside the bench during each window.
+Deployment: ${r.settings.deployment}. Saturation: autocannon, ${r.settings.connections} connections, ${r.settings.duration_s} s after ${r.settings.warmup_s} s warm-up. Offered: ${r.settings.offered_rate} req/s open loop for ${r.settings.duration_s} s. CPU windows include the worker catching up (usage records written, deliveries sent).
 
-| scenario | req/s | p50 ms | p99 ms | p99.9 ms | RSS MB | non-2xx | throughput / baseline |
-|---|---|---|---|---|---|---|---|
-${rows}
+**cpu_ratio** (api process CPU per uncached inference ÷ bare proxy CPU per request, same run): ${r.cpu_ratio ? `${r.cpu_ratio.saturation} at saturation, ${r.cpu_ratio.offered_1000} at ${r.settings.offered_rate} req/s offered` : 'not measured'}.
 
-${cpuTable}
-${a ? `Added latency at half of the gateway's peak (${a.rate_per_s} req/s, both driven at that rate, open loop: a request every 1/${a.rate_per_s} s, latency from when it was due): p50 ${a.baseline_p50_ms} → ${a.gateway_p50_ms} ms (+${a.added_p50_ms}), p99 ${a.baseline_p99_ms} → ${a.gateway_p99_ms} ms (+${a.added_p99_ms}).` : 'Added latency: not measured (the uncached scenario had errors or did not run).'}
-${sp ? `\nSplit deployment (SVC_ROLE=api + SVC_ROLE=worker; RSS is api + worker), added latency at half of its peak (${sp.rate_per_s} req/s, same method): p50 ${sp.baseline_p50_ms} → ${sp.gateway_p50_ms} ms (+${sp.added_p50_ms}), p99 ${sp.baseline_p99_ms} → ${sp.gateway_p99_ms} ms (+${sp.added_p99_ms}).\n` : ''}${r.webhooks ? `\nWebhook (inference.completed to a live local HTTPS receiver): ${r.webhooks.usage_records} usage records (one per inference), deliveries by status ${JSON.stringify(r.webhooks.deliveries_by_status)}; the receiver got ${r.webhooks.receiver_distinct_deliveries} distinct deliveries (${r.webhooks.receiver_requests} requests); backlog drained ${r.webhooks.drain_after_load_s} s after the load stopped.\n` : ''}${r.notes.length ? `\nNotes: ${r.notes.join('; ')}.\n` : ''}`;
+CPU µs per request by process (whole machine: every process, ours and others'):
+
+| scenario | load | req/s | cpu_ratio | ${groups.join(' | ')} | whole machine | others (cores) | p50 ms | p99 ms | errors |
+|---|---|---|---|${groups.map(() => '---').join('|')}|---|---|---|---|---|
+${table}
+${ab}
+${a ? `Added latency at half of the gateway's uncached peak (${a.rate_per_s} req/s, open loop, both driven at that rate): p50 ${a.proxy_p50_ms} → ${a.gateway_p50_ms} ms (**+${a.added_p50_ms} ms**), p99 ${a.proxy_p99_ms} → ${a.gateway_p99_ms} ms (**+${a.added_p99_ms} ms**).` : 'Added latency: not measured.'}
+
+Usage and webhooks: ${r.webhooks.usage_records} usage records (${r.webhooks.usage_records_distinct_requests} distinct requests), deliveries by status ${JSON.stringify(r.webhooks.deliveries_by_status)}, the receiver got ${r.webhooks.receiver_distinct_deliveries} distinct deliveries (${r.webhooks.receiver_requests} requests).
+
+Profile (uncached + webhook at saturation, node --cpu-prof, the measured ${r.settings.duration_s} s only; share of busy samples by package, sample-count weighting; a sample in Node's internals or a V8 builtin counts for its nearest caller that is a package or this repository's code):
+- api: ${prof(r.profile?.api)}
+- worker: ${prof(r.profile?.worker)}
+${r.notes.length ? `\nNotes: ${r.notes.join('; ')}.\n` : ''}`;
 }
 
-main()
+// BENCH_RENDER=bench/x.json: only renders that run's markdown again (bench/x.md), e.g. after the report's layout changed.
+const rerender = process.env.BENCH_RENDER;
+(rerender
+  ? Promise.resolve().then(() => writeFileSync(rerender.replace(/\.json$/, '.md'), renderMarkdown(JSON.parse(readFileSync(rerender, 'utf8')))))
+  : main()
+)
   .catch((err) => {
     process.stderr.write(`bench failed: ${err.stack ?? err}\n`);
     process.exitCode = 1;

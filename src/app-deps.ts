@@ -14,7 +14,7 @@ import { MemoryResponseCache, RedisResponseCache } from './domain/inference/cach
 import type { DeliveryWorkerOptions } from './jobs/webhook-delivery/worker.ts';
 import { createWebhookRuntime } from './jobs/webhook-delivery/runtime.ts';
 import { createLimiter } from './limits/index.ts';
-import { redisHealthOf } from './limits/redis-health.ts';
+import { redisHealthOf, withRedisTimeout } from './limits/redis-health.ts';
 import { loadProjectLimits } from './domain/rate-limits/service.ts';
 import { BudgetAlertMailer, flushBudgetAlerts } from './jobs/budget-alerts/mailer.ts';
 import { loadCachedProject, ProjectCache } from './domain/projects/cache.ts';
@@ -73,10 +73,10 @@ export async function createDeps(config: Readonly<Config>, overrides: DepsOverri
     const what = config.databaseUrl ? 'DATABASE_URL: cannot open PostgreSQL' : `SVC_DATA_DIR: cannot open the embedded database in ${config.dataDir}`;
     throw new Error(`${what} (${(err as Error).message.split('\n')[0]})`);
   }
-  const redis = config.redisUrl ? await connectRedis(config.redisUrl, config.redisCommandTimeoutMs, log) : null;
+  const redis = config.redisUrl ? await connectRedis(config.redisUrl, log) : null;
   if (!redis) log.warn('REDIS_URL is not set: limits, caches and idempotency use an in-process store (one replica only)');
   // One "does Redis answer" state for every user of the shared client (limiter, idempotency, cache, counters, outcomes).
-  else redisHealthOf(redis, { log });
+  else redisHealthOf(redis, { log, commandTimeoutMs: config.redisCommandTimeoutMs });
   const masterKeyHash = await resolveMasterKeyHash(config, database, overrides.announceMasterKey ?? announceOnStdout);
   const bus: Bus = redis ? new RedisBus(redis, config.redisPrefix, log) : new LocalBus(config.redisPrefix);
   const clock = overrides.clock ?? systemClock;
@@ -258,10 +258,12 @@ export async function closeDeps(deps: Deps): Promise<void> {
 /**
  * The shared client. Auto-pipelining: every command issued in one turn of the event loop, by all requests in flight,
  * leaves in one socket write (the hot path's Redis writes were a tenth of the gateway's CPU as one syscall each).
- * commandTimeout: a Redis that stops answering (frozen, a dead socket not yet noticed) fails commands instead of holding
- * requests. Connections that block (the stream consumer) or subscribe (the bus) duplicate it without either.
+ * No per-command timeout (each would be a timer per command, and one that fires after the event loop was held up
+ * blames Redis for an answer already in the socket): a Redis that stops answering (frozen, a dead socket not yet
+ * noticed) is found out by the health state's one timer (limits/redis-health.ts, SVC_REDIS_COMMAND_TIMEOUT_MS),
+ * which lets go every command waiting on it. Connections that block (the stream consumer) or subscribe (the bus) duplicate it without either.
  */
-async function connectRedis(url: string, commandTimeoutMs: number, log: Logger): Promise<Redis> {
+async function connectRedis(url: string, log: Logger): Promise<Redis> {
   const redis = new Redis(url, {
     lazyConnect: true,
     maxRetriesPerRequest: 2,
@@ -269,13 +271,12 @@ async function connectRedis(url: string, commandTimeoutMs: number, log: Logger):
     enableAutoPipelining: true,
     // PING is the health probe (limits/redis-health.ts, /readyz): sent at once, never queued behind a stuck pipeline.
     autoPipeliningIgnoredCommands: ['ping'],
-    commandTimeout: commandTimeoutMs,
   });
   // Errors are the health state's to report (/readyz, "When Redis fails"), not an unhandled event.
   redis.on('error', (err: Error) => log.debug({ err: err.message }, 'redis connection error'));
   try {
     await redis.connect();
-    await redis.ping();
+    await withRedisTimeout(redis.ping(), 5_000);
   } catch (err) {
     // Started degraded, as if Redis had failed while running: /readyz answers 503 until it answers, and the client
     // keeps reconnecting. A URL that is not a Redis URL at all was refused by the configuration already.

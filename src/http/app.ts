@@ -111,8 +111,10 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   // First: the request's trace span (when tracing is on) wraps every hook after it; and the OpenAPI generator must be
   // registered before the routes it describes.
   await app.register(observabilityHooks);
-  app.addHook('onRequest', async (req, reply) => {
+  // Hooks that await nothing are synchronous (done callback): no promise per request (issue 16).
+  app.addHook('onRequest', (req, reply, done) => {
     reply.header('X-Svc-Request-Id', req.id);
+    done();
   });
   registerErrorHandling(app);
   registerStrictInput(app);

@@ -1,10 +1,17 @@
-import { randomBytes } from 'node:crypto';
+import { randomFillSync } from 'node:crypto';
 
 // Crockford base32 in lower case: the ids sort as text in the order they were made, so an id is its own cursor.
 const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
 
 let lastMs = -1;
-let lastRandom: number[] = [];
+/** The random part of the last id: 16 characters of 5 bits each (80 bits). */
+const lastRandom = new Uint8Array(16);
+/**
+ * Random bytes drawn 4 KiB at a time (the same CSPRNG as randomBytes): a fresh random part per millisecond would
+ * otherwise be a randomBytes call and a Buffer on the hot path (three ids per inference).
+ */
+const pool = Buffer.allocUnsafe(4096);
+let poolOffset = pool.length;
 
 function encodeTime(ms: number): string {
   let out = '';
@@ -16,7 +23,7 @@ function encodeTime(ms: number): string {
 }
 
 /** Within one millisecond the random part is incremented, so ids made by one process are strictly increasing. */
-function nextRandom(ms: number): number[] {
+function nextRandom(ms: number): Uint8Array {
   if (ms === lastMs) {
     for (let i = lastRandom.length - 1; i >= 0; i--) {
       if (lastRandom[i]! < 31) {
@@ -27,7 +34,12 @@ function nextRandom(ms: number): number[] {
     }
   }
   lastMs = ms;
-  lastRandom = Array.from(randomBytes(16), (b) => b & 31);
+  if (poolOffset + 16 > pool.length) {
+    randomFillSync(pool);
+    poolOffset = 0;
+  }
+  for (let i = 0; i < 16; i++) lastRandom[i] = pool[poolOffset + i]! & 31;
+  poolOffset += 16;
   return lastRandom;
 }
 
@@ -41,5 +53,8 @@ export function isId(prefix: IdPrefix, value: string): boolean {
 /** `<prefix>_` + 26 time-ordered characters (48-bit millisecond time, 80 random bits). */
 export function newId(prefix: IdPrefix, nowMs: number = Date.now()): string {
   const ms = Math.max(nowMs, lastMs);
-  return `${prefix}_${encodeTime(ms)}${nextRandom(ms).map((n) => ALPHABET[n]).join('')}`;
+  const random = nextRandom(ms);
+  let id = `${prefix}_${encodeTime(ms)}`;
+  for (let i = 0; i < 16; i++) id += ALPHABET[random[i]!];
+  return id;
 }

@@ -5,7 +5,7 @@ import type { RedisLimitStore } from './redis-store.ts';
 import { redisHealthOf, withRedisTimeout, type RedisHealth } from './redis-health.ts';
 import type { ApplyRequest, ApplyResult, LimitStore, LimiterHealth, VersionedLimits } from './types.ts';
 
-/** A command that has not answered by then counts as Redis being unreachable (the client's commandTimeout is shorter). */
+/** Publishing limits (rare, not batched): not answered by then counts as Redis being unreachable. */
 const COMMAND_TIMEOUT_MS = 2_000;
 
 /**
@@ -38,7 +38,9 @@ export class FallbackLimitStore implements LimitStore {
   async apply(req: ApplyRequest): Promise<ApplyResult> {
     if (this.redisHealth.usable) {
       try {
-        const result = await withRedisTimeout(this.redisHealth.watch(this.primary.apply(req)), COMMAND_TIMEOUT_MS);
+        // One operation of the turn's batch (redis-batch.ts): the batch's call is watched by the health state and bounded
+        // by the client's commandTimeout, so no timer of its own here.
+        const result = await this.primary.apply(req);
         this.recovered();
         return result;
       } catch (err) {

@@ -3,26 +3,33 @@ import type { Logger } from 'pino';
 
 /**
  * Whether the shared Redis client answers: ONE state per client, consulted by everything that uses it on the request
- * path (the limiter's fallback, the idempotency store, the response cache, the spend counters, the outcome writer's
- * XADD, /readyz). A frozen Redis (socket open, nothing answers) fails each command only after the client's
- * commandTimeout (SVC_REDIS_COMMAND_TIMEOUT_MS); without this state every request would pay that once per round trip.
+ * path (the hot path's batch of operations, the limiter's fallback, the idempotency store, the response cache, the
+ * spend counters, the outcome writer's XADD, /readyz). A frozen Redis (socket open, nothing answers) is found out by
+ * the first watched command that stays unanswered for `commandTimeoutMs` (SVC_REDIS_COMMAND_TIMEOUT_MS); without this
+ * state every request would pay that once per round trip.
  *
- * - Down: a command failed without Redis answering (a timeout, a closed connection; a ReplyError is Redis answering,
- *   so it is not an outage), or the connection is not `ready` (ioredis reconnecting). While down, `usable` is false at
- *   once and callers take their degraded path without sending anything. Commands still waiting when Redis is found down
- *   are let go at that moment (watch() rejects them) rather than each at its own timeout: with auto-pipelining a command
- *   issued behind a stuck pipeline would otherwise wait for that pipeline's timeout and then for its own.
+ * - Timeout: ONE timer for the client (not a timer and a Promise.race per command): while watched commands are in
+ *   flight, a sweep every quarter of the timeout looks at the oldest. One older than the timeout is judged after the
+ *   turn's I/O has been read (setImmediate): when the event loop itself was held up (a long GC, a starved CPU), the
+ *   timers run before the socket is read, and an answer already waiting there must not count as Redis not answering.
+ * - Down: a command failed without Redis answering (the timeout above, a closed connection; a ReplyError is Redis
+ *   answering, so it is not an outage), or the connection is not `ready` (ioredis reconnecting). While down, `usable`
+ *   is false at once and callers take their degraded path without sending anything. Commands still waiting when Redis
+ *   is found down are let go at that moment (watch() rejects them) rather than each at its own timeout.
  * - Up again: a PING answers (a probe), or ioredis reconnects (`ready`). Probes are started by `usable` itself, at most
- *   one every `probeIntervalMs` and never waited for by the request that starts it, and by /readyz (check()). No timer
- *   runs, so nothing is left behind when the client closes, and tests drive it with an injected monotonic clock.
+ *   one every `probeIntervalMs` and never waited for by the request that starts it, and by /readyz (check()). The
+ *   sweep runs only while something is watched and never keeps the process up; tests drive ages with an injected
+ *   monotonic clock.
  */
 export class RedisHealth {
   private down = false;
   private lastProbeAt = -Infinity;
   private probing: Promise<boolean> | null = null;
   private readonly listeners: (() => void)[] = [];
-  /** The rejecters of the commands being watched, called when Redis is found down. */
-  private readonly waiting = new Set<(err: Error) => void>();
+  /** The commands being watched, oldest first (a Set keeps insertion order): rejected when Redis is found down. */
+  private readonly waiting = new Set<{ at: number; reject: (err: Error) => void }>();
+  private sweeper: NodeJS.Timeout | null = null;
+  private readonly commandTimeoutMs: number | null;
   private readonly now: () => number;
   private readonly probeIntervalMs: number;
   private readonly probeTimeoutMs: number;
@@ -34,8 +41,9 @@ export class RedisHealth {
   ) {
     this.now = opts.monotonicNow ?? (() => performance.now());
     this.probeIntervalMs = opts.probeIntervalMs ?? PROBE_INTERVAL_MS;
-    this.probeTimeoutMs = opts.probeTimeoutMs ?? PROBE_TIMEOUT_MS;
+    this.probeTimeoutMs = opts.probeTimeoutMs ?? Math.min(PROBE_TIMEOUT_MS, opts.commandTimeoutMs ?? PROBE_TIMEOUT_MS);
     this.log = opts.log;
+    this.commandTimeoutMs = opts.commandTimeoutMs ?? null;
     // The connection dropped (ioredis reconnects in the background): what waits on it is let go now.
     redis.on('reconnecting', () => this.report(new Error('the connection to Redis was lost; reconnecting')));
     // A new connection answered ioredis's ready check: whatever was wrong with the old one is gone.
@@ -63,7 +71,7 @@ export class RedisHealth {
         'usage written directly) until a PING answers again',
     );
     const released = new RedisUnavailableError(`Redis does not answer (${message})`);
-    for (const reject of this.waiting) reject(released);
+    for (const w of this.waiting) w.reject(released);
     this.waiting.clear();
   }
 
@@ -79,19 +87,38 @@ export class RedisHealth {
         reject(new RedisUnavailableError('Redis does not answer'));
         return;
       }
-      this.waiting.add(reject);
+      const entry = { at: this.now(), reject };
+      this.waiting.add(entry);
+      if (this.sweeper === null && this.commandTimeoutMs !== null) this.armSweeper(this.commandTimeoutMs);
       command.then(
         (value) => {
-          this.waiting.delete(reject);
+          this.waiting.delete(entry);
           resolve(value);
         },
         (err: unknown) => {
-          this.waiting.delete(reject);
+          this.waiting.delete(entry);
           this.report(err);
           reject(err);
         },
       );
     });
+  }
+
+  private armSweeper(timeoutMs: number): void {
+    this.sweeper = setInterval(() => {
+      const oldest = this.waiting.values().next().value;
+      if (oldest === undefined) {
+        clearInterval(this.sweeper!);
+        this.sweeper = null;
+        return;
+      }
+      if (this.now() - oldest.at < timeoutMs) return;
+      // Judged after this turn's I/O is read: an answer that arrived while the event loop was held up is not a timeout.
+      setImmediate(() => {
+        if (this.waiting.values().next().value === oldest) this.report(new Error(`Redis did not answer within ${timeoutMs} ms (command timed out)`));
+      });
+    }, Math.max(5, Math.floor(timeoutMs / 4)));
+    this.sweeper.unref();
   }
 
   /** For /readyz: whether Redis answers a PING now (shares the probe in flight, if any). */
@@ -147,6 +174,8 @@ export class RedisUnavailableError extends Error {
 
 export interface RedisHealthOptions {
   log?: Logger;
+  /** A watched command not answered by then takes Redis down (SVC_REDIS_COMMAND_TIMEOUT_MS); none: no sweep. */
+  commandTimeoutMs?: number;
   monotonicNow?: () => number;
   probeIntervalMs?: number;
   probeTimeoutMs?: number;
@@ -155,8 +184,8 @@ export interface RedisHealthOptions {
 /** While down, a PING at most this often (started by the requests that find Redis down, or by /readyz). */
 export const PROBE_INTERVAL_MS = 250;
 /**
- * A PING not answered by then counts as "still down" (the client's commandTimeout usually says so first; the shared
- * client sends PING outside its auto-pipeline, so a probe never waits behind a stuck pipeline: see app-deps.ts).
+ * A PING not answered by then (or within the command timeout, if shorter) counts as "still down" (the shared client
+ * sends PING outside its auto-pipeline, so a probe never waits behind a stuck pipeline: see app-deps.ts).
  */
 const PROBE_TIMEOUT_MS = 1_000;
 

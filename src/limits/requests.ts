@@ -62,6 +62,8 @@ export class RateLimitTicket {
   private reservation: { tokens: number; settled: boolean } | null = null;
   /** The binding state before the reservation: what a withdrawn reservation leaves the headers saying. */
   private beforeReserve: RateLimitState | undefined;
+  /** After a reservation refused for its tokens: the state once the request alone was taken. */
+  private requestTaken: RateLimitState | undefined;
 
   constructor(
     private readonly limiter: TicketLimiter,
@@ -157,6 +159,7 @@ export class RateLimitTicket {
         return this.reservation.tokens;
       }
       this.apply(await this.limiter.takeRequest(windows, now));
+      this.requestTaken = this.binding;
     }
     const decision = await this.limiter.takeTokens(windows, this.clock.now(), tokens);
     this.apply(decision);
@@ -182,6 +185,17 @@ export class RateLimitTicket {
   /** Gives every reserved token back (a cache hit, a failed call): settles to 0. */
   refund(): Promise<void> {
     return this.settle(0);
+  }
+
+  /**
+   * A cache hit (one request, zero tokens) after a reservation asked for speculatively in the same call as the lookup:
+   * the request stays taken, the tokens go back. A reservation refused for its tokens had taken the request alone:
+   * the headers describe the windows as that left them, as if the request had been taken by itself.
+   */
+  async keepRequestOnly(): Promise<void> {
+    if (this.deferred) return this.take();
+    if (this.reservation) return this.refund();
+    if (this.requestTaken !== undefined) this.binding = this.requestTaken;
   }
 
   /**

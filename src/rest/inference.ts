@@ -7,6 +7,7 @@ import { errorBody } from '../http/error-body.ts';
 import { ticketOf } from '../http/hooks/rate-limit.ts';
 import { sendEventStream, setCacheHeader, sse, type StreamFormat } from './event-stream.ts';
 import { typeboxValidator } from './openai.ts';
+import { InferenceResponse } from './inference-response.ts';
 
 /** CONTRACT §8's response. */
 export function presentInference(r: InferenceResult) {
@@ -55,7 +56,7 @@ function svcFormat(req: FastifyRequest): StreamFormat {
 }
 
 export const inferenceRoutes: FastifyPluginAsync = async (app) => {
-  app.post<{ Body: InferenceRequest }>('/v1/inference', { schema: { body: InferenceRequest, querystring: ProjectQuery }, validatorCompiler: typeboxValidator }, async (req, reply) => {
+  app.post<{ Body: InferenceRequest }>('/v1/inference', { schema: { body: InferenceRequest, querystring: ProjectQuery, response: { 200: InferenceResponse } }, validatorCompiler: typeboxValidator }, async (req, reply) => {
     if (req.body.stream === true) {
       return sendEventStream(req, reply, (signal) => streamInference(app.ports.inference, req.ctx, ticketOf(req), req.body, signal), svcFormat(req));
     }

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../../src/db/ids.ts';
+import { redisBatchOf } from '../../src/limits/redis-batch.ts';
 import { buildTestApp, client, createTestDatabase, seedProject, type Client, type TestApp, type TestDatabase } from '../helpers/app.ts';
 import { REDIS_URL, uniqueName } from '../helpers/services.ts';
 import { expectError } from '../helpers/expect.ts';
@@ -170,6 +171,14 @@ describe.skipIf(!REDIS_URL)('Redis round trips of an uncached inference', () => 
       }
       return send(c);
     };
+    // The operations those commands carried (limits/redis-batch.ts).
+    const batch = redisBatchOf(t.deps.redis!) as unknown as { run: (op: string, ...rest: unknown[]) => Promise<unknown> };
+    const run = batch.run.bind(batch);
+    const opsSent: { op: string }[] = [];
+    batch.run = (op, ...rest) => {
+      opsSent.push({ op });
+      return run(op, ...rest);
+    };
     const providers = t.deps.providers as unknown as { complete: (...a: unknown[]) => Promise<unknown> };
     const complete = providers.complete.bind(providers);
     providers.complete = (...a) => {
@@ -183,6 +192,7 @@ describe.skipIf(!REDIS_URL)('Redis round trips of an uncached inference', () => 
     } finally {
       redis.sendCommand = send;
       providers.complete = complete;
+      batch.run = run;
     }
     const waves = (segment: Mark[]) => {
       let count = 0;
@@ -199,9 +209,13 @@ describe.skipIf(!REDIS_URL)('Redis round trips of an uncached inference', () => 
     expect(at).toBeGreaterThan(0);
     const before = marks.slice(0, at);
     const after = marks.slice(at + 1);
-    // The limiter's script (request and token windows together) and the budget counters' read.
-    expect(before.filter((m) => m.kind === 'sent').map((m) => (m as { name: string }).name).sort()).toEqual(['evalsha', 'mget']);
+    const sent = (segment: Mark[]) => segment.filter((m) => m.kind === 'sent').map((m) => (m as { name: string }).name);
+    // ONE command each side (issue 16): the batch script carrying the windows with the token reservation and the budget
+    // counters' read; then the one carrying the settlement, the spend and the usage stream entry.
+    expect({ before: sent(before), after: sent(after) }).toEqual({ before: ['evalsha'], after: ['evalsha'] });
     expect({ before: waves(before), after: waves(after) }).toEqual({ before: 1, after: 1 });
+    // Before: windows (L) and budget read (M); after: settlement (L), spend (A), usage stream entry (X).
+    expect(opsSent.map((o) => o.op).sort()).toEqual(['A', 'L', 'L', 'M', 'X']);
   });
 });
 

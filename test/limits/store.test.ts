@@ -2,7 +2,8 @@ import { createHash } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MemoryLimitStore } from '../../src/limits/memory-store.ts';
-import { RATE_LIMIT_LUA, RedisLimitStore } from '../../src/limits/redis-store.ts';
+import { RedisLimitStore } from '../../src/limits/redis-store.ts';
+import { BATCH_LUA } from '../../src/limits/redis-batch.ts';
 import { SCALE, type ApplyRequest, type BucketSpec, type LimitStore, type VersionedLimits } from '../../src/limits/types.ts';
 import { REDIS_URL, deleteRedisPrefix, uniqueName } from '../helpers/services.ts';
 
@@ -204,7 +205,7 @@ describe.skipIf(!REDIS_URL)('Redis specifics', () => {
     sent.length = 0;
     for (let i = 0; i < 5; i++) await store.apply(req);
     expect(sent).toEqual(Array(5).fill('evalsha'));
-    const sha = createHash('sha1').update(RATE_LIMIT_LUA).digest('hex');
+    const sha = createHash('sha1').update(BATCH_LUA).digest('hex');
     expect(await redis.script('EXISTS', sha)).toEqual([1]);
   });
 

@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import { redisBatchOf, type RedisBatch } from '../../limits/redis-batch.ts';
 import { redisHealthOf, withRedisTimeout, type RedisHealth } from '../../limits/redis-health.ts';
 
 /**
@@ -40,35 +41,27 @@ if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EXAT', ARGV[2]) then return ARGV[1
 return redis.call('GET', KEYS[1])
 `;
 
-/** INCRBY on the counters that exist (ARGV[1] micro-dollars each); missing ones stay missing. */
-const ADD_LUA = `
-for i = 1, #KEYS do
-  if redis.call('EXISTS', KEYS[i]) == 1 then redis.call('INCRBY', KEYS[i], ARGV[1]) end
-end
-return 0
-`;
-
 type CounterCommands = {
   svcSpendSeed(key: string, value: string, expiresAt: number): Promise<string>;
-  svcSpendAdd(numKeys: number, ...args: (string | number)[]): Promise<number>;
 };
 
-/** Short: the request waits for these, and the fallback (budget_spend, or keeping the add for later) is right there. */
+/** The seed and forget commands (rare, not batched): not answered by then, the fallback is right there. */
 const COMMAND_TIMEOUT_MS = 500;
 const MAX_OWED = 10_000;
 
 /**
  * Counters in Redis, shared by every replica: `<prefix>spend:{<project>}:<scope>:<period>` (the project's hash tag keeps
- * a request's counters in one Cluster slot). Steady state: one MGET before the call, one EVALSHA after it, each
- * issued alongside the limiter's command so they share its round trip. While Redis does not answer (the shared health
- * state of limits/redis-health.ts: nothing is sent then), reads come from budget_spend (one SQL statement) and adds are
- * kept and applied once it answers again.
+ * a request's counters in one Cluster slot). Steady state: a read (MGET) before the call and an add (INCRBY on the
+ * counters that exist) after it, each an operation of the shared batch (limits/redis-batch.ts), so they travel in the
+ * limiter's script call. While Redis does not answer (the shared health state of limits/redis-health.ts: nothing is
+ * sent then), reads come from budget_spend (one SQL statement) and adds are kept and applied once it answers again.
  */
 export class RedisSpendCounters implements SpendCounters {
   private readonly commands: CounterCommands;
   /** Adds that Redis refused, by counter key: applied (to counters that still exist) on the next add that succeeds. */
   private readonly owed = new Map<string, bigint>();
   private readonly redisHealth: RedisHealth;
+  private readonly batch: RedisBatch;
 
   constructor(
     private readonly redis: Redis,
@@ -77,9 +70,9 @@ export class RedisSpendCounters implements SpendCounters {
     private readonly log: Logger,
   ) {
     this.redisHealth = redisHealthOf(redis, { log });
+    this.batch = redisBatchOf(redis);
     const r = redis as unknown as Partial<CounterCommands>;
     if (typeof r.svcSpendSeed !== 'function') redis.defineCommand('svcSpendSeed', { lua: SEED_LUA, numberOfKeys: 1 });
-    if (typeof r.svcSpendAdd !== 'function') redis.defineCommand('svcSpendAdd', { lua: ADD_LUA });
     this.commands = redis as unknown as CounterCommands;
   }
 
@@ -92,7 +85,7 @@ export class RedisSpendCounters implements SpendCounters {
     const keys = scopes.map((s) => this.key(projectId, s, period));
     let values: (string | null)[];
     try {
-      values = await withRedisTimeout(this.redisHealth.watch(this.redis.mget(...keys)), COMMAND_TIMEOUT_MS);
+      values = await this.batch.run<(string | null)[]>('M', keys);
     } catch (err) {
       this.log.debug({ err: (err as Error).message }, 'spend counters: Redis did not answer; reading budget_spend');
       return this.opts.seed(scopes, period);
@@ -124,16 +117,11 @@ export class RedisSpendCounters implements SpendCounters {
     const owed = this.owed.size > 0 ? [...this.owed] : [];
     this.owed.clear();
     try {
-      // Issued together: they leave in one write, and the owed ones are rare (after an outage).
-      await withRedisTimeout(
-        this.redisHealth.watch(
-          Promise.all([
-            keys.length > 0 ? this.commands.svcSpendAdd(keys.length, ...keys, micros.toString()) : 0,
-            ...owed.map(([k, v]) => this.commands.svcSpendAdd(1, k, v.toString())),
-          ]),
-        ),
-        COMMAND_TIMEOUT_MS,
-      );
+      // Operations of the turn's batch; the owed ones are rare (after an outage).
+      await Promise.all([
+        keys.length > 0 ? this.batch.run('A', keys, [micros.toString()]) : 0,
+        ...owed.map(([k, v]) => this.batch.run('A', [k], [v.toString()])),
+      ]);
     } catch (err) {
       this.log.debug({ err: (err as Error).message }, 'spend counters: Redis did not answer; the add is kept for later');
       for (const [k, v] of owed) this.owe([k], v);

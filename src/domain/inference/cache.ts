@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { redisHealthOf, type RedisHealth } from '../../limits/redis-health.ts';
+import { redisBatchOf, type RedisBatch } from '../../limits/redis-batch.ts';
 import type { ChatMessage, ChatOptions, Choice, Sampling, ToolCall } from '../../providers/types.ts';
 import type { Clock } from '../../kernel/clock.ts';
 
@@ -104,46 +104,33 @@ export class MemoryResponseCache implements ResponseCache {
 
 /**
  * In Redis, shared by every replica. A Redis that is down or slow must not hold the request up: while the shared Redis
- * health state says it does not answer (limits/redis-health.ts) nothing is sent, and a command that is not answered
- * within `timeoutMs` reads as `unavailable`; either way the request goes on uncached. Entries expire on Redis's own clock.
+ * health state says it does not answer (limits/redis-health.ts) nothing is sent, and an operation that fails reads as
+ * `unavailable`; either way the request goes on uncached. Gets and sets are operations of the shared batch
+ * (limits/redis-batch.ts): they travel in the script call of the limiter's and the counters' operations, bounded by
+ * the client's commandTimeout. Entries expire on Redis's own clock.
  */
 export class RedisResponseCache implements ResponseCache {
-  private readonly redisHealth: RedisHealth;
+  private readonly batch: RedisBatch;
 
   constructor(
-    private readonly redis: Redis,
+    redis: Redis,
     private readonly prefix: string,
-    private readonly timeoutMs = 250,
   ) {
-    this.redisHealth = redisHealthOf(redis);
+    this.batch = redisBatchOf(redis);
   }
 
   private k(projectId: string, key: string): string {
     return `${this.prefix}cache:{${projectId}}:${key}`;
   }
 
-  private async bounded<T>(op: () => Promise<T>): Promise<T | typeof UNAVAILABLE> {
-    if (!this.redisHealth.usable) return UNAVAILABLE;
-    let timer: NodeJS.Timeout | undefined;
-    try {
-      // Only the command's own failure (the client's commandTimeout, a closed connection) marks Redis down, not this
-      // shorter wait: a slow answer is a miss for this request, not an outage.
-      return await Promise.race([
-        this.redisHealth.watch(op()),
-        new Promise<typeof UNAVAILABLE>((resolve) => {
-          timer = setTimeout(() => resolve(UNAVAILABLE), this.timeoutMs);
-        }),
-      ]);
-    } catch {
-      return UNAVAILABLE;
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
   async get(projectId: string, key: string): Promise<CacheLookup> {
-    const raw = await this.bounded(() => this.redis.get(this.k(projectId, key)));
-    if (raw === UNAVAILABLE) return { status: 'unavailable' };
+    if (!this.batch.usable) return { status: 'unavailable' };
+    let raw: string | null;
+    try {
+      raw = await this.batch.run<string | null>('G', [this.k(projectId, key)]);
+    } catch {
+      return { status: 'unavailable' };
+    }
     if (raw === null) return { status: 'miss' };
     try {
       return { status: 'hit', answer: JSON.parse(raw) as CachedAnswer };
@@ -153,9 +140,12 @@ export class RedisResponseCache implements ResponseCache {
   }
 
   async set(projectId: string, key: string, answer: CachedAnswer, ttlS: number): Promise<boolean> {
-    const ok = await this.bounded(() => this.redis.set(this.k(projectId, key), JSON.stringify(answer), 'EX', ttlS));
-    return ok !== UNAVAILABLE;
+    if (!this.batch.usable) return false;
+    try {
+      await this.batch.run('S', [this.k(projectId, key)], [JSON.stringify(answer), ttlS]);
+      return true;
+    } catch {
+      return false;
+    }
   }
 }
-
-const UNAVAILABLE = Symbol('unavailable');

@@ -372,38 +372,38 @@ async function lookup(ports: InferencePorts, projectId: string, p: Plan): Promis
   return found.status === 'hit' ? { status: 'hit', answer: found.answer } : { status: found.status };
 }
 
+const NO_CACHE: Lookup = { status: 'off' };
+
 /**
- * The budget check, then (unless the response cache answers) the token reservation, which also takes the request
- * deferred by the rate-limit hook. Their Redis commands leave together, sharing one round trip: with no response
- * cache, the budget counters' MGET and the limiter's script; with one, the MGET and the cache lookup (a hit takes no
- * tokens, so the reservation waits for the lookup). A request over budget gets 429 budget_exceeded (never
- * rate_limit_exceeded, unless its request window was exhausted: that check came first before the deferral) and any
- * tokens taken meanwhile are given back.
+ * The budget check, the response cache lookup (when caching) and the token reservation, which also takes the request
+ * deferred by the rate-limit hook. They are asked in the same turn of the event loop, so their Redis operations
+ * travel in ONE script call (limits/redis-batch.ts): the budget counters' read, the cache's get and the limiter's
+ * windows. The reservation is asked for before the lookup is known: a hit takes no tokens, so it gives them back with
+ * its outcome, after (serveHit); a hit whose reservation was refused for tokens had its request taken alone, as a hit
+ * needs. A request over budget gets 429 budget_exceeded (never rate_limit_exceeded, unless its request window was
+ * exhausted: that check came first before the deferral) and any tokens taken meanwhile are given back.
  */
 async function admit(ctx: Ctx, t: Tracker, v: Validated, p: Plan): Promise<{ cached: Lookup; reserved: boolean }> {
   const ticket = t.ticket;
-  if (p.cache) {
-    const [budget, cached] = await Promise.allSettled([assertWithinBudget(t.ports.budgets, ctx, p.projectBudgetMicros), lookup(t.ports, t.projectId, p)]);
-    if (budget.status === 'rejected') throw budget.reason;
-    if (cached.status === 'rejected') throw cached.reason;
-    if (cached.value.answer) {
-      await ticket.takeDeferred();
-      return { cached: cached.value, reserved: false };
-    }
-    await ticket.reserve(reservationOf(v));
-    return { cached: cached.value, reserved: true };
-  }
-  const estimate = reservationOf(v);
-  const [budget, reserved] = await Promise.allSettled([assertWithinBudget(t.ports.budgets, ctx, p.projectBudgetMicros), ticket.reserve(estimate)]);
-  if (budget.status === 'rejected') {
+  const [budget, reserved, cached] = await Promise.allSettled([
+    assertWithinBudget(t.ports.budgets, ctx, p.projectBudgetMicros),
+    ticket.reserve(reservationOf(v)),
+    p.cache ? lookup(t.ports, t.projectId, p) : NO_CACHE,
+  ]);
+  if (budget.status === 'rejected' || cached.status === 'rejected') {
     if (reserved.status === 'rejected' && isRequestWindowRefusal(reserved.reason)) throw reserved.reason;
     // As if the budget had been checked alone: the response describes the windows with no tokens taken (the
     // withdrawal's state, or the request window's when the hook took the request).
     await ticket.withdraw();
-    throw budget.reason;
+    throw budget.status === 'rejected' ? budget.reason : (cached as PromiseRejectedResult).reason;
+  }
+  if (cached.value.answer) {
+    // A hit needs only its request: a request window refusal stands, a token window refusal does not.
+    if (reserved.status === 'rejected' && isRequestWindowRefusal(reserved.reason)) throw reserved.reason;
+    return { cached: cached.value, reserved: false };
   }
   if (reserved.status === 'rejected') throw reserved.reason;
-  return { cached: { status: 'off' }, reserved: true };
+  return { cached: cached.value, reserved: true };
 }
 
 async function tokensOf(v: Validated, content: string, usage: ProviderUsage | null, toolCalls?: ToolCall[]): Promise<ProviderUsage> {
@@ -449,12 +449,15 @@ function hitResult(ctx: Ctx, t: Tracker, answer: CachedAnswer): InferenceResult 
   };
 }
 
-/** A cache hit: one request, zero tokens, zero cost (spec 8.1.3). */
+/**
+ * A cache hit: one request, zero tokens, zero cost (spec 8.1.3). The speculative reservation's tokens go back in the
+ * same script call as the outcome's stream entry.
+ */
 async function serveHit(t: Tracker, answer: CachedAnswer): Promise<InferenceResult> {
   t.model = answer.model;
   t.route = answer.route;
   t.region = answer.region;
-  await t.record({ status: 'succeeded', errorCode: null, cacheHit: true });
+  await Promise.all([t.ticket.keepRequestOnly(), t.record({ status: 'succeeded', errorCode: null, cacheHit: true })]);
   return hitResult(t.ctx, t, answer);
 }
 

@@ -66,14 +66,15 @@ export function registerAuth(app: FastifyInstance, afterAuthentication?: AfterAu
 
   // CONTRACT §2/§3: any REST call may name its project as `project_id` in the query or body, id routes included; the
   // services check it (domain/tenancy.ts) like X-Svc-Project. Read after validation: it is a string.
-  app.addHook('preHandler', async (req) => {
+  app.addHook('preHandler', (req, _reply, done) => {
     if (req.ctx && req.url.startsWith('/v1/')) req.ctx.namedProjectId = namedProjectId(req.query, req.body);
+    done();
   });
 
   // The operator has no project of its own: its identity header names the project the call addressed.
-  app.addHook('onSend', async (req, reply, payload) => {
+  app.addHook('onSend', (req, reply, payload, done) => {
     if (req.ctx?.caller.kind === 'operator') reply.header('X-Svc-Project', req.ctx.projectId ?? '');
-    return payload;
+    done(null, payload);
   });
   return identify;
 }

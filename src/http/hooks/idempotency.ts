@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { IdempotencyStore } from '../../domain/idempotency/store.ts';
 import { isId } from '../../db/ids.ts';
 import { SvcError, invalid } from '../../errors/svc-error.ts';
@@ -88,10 +88,15 @@ function graphqlRunAgain(payload: string): boolean {
 export function registerIdempotency(app: FastifyInstance, store: IdempotencyStore): void {
   app.decorate('idempotencyStore', store);
   // Before schema validation: a different body is 409 even when it is also invalid (spec: same key, different body).
-  app.addHook('preValidation', async (req, reply) => {
+  // Synchronous for a request without the header (no promise); the store is asked only when it is there.
+  app.addHook('preValidation', (req, reply, done) => {
     const key = req.headers['idempotency-key'];
     // POST /graphql too: a mutation retried with the same key and body is replayed, not run again.
-    if (req.method !== 'POST' || key === undefined || !req.ctx || !(req.url.startsWith('/v1/') || req.routeOptions.url === '/graphql')) return;
+    if (req.method !== 'POST' || key === undefined || !req.ctx || !(req.url.startsWith('/v1/') || req.routeOptions.url === '/graphql')) return done();
+    return begin(req, reply, key);
+  });
+
+  const begin = async (req: FastifyRequest, reply: FastifyReply, key: string | string[]) => {
     if (typeof key !== 'string' || key.length < 1 || key.length > 255) {
       throw invalid('Idempotency-Key', 'Idempotency-Key must be 1 to 255 characters.');
     }
@@ -139,11 +144,15 @@ export function registerIdempotency(app: FastifyInstance, store: IdempotencyStor
       return reply.code(result.status).type('application/json; charset=utf-8').send(result.body);
     }
     req.idempotency = { scope, key };
+  };
+
+  app.addHook('onSend', (req, reply, payload, done) => {
+    if (!req.idempotency) return done(null, payload);
+    return finish(req, reply, payload);
   });
 
-  app.addHook('onSend', async (req, reply, payload) => {
-    const idem = req.idempotency;
-    if (!idem) return payload;
+  const finish = async (req: FastifyRequest, reply: FastifyReply, payload: unknown) => {
+    const idem = req.idempotency!;
     req.idempotency = undefined;
     if (runAgain(reply.statusCode) || typeof payload !== 'string' || (req.routeOptions.url === '/graphql' && graphqlRunAgain(payload))) {
       await store.abandon(idem.scope, idem.key);
@@ -151,5 +160,5 @@ export function registerIdempotency(app: FastifyInstance, store: IdempotencyStor
       await store.complete(idem.scope, idem.key, reply.statusCode, payload);
     }
     return payload;
-  });
+  };
 }

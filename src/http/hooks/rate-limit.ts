@@ -1,5 +1,5 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { RateLimitTicket, rateLimitHeaders } from '../../limits/requests.ts';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { RateLimitTicket } from '../../limits/requests.ts';
 import { accessFor } from '../../rest/scopes.ts';
 import { SvcError } from '../../errors/svc-error.ts';
 import { errorBody } from '../error-body.ts';
@@ -48,27 +48,39 @@ export function ticketOf(req: FastifyRequest): RateLimitTicket {
  */
 export function registerRateLimitHeaders(app: FastifyInstance): void {
   app.decorateRequest('rateLimitTicket', null);
-  app.addHook('onSend', async (req, reply, payload) => {
+  // Synchronous unless a deferred request is still pending (rare: every way out takes it first).
+  app.addHook('onSend', (req, reply, payload, done) => {
     const ticket = req.rateLimitTicket;
-    if (!ticket) return payload;
-    // Every way out of a deferred request takes it (the token reservation, the error handler, a cache hit, an
-    // idempotent replay). One that did not is counted now, and an exhausted window still answers 429 with its headers:
-    // a request is never served past its window (CONTRACT §7).
-    if (ticket.pending) {
-      try {
-        await ticket.takeDeferred();
-      } catch (err) {
-        if (!(err instanceof SvcError)) throw err;
-        reply.removeHeader('Idempotent-Replayed');
-        reply.code(err.http).headers(err.headers ?? {}).type('application/json; charset=utf-8');
-        payload = JSON.stringify(errorBody(req, err.code, err.message, err.param));
-      }
-    }
-    const state = ticket.state;
-    if (state) {
-      const { 'Retry-After': _retryAfter, ...headers } = rateLimitHeaders(state);
-      reply.headers(headers);
-    }
-    return payload;
+    if (!ticket) return done(null, payload);
+    if (ticket.pending) return takeLate(req, reply, ticket, payload);
+    setStateHeaders(reply, ticket);
+    done(null, payload);
   });
+}
+
+function setStateHeaders(reply: FastifyReply, ticket: RateLimitTicket): void {
+  const state = ticket.state;
+  if (!state) return;
+  reply.header('X-Svc-RateLimit-Limit', String(state.limit));
+  reply.header('X-Svc-RateLimit-Remaining', String(state.remaining));
+  reply.header('X-Svc-RateLimit-Reset', String(state.reset));
+  reply.header('X-Svc-RateLimit-Resource', state.resource);
+}
+
+/**
+ * Every way out of a deferred request takes it (the token reservation, the error handler, a cache hit, an idempotent
+ * replay). One that did not is counted now, and an exhausted window still answers 429 with its headers: a request is
+ * never served past its window (CONTRACT §7).
+ */
+async function takeLate(req: FastifyRequest, reply: FastifyReply, ticket: RateLimitTicket, payload: unknown): Promise<unknown> {
+  try {
+    await ticket.takeDeferred();
+  } catch (err) {
+    if (!(err instanceof SvcError)) throw err;
+    reply.removeHeader('Idempotent-Replayed');
+    reply.code(err.http).headers(err.headers ?? {}).type('application/json; charset=utf-8');
+    payload = JSON.stringify(errorBody(req, err.code, err.message, err.param));
+  }
+  setStateHeaders(reply, ticket);
+  return payload;
 }

@@ -84,8 +84,10 @@ export function registerStrictInput(app: FastifyInstance): void {
     if (route.schema.querystring === undefined) route.schema.querystring = DEFAULT_QUERY;
     if (methods.includes('POST') && route.schema.body === undefined) route.schema.body = DEFAULT_BODY;
   });
-  app.addHook('preValidation', async (req) => {
+  // Synchronous (done callback): no promise per request. A throw is fastify's error path, as a rejection would be.
+  app.addHook('preValidation', (req, _reply, done) => {
     refuseNulCharacters(req);
     refuseLooseIntegers(req);
+    done();
   });
 }

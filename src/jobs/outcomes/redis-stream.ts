@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Redis } from 'ioredis';
+import { redisBatchOf } from '../../limits/redis-batch.ts';
 import { redisHealthOf, withRedisTimeout } from '../../limits/redis-health.ts';
 import type { InferenceOutcome } from '../../domain/usage/outcome.ts';
 import type { OutcomeQueue } from '../../domain/usage/ports.ts';
@@ -9,11 +10,6 @@ import { decodeOutcome, encodeOutcome } from './codec.ts';
 
 const BLOCK_MS = 2_000;
 const COMMAND_TIMEOUT_MS = 2_000;
-/**
- * An XADD is sub-millisecond; one that has not answered by then (Redis dying, a full pipeline behind a dead socket) is
- * written directly instead, well inside the routing timeout. Should it land after all, it is written once anyway.
- */
-const APPEND_TIMEOUT_MS = 500;
 const GROUP = 'writers';
 
 /** "<ms>-<seq>" stream ids compared as numbers. */
@@ -74,10 +70,14 @@ export class RedisOutcomeWriter extends OutcomeBatchWriter implements OutcomeQue
   async record(o: InferenceOutcome): Promise<void> {
     this.counts.accepted++;
     // Redis reconnecting or not answering (limits/redis-health.ts): queueing the entry would hold the request; write it directly.
-    const redisHealth = redisHealthOf(this.redis);
-    if (this.closed || !redisHealth.usable) return this.direct(o);
+    const batch = redisBatchOf(this.redis);
+    if (this.closed || !batch.usable) return this.direct(o);
     try {
-      const id = await withRedisTimeout(redisHealth.watch(this.redis.xadd(this.stream, '*', 'o', encodeOutcome(o))), APPEND_TIMEOUT_MS);
+      // An operation of the turn's batch (limits/redis-batch.ts): the XADD travels in the script call that carries the
+      // settlement and the spend of this request and of the others finishing in the same turn; the caller answers once
+      // Redis has acknowledged it. Not answered within the client's commandTimeout (Redis dying), the outcome is
+      // written directly instead; should the XADD land after all, it is written once anyway.
+      const id = await batch.run<string>('X', [this.stream], ['o', encodeOutcome(o)]);
       if (id) this.lastId = id;
       this.warnedFallback = false;
     } catch (err) {

@@ -1,0 +1,217 @@
+import { ReplyError, type Redis } from 'ioredis';
+import { redisHealthOf, RedisUnavailableError, type RedisHealth } from './redis-health.ts';
+
+/**
+ * The hot path's Redis commands, batched: every operation issued during one turn of the event loop (by every request
+ * in flight: the limiter's windows and settlement, the budget counters' read and add, the response cache's get and
+ * set, the usage stream's XADD) leaves as ONE script call (EVALSHA of BATCH_LUA) at the end of that turn
+ * (setImmediate), and each caller gets its own operation's answer. Per inference that is one command before the
+ * provider call and one after it, shared with every other request finishing in the same turn; the Lua interpreter runs
+ * the operations in the order they were issued, atomically, so nothing another client does slips between them.
+ *
+ * Each operation runs under pcall: one that fails (a script bug, WRONGTYPE) rejects only its caller, with a ReplyError
+ * carrying Redis's message. The call itself is tracked by the shared health state (redis-health.ts) as one command:
+ * when it fails without an answer (the client's commandTimeout, a dropped connection) Redis is marked down and every
+ * operation of the batch is rejected at once; while down nothing is queued (callers check `usable` and take their
+ * degraded path). The batch has no timer of its own: the client's commandTimeout is the one timer of the call.
+ *
+ * Keys: every key an operation touches is passed in KEYS. A batch mixes projects' hash tags and the usage stream, so it
+ * needs one Redis server (or a primary with replicas); Redis Cluster would have to split batches by slot.
+ */
+export const BATCH_LUA = `
+local SCALE = 60000
+
+-- L: the rate limiter (limits/redis-store.ts; MemoryLimitStore.apply is the same arithmetic).
+-- KEYS: cfg, then one per bucket. ARGV: now, mode, rpm, tpm, burst, version, then per bucket: kind, cost.
+local function limit(k, nk, a)
+  local now = tonumber(ARGV[a])
+  local force = ARGV[a + 1] == 'force'
+  local rpm, tpm, burst, ver = tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5])
+  local cfg = redis.call('HMGET', KEYS[k], 'rpm', 'tpm', 'burst', 'v')
+  local published = tonumber(cfg[4])
+  if published and published >= ver then
+    rpm, tpm, burst, ver = tonumber(cfg[1]), tonumber(cfg[2]), tonumber(cfg[3]), published
+  elseif ver > 0 then
+    redis.call('HSET', KEYS[k], 'rpm', ARGV[a + 2], 'tpm', ARGV[a + 3], 'burst', ARGV[a + 4], 'v', ARGV[a + 5])
+  end
+  local n = nk - 1
+  local used, cost, cap, rate, last = {}, {}, {}, {}, {}
+  local allowed = 1
+  for i = 1, n do
+    local kind = ARGV[a + 4 + 2 * i]
+    local c = tonumber(ARGV[a + 5 + 2 * i])
+    if kind == 'r' then cap[i] = (rpm + burst) * SCALE; rate[i] = rpm else cap[i] = tpm * SCALE; rate[i] = tpm end
+    local s = redis.call('HMGET', KEYS[k + i], 'u', 't', 'v')
+    local u, t = 0, now
+    if s[1] and tonumber(s[3]) == ver then
+      u, t = tonumber(s[1]), tonumber(s[2])
+      if now > t then
+        u = math.max(0, u - (now - t) * rate[i])
+        t = now
+      end
+    end
+    if not force then
+      if c > cap[i] / SCALE then c = cap[i] / SCALE end
+      if c > 0 and u + c * SCALE > cap[i] then allowed = 0 end
+    end
+    used[i], cost[i], last[i] = u, c, t
+  end
+  local out = { tostring(allowed), ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5] }
+  if published and published >= ver then
+    out[2], out[3], out[4], out[5] = cfg[1], cfg[2], cfg[3], cfg[4]
+  end
+  for i = 1, n do
+    local u = used[i]
+    if allowed == 1 and cost[i] ~= 0 then
+      u = math.max(0, u + cost[i] * SCALE)
+      if u == 0 then
+        redis.call('DEL', KEYS[k + i])
+      else
+        redis.call('HSET', KEYS[k + i], 'u', string.format('%.0f', u), 't', string.format('%.0f', last[i]), 'v', string.format('%.0f', ver))
+        redis.call('PEXPIRE', KEYS[k + i], math.ceil(u / rate[i]) + 60000)
+      end
+    end
+    out[4 + 2 * i] = string.format('%.0f', u)
+    out[5 + 2 * i] = string.format('%.0f', cost[i])
+  end
+  return out
+end
+
+-- A: INCRBY ARGV[a] on each counter that exists (budget counters; missing ones stay missing).
+local function add(k, nk, a)
+  for i = k, k + nk - 1 do
+    if redis.call('EXISTS', KEYS[i]) == 1 then redis.call('INCRBY', KEYS[i], ARGV[a]) end
+  end
+  return 0
+end
+
+local OPS = {
+  L = limit,
+  A = add,
+  M = function(k, nk) return redis.call('MGET', unpack(KEYS, k, k + nk - 1)) end,
+  G = function(k) return redis.call('GET', KEYS[k]) end,
+  S = function(k, nk, a) return redis.call('SET', KEYS[k], ARGV[a], 'EX', ARGV[a + 1]) end,
+  X = function(k, nk, a, na) return redis.call('XADD', KEYS[k], '*', unpack(ARGV, a, a + na - 1)) end,
+}
+
+-- ARGV: per operation its code, key count and argument count, then its arguments; KEYS: every operation's keys in order.
+-- Returns per operation: 1 and the result, or 0 and the error message.
+local out = {}
+local k, a = 1, 1
+local op = 0
+while a <= #ARGV do
+  local code, nk, na = ARGV[a], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
+  a = a + 3
+  local ok, res = pcall(OPS[code], k, nk, a, na)
+  op = op + 1
+  if ok then
+    out[2 * op - 1] = 1
+    out[2 * op] = res or false
+  else
+    out[2 * op - 1] = 0
+    out[2 * op] = type(res) == 'table' and (res.err or 'error') or tostring(res)
+  end
+  k = k + nk
+  a = a + na
+end
+return out
+`;
+
+/** L: limiter, A: counters add, M: MGET, G: GET, S: SET … EX, X: XADD … * (see BATCH_LUA). */
+export type BatchOp = 'L' | 'A' | 'M' | 'G' | 'S' | 'X';
+
+interface Pending {
+  op: BatchOp;
+  keys: readonly string[];
+  args: readonly (string | number)[];
+  resolve: (value: unknown) => void;
+  reject: (err: Error) => void;
+}
+
+type BatchCommand = { svcBatch(numKeys: number, ...args: (string | number)[]): Promise<unknown[]> };
+
+/** Operations per script call: beyond it the turn's operations leave as several calls (still in one socket write). */
+const MAX_OPS = 256;
+
+export class RedisBatch {
+  private queue: Pending[] = [];
+  private scheduled = false;
+  private readonly health: RedisHealth;
+  private readonly command: BatchCommand;
+  /** Script calls sent and operations carried: the bench and the hot-path test read these. */
+  readonly counts = { calls: 0, ops: 0 };
+
+  constructor(private readonly redis: Redis) {
+    this.health = redisHealthOf(redis);
+    const r = redis as unknown as Partial<BatchCommand>;
+    if (typeof r.svcBatch !== 'function') redis.defineCommand('svcBatch', { lua: BATCH_LUA });
+    this.command = redis as unknown as BatchCommand;
+  }
+
+  /** Whether operations may be queued now (the shared health state; while down, take the degraded path instead). */
+  get usable(): boolean {
+    return this.health.usable;
+  }
+
+  /** Queues one operation for this turn's script call; its answer, or its own error, when the call returns. */
+  run<T>(op: BatchOp, keys: readonly string[], args: readonly (string | number)[] = []): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.queue.push({ op, keys, args, resolve: resolve as (v: unknown) => void, reject });
+      if (!this.scheduled) {
+        this.scheduled = true;
+        setImmediate(this.flush);
+      }
+    });
+  }
+
+  private readonly flush = (): void => {
+    this.scheduled = false;
+    const queue = this.queue;
+    this.queue = [];
+    for (let i = 0; i < queue.length; i += MAX_OPS) this.send(queue.length <= MAX_OPS ? queue : queue.slice(i, i + MAX_OPS));
+  };
+
+  private send(ops: Pending[]): void {
+    if (!this.health.usable) {
+      const err = new RedisUnavailableError('Redis does not answer');
+      for (const p of ops) p.reject(err);
+      return;
+    }
+    const keys: string[] = [];
+    const argv: (string | number)[] = [];
+    for (const p of ops) {
+      argv.push(p.op, p.keys.length, p.args.length);
+      for (const k of p.keys) keys.push(k);
+      for (const a of p.args) argv.push(a);
+    }
+    this.counts.calls++;
+    this.counts.ops += ops.length;
+    this.health.watch(this.command.svcBatch(keys.length, ...keys, ...argv)).then(
+      (out) => {
+        for (let i = 0; i < ops.length; i++) {
+          const p = ops[i]!;
+          // A missing value: nil over RESP2, false over RESP3 (GET and MGET misses alike).
+          if (out[2 * i] === 1) p.resolve(p.op === 'M' ? (out[2 * i + 1] as unknown[]).map(nil) : nil(out[2 * i + 1]));
+          else p.reject(new ReplyError(String(out[2 * i + 1])));
+        }
+      },
+      (err: Error) => {
+        for (const p of ops) p.reject(err);
+      },
+    );
+  }
+}
+
+const nil = (v: unknown) => (v === false || v === undefined ? null : v);
+
+const byClient = new WeakMap<object, RedisBatch>();
+
+/** The batch of `redis`, created on first use: every component using the same client shares it (and its calls). */
+export function redisBatchOf(redis: Redis): RedisBatch {
+  let batch = byClient.get(redis);
+  if (!batch) {
+    batch = new RedisBatch(redis);
+    byClient.set(redis, batch);
+  }
+  return batch;
+}
