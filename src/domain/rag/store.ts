@@ -1,0 +1,139 @@
+import { Prisma, type RagDocument } from '../../generated/prisma/client.ts';
+import type { Db, Tx } from '../../db/client.ts';
+import type { StoredVector } from './vectors.ts';
+
+/** The RAG queries; projectId is in every where that a caller's input reaches. */
+
+/** The text search configuration of the tsvector column and of every query (both must agree). */
+const TS_CONFIG = 'english';
+
+export function findDocument(db: Db | Tx, documentId: string, projectId: string | undefined): Promise<RagDocument | null> {
+  return db.ragDocument.findFirst({ where: { id: documentId, ...(projectId !== undefined ? { projectId } : {}) } });
+}
+
+/** The project's embedding model and index version (0 and null before anything was set). */
+export async function settingsOf(db: Db | Tx, projectId: string): Promise<{ embeddingModel: string | null; version: number; updatedAt: Date | null }> {
+  const row = await db.ragSettings.findUnique({ where: { projectId } });
+  return { embeddingModel: row?.embeddingModel ?? null, version: row?.version ?? 0, updatedAt: row?.updatedAt ?? null };
+}
+
+/** Every change to a project's chunks moves its version: the in-process vector matrices reload on every replica. */
+export async function bumpVersion(tx: Tx | Db, projectId: string): Promise<void> {
+  await tx.ragSettings.upsert({ where: { projectId }, create: { projectId, version: 1 }, update: { version: { increment: 1 } } });
+}
+
+export interface NewChunk {
+  id: string;
+  ordinal: number;
+  text: string;
+  embedding: Uint8Array | null;
+}
+
+/** In statements of at most 500 rows; the tsvector is computed by the database from the same text. */
+export async function insertChunks(tx: Tx, documentId: string, projectId: string, chunks: NewChunk[]): Promise<void> {
+  for (let i = 0; i < chunks.length; i += 500) {
+    const rows = chunks.slice(i, i + 500).map(
+      (c) =>
+        Prisma.sql`(${c.id}, ${c.ordinal}::int, ${c.text}, ${c.embedding}::bytea, ${c.embedding ? c.embedding.byteLength / 4 : null}::int)`,
+    );
+    await tx.$executeRaw`
+      INSERT INTO rag_chunks (id, document_id, project_id, ordinal, text, tsv, embedding, dims)
+      SELECT v.id, ${documentId}, ${projectId}, v.ordinal, v.text, to_tsvector(${TS_CONFIG}::regconfig, v.text), v.embedding, v.dims
+      FROM (VALUES ${Prisma.join(rows)}) AS v(id, ordinal, text, embedding, dims)`;
+  }
+}
+
+export function chunkTextsOf(db: Db | Tx, documentId: string): Promise<{ id: string; text: string }[]> {
+  return db.ragChunk.findMany({ where: { documentId }, select: { id: true, text: true }, orderBy: { ordinal: 'asc' } });
+}
+
+export async function setEmbeddings(tx: Tx, rows: { id: string; embedding: Uint8Array }[]): Promise<void> {
+  for (const r of rows) {
+    await tx.$executeRaw`UPDATE rag_chunks SET embedding = ${r.embedding}::bytea, dims = ${r.embedding.byteLength / 4}::int WHERE id = ${r.id}`;
+  }
+}
+
+export interface KeywordHit {
+  chunkId: string;
+  documentId: string;
+  score: number;
+}
+
+/**
+ * Full text search: websearch_to_tsquery (quotes, OR, -not, as a search box reads them) over the GIN-indexed
+ * tsvector, ranked by ts_rank. Only the project's chunks, only the named documents when given.
+ */
+export function keywordSearch(db: Db | Tx, projectId: string, query: string, documentIds: string[] | null, limit: number): Promise<KeywordHit[]> {
+  const docs = documentIds ? Prisma.sql`AND c.document_id = ANY(${documentIds}::text[])` : Prisma.empty;
+  return db.$queryRaw<KeywordHit[]>`
+    SELECT c.id AS "chunkId", c.document_id AS "documentId", ts_rank(c.tsv, q)::float8 AS score
+    FROM rag_chunks c, websearch_to_tsquery(${TS_CONFIG}::regconfig, ${query}) q
+    WHERE c.project_id = ${projectId} AND c.tsv @@ q ${docs}
+    ORDER BY score DESC, c.id
+    LIMIT ${limit}`;
+}
+
+export function loadVectors(db: Db | Tx, projectId: string): Promise<StoredVector[]> {
+  return db.$queryRaw<StoredVector[]>`
+    SELECT id, document_id AS "documentId", embedding FROM rag_chunks
+    WHERE project_id = ${projectId} AND embedding IS NOT NULL ORDER BY id`;
+}
+
+export interface ChunkRow {
+  id: string;
+  documentId: string;
+  documentName: string;
+  text: string;
+  metadata: Prisma.JsonValue;
+}
+
+export function chunksByIds(db: Db | Tx, projectId: string, ids: string[]): Promise<ChunkRow[]> {
+  if (ids.length === 0) return Promise.resolve([]);
+  return db.$queryRaw<ChunkRow[]>`
+    SELECT c.id, c.document_id AS "documentId", d.name AS "documentName", c.text, d.metadata
+    FROM rag_chunks c JOIN rag_documents d ON d.id = c.document_id
+    WHERE c.project_id = ${projectId} AND c.id = ANY(${ids}::text[])`;
+}
+
+/** The documents among `ids` that the project has (the others are refused as not found). */
+export async function existingDocuments(db: Db | Tx, projectId: string, ids: string[]): Promise<Set<string>> {
+  const rows = await db.ragDocument.findMany({ where: { projectId, id: { in: ids } }, select: { id: true } });
+  return new Set(rows.map((r) => r.id));
+}
+
+export interface ClaimedDocument {
+  id: string;
+  projectId: string;
+  contentSealed: string | null;
+  createdBy: string;
+  leaseUntil: Date;
+  attempts: number;
+}
+
+/**
+ * Leases the oldest due `processing` document to this worker until `leaseUntil`, in one statement (as the webhook
+ * delivery worker claims deliveries): a replica that crashed mid-way leaves its lease to expire, and the document is
+ * claimed again (indexing is idempotent: a document's chunks are replaced whole).
+ */
+export async function claimDue(db: Db, now: Date, leaseUntil: Date): Promise<ClaimedDocument | null> {
+  const rows = await db.$queryRaw<ClaimedDocument[]>`
+    WITH due AS (
+      SELECT id FROM rag_documents
+      WHERE status = 'processing' AND next_attempt_at <= ${now} AND (lease_until IS NULL OR lease_until <= ${now})
+      ORDER BY next_attempt_at, id
+      LIMIT 1
+      FOR UPDATE SKIP LOCKED
+    )
+    UPDATE rag_documents AS u SET lease_until = ${leaseUntil}, attempts = u.attempts + 1
+    FROM due WHERE u.id = due.id
+    RETURNING u.id, u.project_id AS "projectId", u.content_sealed AS "contentSealed", u.created_by AS "createdBy",
+      u.lease_until AS "leaseUntil", u.attempts`;
+  return rows[0] ?? null;
+}
+
+/** Whether this worker still holds the document's lease (inside the transaction that completes it: locks the row). */
+export async function holdsLease(tx: Tx, documentId: string, leaseUntil: Date): Promise<boolean> {
+  const rows = await tx.$queryRaw<{ id: string }[]>`
+    SELECT id FROM rag_documents WHERE id = ${documentId} AND status = 'processing' AND lease_until = ${leaseUntil} FOR UPDATE`;
+  return rows.length === 1;
+}
