@@ -25,6 +25,10 @@ import { PrismaSessionStore, RedisSessionStore } from './domain/operators/sessio
 import { CidrList } from './kernel/cidr.ts';
 import { createObservability } from './observability/index.ts';
 import { traceIdsForLog } from './observability/log-correlation.ts';
+import { createEmbeddings } from './domain/inference/service.ts';
+import type { InferencePorts } from './domain/inference/ports.ts';
+import type { RagPorts } from './domain/rag/ports.ts';
+import { RateLimitTicket } from './limits/requests.ts';
 
 export const LOG_REDACT_PATHS = [
   'req.headers.authorization',
@@ -181,6 +185,31 @@ export function composePorts(deps: Omit<Deps, 'ports'>): DomainPorts {
       return deps.outcomes;
     },
   };
+  // RAG's embeddings go through the /v1/embeddings service as the caller: a ticket of its own (tokens only: the
+  // request was taken by the query's own request, or there is none for the background indexing).
+  const rag: RagPorts = {
+    get sealer() {
+      return deps.webhooks.secretBox;
+    },
+    embed: async (ctx, projectId, model, texts) => {
+      const ticket = new RateLimitTicket(deps.limiter, deps.clock, ctx.caller);
+      const out = await createEmbeddings(inference, ctx, ticket, { model, project_id: projectId, input: texts });
+      return out.vectors;
+    },
+    modelType: (model) => deps.providers.modelType(model),
+  };
+  const inference: InferencePorts = {
+    get providers() {
+      return deps.providers;
+    },
+    get responseCache() {
+      return deps.responseCache;
+    },
+    projects,
+    outcomes: deps.observability.observeOutcomes(() => deps.outcomes),
+    budgets,
+    rag,
+  };
   return {
     auth: {
       db: deps.db,
@@ -207,17 +236,8 @@ export function composePorts(deps: Omit<Deps, 'ports'>): DomainPorts {
       },
     },
     // The inference service's sink is observed (metrics, the outcome-write span); the rest read the writer itself.
-    inference: {
-      get providers() {
-        return deps.providers;
-      },
-      get responseCache() {
-        return deps.responseCache;
-      },
-      projects,
-      outcomes: deps.observability.observeOutcomes(() => deps.outcomes),
-      budgets,
-    },
+    inference,
+    rag,
     webhooks: {
       get egress() {
         return deps.webhooks.egress;

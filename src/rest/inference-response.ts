@@ -44,5 +44,14 @@ export const InferenceResponse = {
     },
     cost_usd: { type: 'number' },
     request_id: { type: 'string' },
+    // CONTRACT §13: the rag option's sources.
+    citations: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['document_id', 'chunk_id', 'score'],
+        properties: { document_id: { type: 'string' }, chunk_id: { type: 'string' }, score: { type: 'number' } },
+      },
+    },
   },
 } as const;

@@ -59,6 +59,7 @@ export function presentChatCompletion(r: InferenceResult) {
     usage: usageOf(r),
     system_fingerprint: null,
     svc: svcOf(r),
+    ...(r.citations ? { citations: r.citations } : {}),
   };
 }
 

@@ -66,6 +66,14 @@ export const ROUTE_ACTIONS: Record<string, RouteAction> = {
   'POST /v1/approvals/:approval_id/reject': 'approval.reject',
 
   // GraphQL: each field names its own action (graphql/builder.ts scope-auth).
+  'POST /v1/rag/documents': 'rag_document.create',
+  'GET /v1/rag/documents': 'rag_document.list',
+  'GET /v1/rag/documents/:document_id': 'rag_document.read',
+  'DELETE /v1/rag/documents/:document_id': 'rag_document.delete',
+  'POST /v1/rag/query': 'rag.query',
+  'PUT /v1/projects/:project_id/rag': 'rag_settings.update',
+  'GET /v1/projects/:project_id/rag': 'rag_settings.read',
+
   'GET /graphql': 'authenticated',
   'POST /graphql': 'authenticated',
   'OPTIONS /graphql': 'public',

@@ -38,6 +38,9 @@ export const AUDIT_ACTIONS = {
   'operator_group.delete': 'SCIM deleted an operator group.',
   'operator_group.roles_update': "An operator group's roles per project were set.",
   'ip_allowlist.update': "A project's console IP allowlist was set.",
+  'rag_document.create': 'A RAG document was uploaded.',
+  'rag_document.delete': 'A RAG document and its chunks were deleted.',
+  'rag_settings.update': "A project's RAG embedding model was set.",
 } as const satisfies Record<string, string>;
 
 export type AuditAction = keyof typeof AUDIT_ACTIONS;

@@ -68,6 +68,14 @@ export const ACTIONS = {
   'operator_group.roles_update': 'authenticated',
   'ip_allowlist.read': ['governance:manage'],
   'ip_allowlist.update': ['governance:manage'],
+  // RAG documents (CONTRACT §13): rag:write; queries also inference:write. The embedding model is part of managing them.
+  'rag_document.create': ['rag:write'],
+  'rag_document.list': ['rag:write'],
+  'rag_document.read': ['rag:write'],
+  'rag_document.delete': ['rag:write'],
+  'rag.query': ['rag:write', 'inference:write'],
+  'rag_settings.read': ['rag:write'],
+  'rag_settings.update': ['rag:write'],
 } as const satisfies Record<string, ActionRule>;
 
 export type Action = keyof typeof ACTIONS;

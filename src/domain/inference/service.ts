@@ -30,6 +30,7 @@ import { requireProjectId } from '../tenancy.ts';
 import { assertWithinBudget, chargeSpend, type SpendCharge } from '../budgets/service.ts';
 import { cacheKey, DEFAULT_CACHE_TTL_S, MAX_CACHE_TTL_S, type CachedAnswer } from './cache.ts';
 import { EmbeddingsRequest, InferenceRequest, parseInput } from './schema.ts';
+import { applyRag, type Citation } from '../rag/stage.ts';
 
 /** CONTRACT §8/§9's request: OpenAI's chat-completions request plus the svc fields (schema.ts). */
 export type InferenceInput = InferenceRequest;
@@ -57,6 +58,8 @@ export interface InferenceResult {
   promptTokens: number;
   completionTokens: number;
   costMicros: bigint;
+  /** The `rag` option's sources (CONTRACT §13), when asked for. */
+  citations?: Citation[];
 }
 
 export type StreamEvent =
@@ -233,6 +236,8 @@ class Tracker {
   readonly createdAt: Date;
   readonly id: string;
   model: string;
+  /** The `rag` option's sources, carried into the result. */
+  citations: Citation[] | undefined;
   route: string | null = null;
   region: string | null = null;
   private recorded = false;
@@ -425,7 +430,12 @@ async function begin(
   const projectId = await requireProjectId(ctx, input.project_id ?? (surface.projectFromKey ? ctx.caller.projectId : undefined));
   // The operator's inference draws on the project's windows from here on (CONTRACT §7).
   ticket.address(projectId);
-  return { v, t: new Tracker(ports, ctx, ticket, projectId, v.model) };
+  const t = new Tracker(ports, ctx, ticket, projectId, v.model);
+  if (input.rag) {
+    if (!ports.rag) throw invalid('rag', 'The rag option is not available here.');
+    ({ messages: v.messages, citations: t.citations } = await applyRag(ports.rag, ctx, projectId, input.rag, v.messages));
+  }
+  return { v, t };
 }
 
 function hitResult(ctx: Ctx, t: Tracker, answer: CachedAnswer): InferenceResult {
@@ -446,6 +456,7 @@ function hitResult(ctx: Ctx, t: Tracker, answer: CachedAnswer): InferenceResult 
     promptTokens: 0,
     completionTokens: 0,
     costMicros: 0n,
+    ...(t.citations ? { citations: t.citations } : {}),
   };
 }
 
@@ -528,6 +539,7 @@ async function account(
     promptTokens,
     completionTokens,
     costMicros: cost,
+    ...(t.citations ? { citations: t.citations } : {}),
   };
 }
 
