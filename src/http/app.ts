@@ -18,6 +18,7 @@ import { routingRoutes } from '../rest/routing.ts';
 import { usageRoutes } from '../rest/usage.ts';
 import { webhooksRoutes } from '../rest/webhooks.ts';
 import { projectsRoutes } from '../rest/projects.ts';
+import { ragRoutes } from '../rest/rag.ts';
 import { graphqlRoutes } from '../graphql/yoga.ts';
 import { registerErrorHandling, registerNotFoundHandler, sendFrameworkError, writeClientError } from './error-handler.ts';
 import { registerAuth } from './hooks/auth.ts';
@@ -151,5 +152,6 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   await app.register(ssoRoutes);
   await app.register(scimRoutes);
   await app.register(operatorsRoutes);
+  await app.register(ragRoutes);
   return app;
 }

@@ -62,8 +62,12 @@ export function registerErrorHandling(app: FastifyInstance): void {
       return send(reply, 400, 'invalid_request', validationMessage(first, param, fe.validationContext), param);
     }
     switch (fe.code) {
-      case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      case 'FST_ERR_CTP_BODY_TOO_LARGE': {
+        // A route may name its own code for it (the RAG upload: document_too_large, param content).
+        const own = (req.routeOptions.config as { bodyTooLarge?: { code: 'document_too_large'; param: string } } | undefined)?.bodyTooLarge;
+        if (own) return send(reply, 413, own.code, ERRORS[own.code].message, own.param);
         return send(reply, 413, 'invalid_request', 'The request body is larger than the limit.', null);
+      }
       case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
         return send(reply, 400, 'invalid_request', 'Send the body as application/json.', null);
       case 'FST_ERR_CTP_EMPTY_JSON_BODY':

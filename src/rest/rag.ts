@@ -1,0 +1,163 @@
+import multipart from '@fastify/multipart';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
+import type { Prisma, RagDocument } from '../generated/prisma/client.ts';
+import { unixOrNull, unixSeconds } from '../domain/context.ts';
+import { ProjectIdParams } from '../domain/projects/schema.ts';
+import { contentTypeOf } from '../domain/rag/extract.ts';
+import { MAX_DOCUMENT_BYTES } from '../domain/rag/limits.ts';
+import { DocumentIdParams, ListDocumentsQuery, RagQuery, SetRagSettings, UploadDocument, UploadFields } from '../domain/rag/schema.ts';
+import {
+  createDocument,
+  deleteDocument,
+  getDocument,
+  getRagSettings,
+  listDocuments,
+  queryChunks,
+  setRagSettings,
+  uploadDocumentJson,
+  type RagChunkResult,
+  type RagSettingsView,
+} from '../domain/rag/service.ts';
+import { parseInput } from '../domain/validation.ts';
+import { invalid } from '../errors/svc-error.ts';
+import { sendList } from './list.ts';
+
+/** CONTRACT §13's document object. */
+export function presentDocument(d: RagDocument) {
+  return {
+    id: d.id,
+    object: 'svc.rag_document' as const,
+    project_id: d.projectId,
+    name: d.name,
+    bytes: d.bytes,
+    content_type: d.contentType,
+    chunks: d.chunks,
+    status: d.status as 'processing' | 'ready' | 'failed',
+    error: d.error,
+    metadata: d.metadata,
+    created_at: unixSeconds(d.createdAt),
+  };
+}
+
+/** CONTRACT §13's chunk object, best first in the list envelope. */
+export function presentChunk(c: RagChunkResult) {
+  return { object: 'svc.rag_chunk' as const, document_id: c.documentId, chunk_id: c.chunkId, text: c.text, score: c.score, metadata: c.metadata };
+}
+
+export function presentRagSettings(s: RagSettingsView) {
+  return { object: 'svc.rag_settings' as const, project_id: s.projectId, embedding_model: s.embeddingModel, updated_at: unixOrNull(s.updatedAt) };
+}
+
+/** A JSON upload's body may be as large as the largest plan's document, plus room for the other fields. */
+const JSON_BODY_LIMIT = MAX_DOCUMENT_BYTES + 1024 * 1024;
+
+interface Form {
+  fields: Record<string, string>;
+  file: { data: Buffer; bytes: number; filename: string; mimetype: string } | null;
+}
+
+/**
+ * The multipart form: one file in `file`, and text fields. The file is read up to the largest plan's limit plus one
+ * byte (multipart's own fileSize limit, not thrown): anything longer is over every plan, and the service answers
+ * 413 document_too_large for the project's plan.
+ */
+async function readForm(req: FastifyRequest): Promise<Form> {
+  const form: Form = { fields: {}, file: null };
+  for await (const part of req.parts()) {
+    if (part.type === 'file') {
+      if (part.fieldname !== 'file' || form.file) {
+        part.file.resume();
+        throw invalid(part.fieldname, 'Send one file, in the form field "file".');
+      }
+      const chunks: Buffer[] = [];
+      let bytes = 0;
+      for await (const c of part.file) {
+        bytes += (c as Buffer).length;
+        chunks.push(c as Buffer);
+      }
+      if (part.file.truncated) bytes = MAX_DOCUMENT_BYTES + 1;
+      form.file = { data: Buffer.concat(chunks), bytes, filename: part.filename, mimetype: part.mimetype };
+    } else {
+      form.fields[part.fieldname] = String(part.value);
+    }
+  }
+  return form;
+}
+
+function metadataOf(raw: string | undefined): Prisma.InputJsonObject {
+  if (raw === undefined || raw === '') return {};
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    throw invalid('metadata', 'metadata must be a JSON object in a string.');
+  }
+  // The JSON route's rule for metadata, applied to the parsed value.
+  parseInput(UploadDocument, { name: 'x', content: '', metadata: parsed });
+  return (parsed ?? {}) as Prisma.InputJsonObject;
+}
+
+export const ragRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  // Scoped to this plugin: only the upload route reads multipart bodies.
+  await app.register(multipart, { throwFileSizeLimit: false, limits: { fileSize: MAX_DOCUMENT_BYTES, files: 1, fields: 10, fieldSize: 64 * 1024 } });
+
+  app.post(
+    '/v1/rag/documents',
+    {
+      bodyLimit: JSON_BODY_LIMIT,
+      // A JSON body over JSON_BODY_LIMIT is over every plan: 413 document_too_large, param content (error-handler.ts).
+      config: { bodyTooLarge: { code: 'document_too_large', param: 'content' } },
+      schema: {
+        consumes: ['application/json', 'multipart/form-data'],
+        // JSON is checked against UploadDocument here; a multipart form's fields in readForm.
+        body: { content: { 'application/json': { schema: UploadDocument } } },
+      },
+    },
+    async (req) => {
+      if (!req.isMultipart()) return presentDocument(await uploadDocumentJson(app.ports.rag, req.ctx, req.body));
+      const form = await readForm(req);
+      if (!form.file) throw invalid('file', 'Missing required parameter: file.');
+      const fields = parseInput(UploadFields, form.fields);
+      const contentType = contentTypeOf(form.file.mimetype, form.file.filename);
+      if (!contentType) throw invalid('file', 'The file must be text/plain, text/markdown, text/html or application/pdf.');
+      return presentDocument(
+        await createDocument(app.ports.rag, req.ctx, {
+          projectId: fields.project_id,
+          name: fields.name ?? (form.file.filename || 'document'),
+          contentType,
+          data: form.file.data,
+          bytes: form.file.bytes,
+          metadata: metadataOf(fields.metadata),
+          param: 'file',
+        }),
+      );
+    },
+  );
+
+  app.get('/v1/rag/documents', { schema: { querystring: ListDocumentsQuery } }, async (req, reply) =>
+    sendList(reply, await listDocuments(req.ctx, req.query), '/v1/rag/documents', presentDocument),
+  );
+
+  app.get('/v1/rag/documents/:document_id', { schema: { params: DocumentIdParams } }, async (req) =>
+    presentDocument(await getDocument(req.ctx, req.params.document_id)),
+  );
+
+  app.delete('/v1/rag/documents/:document_id', { schema: { params: DocumentIdParams } }, async (req) => ({
+    ...presentDocument(await deleteDocument(req.ctx, req.params.document_id)),
+    deleted: true,
+  }));
+
+  app.post('/v1/rag/query', { schema: { body: RagQuery } }, async (req, reply) => {
+    const chunks = await queryChunks(app.ports.rag, req.ctx, req.body);
+    return sendList(reply, { data: chunks, hasMore: false, limit: chunks.length }, '/v1/rag/query', presentChunk);
+  });
+
+  app.put('/v1/projects/:project_id/rag', { schema: { params: ProjectIdParams, body: SetRagSettings } }, async (req) =>
+    presentRagSettings(await setRagSettings(app.ports.rag, req.ctx, req.params.project_id, req.body)),
+  );
+
+  app.get('/v1/projects/:project_id/rag', { schema: { params: ProjectIdParams } }, async (req) =>
+    presentRagSettings(await getRagSettings(req.ctx, req.params.project_id)),
+  );
+};
