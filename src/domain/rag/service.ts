@@ -57,7 +57,7 @@ export function uploadDocumentJson(ports: RagPorts, ctx: Ctx, raw: unknown): Pro
  * content is never logged.
  */
 export async function createDocument(ports: RagPorts, ctx: Ctx, up: Upload): Promise<RagDocument> {
-  const projectId = await requireProjectId(ctx, up.projectId);
+  const projectId = await requireProjectId(ctx, up.projectId ?? ctx.caller.projectId);
   const project = await ctx.db.project.findUnique({ where: { id: projectId }, select: { plan: true } });
   if (!project) throw new SvcError('not_found', { param: 'project_id', message: 'No such project.' });
   const limit = documentLimitOf(project.plan);
@@ -238,7 +238,7 @@ async function search(ports: RagPorts, ctx: Ctx, s: Search): Promise<RagChunkRes
  */
 export async function queryChunks(ports: RagPorts, ctx: Ctx, raw: unknown): Promise<RagChunkResult[]> {
   const input = parseInput(RagQuery, raw);
-  const projectId = await requireProjectId(ctx, input.project_id);
+  const projectId = await requireProjectId(ctx, input.project_id ?? ctx.caller.projectId);
   return search(ports, ctx, {
     projectId,
     query: input.query,
