@@ -59,6 +59,17 @@ describe('keyword query', () => {
     expect(only.body.data.map((c: any) => c.document_id)).toEqual([p.ids.bread]);
     const top1 = await p.api.post('/v1/rag/query', { query: 'sleeping or sourdough', top_k: 1 });
     expect(top1.body.data).toHaveLength(1);
+    // A question in a sentence finds the chunk with its words; a chunk with all of them ranks above one with some.
+    const question = await p.api.post('/v1/rag/query', { query: 'How long is the cold proof of sourdough bread?', top_k: 5 });
+    expect(question.body.data.map((c: any) => c.document_id)).toEqual([p.ids.bread]);
+    const partial = await p.api.post('/v1/rag/query', { query: 'cat stage', top_k: 5 });
+    expect(partial.body.data).toHaveLength(2);
+    const exclusion = await p.api.post('/v1/rag/query', { query: 'cat -stage', top_k: 5 });
+    expect(exclusion.body.data[0].document_id).toBe(p.ids.cats);
+    expect(exclusion.body.data[0].score).toBeGreaterThan(1);
+    const stopwords = await p.api.post('/v1/rag/query', { query: 'the and of', top_k: 5 });
+    expect(stopwords.status, stopwords.raw).toBe(200);
+    expect(stopwords.body.data).toEqual([]);
   });
 
   it('refuses top_k outside 1..50, an unknown mode, and an unknown document id', async () => {

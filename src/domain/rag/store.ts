@@ -60,15 +60,25 @@ export interface KeywordHit {
 }
 
 /**
- * Full text search: websearch_to_tsquery (quotes, OR, -not, as a search box reads them) over the GIN-indexed
- * tsvector, ranked by ts_rank. Only the project's chunks, only the named documents when given.
+ * Full text search over the GIN-indexed tsvector. A chunk matches when it has any of the query's words (stemmed, stop
+ * words dropped: a question asked in a sentence still finds the chunks that answer it); it is ranked by ts_rank over
+ * those words, plus 1 when it also matches the whole query read as a search box reads it (websearch_to_tsquery:
+ * every word, "quoted phrases", -exclusions), so full matches come first. Only the project's chunks, only the named
+ * documents when given.
  */
 export function keywordSearch(db: Db | Tx, projectId: string, query: string, documentIds: string[] | null, limit: number): Promise<KeywordHit[]> {
   const docs = documentIds ? Prisma.sql`AND c.document_id = ANY(${documentIds}::text[])` : Prisma.empty;
   return db.$queryRaw<KeywordHit[]>`
-    SELECT c.id AS "chunkId", c.document_id AS "documentId", ts_rank(c.tsv, q)::float8 AS score
-    FROM rag_chunks c, websearch_to_tsquery(${TS_CONFIG}::regconfig, ${query}) q
-    WHERE c.project_id = ${projectId} AND c.tsv @@ q ${docs}
+    WITH q AS (
+      SELECT websearch_to_tsquery(${TS_CONFIG}::regconfig, ${query}) AS whole,
+        to_tsquery('simple', array_to_string(ARRAY(
+          SELECT quote_literal(l) FROM unnest(tsvector_to_array(to_tsvector(${TS_CONFIG}::regconfig, ${query}))) AS l
+        ), ' | ')) AS words
+    )
+    SELECT c.id AS "chunkId", c.document_id AS "documentId",
+      (ts_rank(c.tsv, q.words) + CASE WHEN c.tsv @@ q.whole THEN 1 ELSE 0 END)::float8 AS score
+    FROM rag_chunks c, q
+    WHERE c.project_id = ${projectId} AND c.tsv @@ q.words ${docs}
     ORDER BY score DESC, c.id
     LIMIT ${limit}`;
 }
