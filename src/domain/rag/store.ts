@@ -60,27 +60,35 @@ export interface KeywordHit {
 }
 
 /**
- * Full text search over the GIN-indexed tsvector. A chunk matches when it has any of the query's words (stemmed, stop
- * words dropped: a question asked in a sentence still finds the chunks that answer it); it is ranked by ts_rank over
- * those words, plus 1 when it also matches the whole query read as a search box reads it (websearch_to_tsquery:
- * every word, "quoted phrases", -exclusions), so full matches come first. Only the project's chunks, only the named
- * documents when given.
+ * Full text search over the GIN-indexed tsvector, in two steps. First the chunks that match the whole query as a
+ * search box reads it (websearch_to_tsquery: every word, "quoted phrases", -exclusions, OR), ranked by ts_rank + 1.
+ * When those are fewer than `limit`, the chunks with any of the query's words (stemmed, stop words dropped: a question
+ * asked in a sentence still finds the chunks that answer it) fill the rest, ranked by ts_rank over those words (below
+ * 1). The second, wider search runs only when needed: on a large corpus "any word" can match most chunks, and each
+ * match is ranked. Only the project's chunks, only the named documents when given.
  */
-export function keywordSearch(db: Db | Tx, projectId: string, query: string, documentIds: string[] | null, limit: number): Promise<KeywordHit[]> {
+export async function keywordSearch(db: Db | Tx, projectId: string, query: string, documentIds: string[] | null, limit: number): Promise<KeywordHit[]> {
   const docs = documentIds ? Prisma.sql`AND c.document_id = ANY(${documentIds}::text[])` : Prisma.empty;
-  return db.$queryRaw<KeywordHit[]>`
+  const whole = await db.$queryRaw<KeywordHit[]>`
+    SELECT c.id AS "chunkId", c.document_id AS "documentId", (ts_rank(c.tsv, q) + 1)::float8 AS score
+    FROM rag_chunks c, websearch_to_tsquery(${TS_CONFIG}::regconfig, ${query}) q
+    WHERE c.project_id = ${projectId} AND c.tsv @@ q ${docs}
+    ORDER BY score DESC, c.id
+    LIMIT ${limit}`;
+  if (whole.length >= limit) return whole;
+  const any = await db.$queryRaw<KeywordHit[]>`
     WITH q AS (
       SELECT websearch_to_tsquery(${TS_CONFIG}::regconfig, ${query}) AS whole,
         to_tsquery('simple', array_to_string(ARRAY(
           SELECT quote_literal(l) FROM unnest(tsvector_to_array(to_tsvector(${TS_CONFIG}::regconfig, ${query}))) AS l
         ), ' | ')) AS words
     )
-    SELECT c.id AS "chunkId", c.document_id AS "documentId",
-      (ts_rank(c.tsv, q.words) + CASE WHEN c.tsv @@ q.whole THEN 1 ELSE 0 END)::float8 AS score
+    SELECT c.id AS "chunkId", c.document_id AS "documentId", ts_rank(c.tsv, q.words)::float8 AS score
     FROM rag_chunks c, q
-    WHERE c.project_id = ${projectId} AND c.tsv @@ q.words ${docs}
+    WHERE c.project_id = ${projectId} AND c.tsv @@ q.words AND NOT (c.tsv @@ q.whole) ${docs}
     ORDER BY score DESC, c.id
-    LIMIT ${limit}`;
+    LIMIT ${limit - whole.length}`;
+  return [...whole, ...any];
 }
 
 export function loadVectors(db: Db | Tx, projectId: string): Promise<StoredVector[]> {
