@@ -111,7 +111,24 @@ export const ragRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: {
         consumes: ['application/json', 'multipart/form-data'],
         // JSON is checked against UploadDocument here; a multipart form's fields in readForm.
-        body: { content: { 'application/json': { schema: UploadDocument } } },
+        body: {
+          content: {
+            'application/json': { schema: UploadDocument },
+            // Described, not validated here (no `type`: the body is still unread when validation runs).
+            'multipart/form-data': {
+              schema: {
+                description: 'One file (text/plain, text/markdown, text/html or application/pdf) plus the text fields.',
+                properties: {
+                  file: { type: 'string', format: 'binary' },
+                  name: { type: 'string', description: 'Default: the file name.' },
+                  project_id: { type: 'string' },
+                  metadata: { type: 'string', description: 'A JSON object.' },
+                },
+                required: ['file'],
+              },
+            },
+          },
+        },
       },
     },
     async (req) => {
