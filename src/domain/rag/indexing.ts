@@ -33,9 +33,12 @@ async function callerOf(db: Db, createdBy: string, projectId: string, now: Date)
   return { kind: 'key', keyId: key.id, projectId: key.projectId, scopes: key.scopes as Scope[], budgetMicros: key.budgetMicros };
 }
 
-/** Retryable refusals (a rate-limit window, a provider down) wait and try again; anything else fails the document. */
+/**
+ * Retryable refusals (a rate-limit window, a provider down) and unexpected errors (the database gone for a moment) wait
+ * and try again; a refusal that cannot pass (budget, a revoked key) fails the document.
+ */
 function retryAfterMs(err: unknown): number | null {
-  if (!(err instanceof SvcError)) return null;
+  if (!(err instanceof SvcError)) return 30_000;
   if (err.code === 'rate_limit_exceeded') return Math.max(1, Number(err.headers?.['Retry-After'] ?? 1)) * 1000;
   if (err.code === 'model_unavailable' || err.code === 'routing_timeout' || err.code === 'internal_error') return 30_000;
   return null;
@@ -101,6 +104,8 @@ export async function indexNextDocument(ports: RagPorts, db: Db, clock: Clock, o
         where: { id: doc.id, status: 'processing', leaseUntil: doc.leaseUntil },
         data: { leaseUntil: null, nextAttemptAt: later },
       });
+      // The worker logs an unexpected error (without the document's content).
+      if (!(err instanceof SvcError)) throw err;
       return { documentId: doc.id, outcome: 'retry' };
     }
     const message = err instanceof SvcError ? `${err.code}: ${err.message}` : 'internal_error: indexing failed unexpectedly.';
