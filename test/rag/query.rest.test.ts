@@ -157,6 +157,28 @@ describe('embedding model', () => {
   });
 });
 
+describe('rate limits while indexing', () => {
+  it('waits for the token window (Retry-After) instead of failing, then indexes', async () => {
+    const p = await seedProject(operator, { scopes: RAG_SCOPES, limits: { requests_per_minute: 1000, tokens_per_minute: 3, burst: 0 } });
+    await as(p.secret).put(`/v1/projects/${p.projectId}/rag`, { embedding_model: 'mock-embed-1' });
+    // The first embeddings call may take the whole (empty) window (a take larger than a window is cut to it); the next waits.
+    const first = (await as(p.secret).post('/v1/rag/documents', { name: 'x', content: 'Seven hungry otters share a very large fish.' })).body;
+    const doc = (await as(p.secret).post('/v1/rag/documents', { name: 'y', content: 'Nine sleepy seals nap on a warm rock.' })).body;
+    expect(await indexNow(t)).toEqual([
+      { documentId: first.id, outcome: 'ready' },
+      { documentId: doc.id, outcome: 'retry' },
+    ]);
+    const row = await t.deps.db.ragDocument.findUnique({ where: { id: doc.id } });
+    expect(row).toMatchObject({ status: 'processing', leaseUntil: null, attempts: 1 });
+    expect(row!.nextAttemptAt.getTime()).toBeGreaterThan(t.clock.now());
+    expect(await indexNow(t)).toEqual([]);
+    // A wider window, and time for the retry: indexed.
+    await operator.put(`/v1/projects/${p.projectId}/rate-limits`, { requests_per_minute: 1000, tokens_per_minute: 100_000, burst: 0 });
+    t.clock.advance(row!.nextAttemptAt.getTime() - t.clock.now());
+    expect(await indexNow(t)).toEqual([{ documentId: doc.id, outcome: 'ready' }]);
+  });
+});
+
 describe('restart', () => {
   it('picks up a document a crashed worker left processing once its lease has expired', async () => {
     const p = await seedProject(operator, { scopes: RAG_SCOPES });
