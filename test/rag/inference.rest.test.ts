@@ -99,6 +99,21 @@ describe('the rag inference option', () => {
     expect(plain.body).not.toHaveProperty('citations');
   });
 
+  it("carries the citations in the svc stream's done event", async () => {
+    const p = await project();
+    const res = await p.api.post('/v1/inference', {
+      model: 'mock-1',
+      project_id: p.projectId,
+      stream: true,
+      messages: [{ role: 'user', content: 'lasagna' }],
+      rag: {},
+    });
+    expect(res.status, res.raw).toBe(200);
+    const done = res.raw.split('\n\n').find((e) => e.startsWith('event: done'))!;
+    const body = JSON.parse(done.split('\n').find((l) => l.startsWith('data: '))!.slice(6));
+    expect(body.citations).toEqual([{ document_id: p.menu, chunk_id: expect.any(String), score: expect.any(Number) }]);
+  });
+
   it('refuses a bad rag option with the param named', async () => {
     const p = await project();
     const call = (rag: unknown, messages: unknown = [{ role: 'user', content: 'hi' }]) =>
