@@ -57,7 +57,7 @@ const isUniqueViolation = (err: unknown) => err instanceof Prisma.PrismaClientKn
 export async function createTemplate(ports: TemplatePorts, ctx: Ctx, raw: unknown): Promise<Template> {
   const input = parseInput(CreateTemplate, raw);
   const data = versionData(ports, input);
-  const projectId = await requireProjectId(ctx, input.project_id);
+  const projectId = await requireProjectId(ctx, input.project_id ?? ctx.caller.projectId);
   const now = ctx.now();
   const nameTaken = () => invalid('name', `A template named "${input.name}" already exists in the project.`);
   try {
