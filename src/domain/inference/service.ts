@@ -756,7 +756,7 @@ export async function streamInference(
         }
       }
       // CONTRACT §11 on a stream: checked once it has ended, without re-asks (the text has already been sent).
-      const invalidOutput = ended === 'ok' && v.output ? v.output(content) : null;
+      const invalidOutput = ended === 'ok' && v.output && !first?.calls?.length ? v.output(content) : null;
       if (invalidOutput) ended = new SvcError('structured_output_failed', { param: 'response_format', message: failureMessage(1, invalidOutput) });
       const counted = choices ? choices.map((c) => c.content ?? '').join('') : content;
       result = await account(

@@ -87,6 +87,8 @@ export const NO_TALLY: Tally = { promptTokens: 0, completionTokens: 0, costMicro
 
 export interface Asked {
   content: string;
+  /** An answer that calls tools is not the final answer: it is not checked. */
+  toolCalls?: unknown[];
   usage: { promptTokens: number; completionTokens: number };
   costMicros: bigint;
 }
@@ -115,7 +117,7 @@ export async function askUntilValid<A extends Asked>(
   let prior = NO_TALLY;
   let convo = messages;
   for (;;) {
-    const errors = check(answer.content);
+    const errors = answer.toolCalls?.length ? null : check(answer.content);
     if (!errors || attempts === MAX_ATTEMPTS) return { answer, attempts, prior, errors };
     const next = {
       promptTokens: prior.promptTokens + answer.usage.promptTokens,
