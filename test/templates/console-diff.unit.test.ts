@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { lineDiff, versionLines } from '../../src/admin/app/screens/templates.ts';
+import { lineDiff, versionLines } from '../../src/admin/app/template-diff.ts';
 
 describe('the Templates screen diff', () => {
   it('marks removed and added lines between two versions, keeping the common ones', () => {

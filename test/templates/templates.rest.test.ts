@@ -193,6 +193,17 @@ describe('templates over REST', () => {
     ]);
   });
 
+  it('replays a create with the same Idempotency-Key instead of creating twice', async () => {
+    const body = greeting();
+    const headers = { 'idempotency-key': uniqueName('idem') };
+    const first = await api.post('/v1/templates', body, { headers });
+    const again = await api.post('/v1/templates', body, { headers });
+    expect(again.status).toBe(200);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.body).toEqual(first.body);
+    expect(await t.deps.db.template.count({ where: { projectId, name: body.name } })).toBe(1);
+  });
+
   it('lets the operator address the project by project_id', async () => {
     const res = await operator.post('/v1/templates', { ...greeting(), project_id: projectId });
     expect(res.status, res.raw).toBe(200);

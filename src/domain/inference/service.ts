@@ -433,7 +433,8 @@ async function begin(
   surface: InferenceSurface,
 ): Promise<{ v: Validated; t: Tracker }> {
   // The OpenAI surface: the key's own project unless the caller names one (the operator must: project_id or X-Svc-Project).
-  const projectOf = () => requireProjectId(ctx, input.project_id ?? (surface.projectFromKey ? ctx.caller.projectId : undefined));
+  let resolved: Promise<string> | undefined;
+  const projectOf = () => (resolved ??= requireProjectId(ctx, input.project_id ?? (surface.projectFromKey ? ctx.caller.projectId : undefined)));
   // CONTRACT §10: a template becomes the request's messages, model and params (templates/inference-stage.ts).
   const templated = input.template != null ? await applyTemplate(ports.templates, await projectOf(), parseInput(InferenceRequest, input)) : null;
   if (templated) input = templated.request;
