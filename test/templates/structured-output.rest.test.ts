@@ -107,6 +107,14 @@ describe('structured output (response_format)', () => {
     expectError(res, 400, 'invalid_request', 'response_format.json_schema.schema');
   });
 
+  it('reads a schema declaring draft-07 (as zod-to-json-schema does) as 2020-12', async () => {
+    const res = await infer('x [mock:wrong_json=1]', {
+      response_format: { type: 'json_schema', json_schema: { name: 'p', schema: { $schema: 'http://json-schema.org/draft-07/schema#', ...PERSON } } },
+    });
+    expect(res.status, res.raw).toBe(200);
+    expect(res.body.attempts).toBe(2);
+  });
+
   it('carries attempts in the svc object of /v1/chat/completions', async () => {
     const res = await api.post('/v1/chat/completions', {
       model: 'mock-priced',

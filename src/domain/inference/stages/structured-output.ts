@@ -20,12 +20,23 @@ const ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: false
 /** Compiled schemas by their JSON text: a client sends the same schema on every request. */
 const compiled = new LRUCache<string, ValidateFunction>({ max: 1_000 });
 
+/**
+ * Clients (zod-to-json-schema, the Vercel AI SDK) declare draft-07 in `$schema`: the schema is read as 2020-12 all
+ * the same (CONTRACT §11), so a top-level `$schema` naming another draft is set aside rather than refused.
+ */
+function as2020(schema: unknown): object {
+  const s = schema as Record<string, unknown>;
+  if (typeof s.$schema !== 'string' || s.$schema.includes('2020-12')) return s;
+  const { $schema: _ignored, ...rest } = s;
+  return rest;
+}
+
 function compile(schema: unknown): ValidateFunction {
   const key = JSON.stringify(schema);
   let fn = compiled.get(key);
   if (!fn) {
     try {
-      fn = ajv.compile(schema as object);
+      fn = ajv.compile(as2020(schema));
     } catch (err) {
       throw invalid('response_format.json_schema.schema', `response_format.json_schema.schema is not a valid JSON Schema: ${(err as Error).message}`);
     }
