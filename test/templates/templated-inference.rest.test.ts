@@ -121,6 +121,18 @@ describe('inference with a template', () => {
     expect(res.body.svc).toMatchObject({ template_id: tpl.id, template_version: 1 });
   });
 
+  it('works on /v1/responses, input appended after the template and the svc object carrying it', async () => {
+    const tpl = await template();
+    const res = await api.post('/v1/responses', { template: { id: tpl.id, variables: { person: 'Flo' } } });
+    expect(res.status, res.raw).toBe(200);
+    expect(res.body.output[0].content[0].text).toBe('Hello Flo & co');
+    expect(res.body.svc).toMatchObject({ template_id: tpl.id, template_version: 1 });
+    const more = await api.post('/v1/responses', { model: 'mock-other', input: 'and more', template: { id: tpl.id, variables: { person: 'Flo' } } });
+    expect(more.body).toMatchObject({ model: 'mock-other', output: [{ content: [{ text: 'and more' }] }] });
+    expectError(await api.post('/v1/responses', { template: { id: tpl.id } }), 400, 'template_variable_missing', 'template.variables.person');
+    expectError(await api.post('/v1/responses', { model: 'mock-priced' }), 400, 'invalid_request', 'input');
+  });
+
   it("refuses another project's template and unknown versions with 404, and a request with neither messages nor template", async () => {
     const tpl = await template();
     const other = await seedProject(operator, { scopes: ['inference:write'] });

@@ -260,11 +260,15 @@ const ResponsesFormat = Type.Union(
 
 export const ResponsesRequest = Type.Object(
   {
-    model: Type.String({ ...says('is required: a model id or "auto"') }),
-    input: Type.Union(
-      [Type.String(), Type.Array(InputItem, { minItems: 1, maxItems: MAX_MESSAGES })],
-      says(`must be a string or a non-empty array of at most ${MAX_MESSAGES} input items`),
+    // Both may come from a template (CONTRACT §10); without one, they are required (responses.ts, validateInference).
+    model: Type.Optional(Type.String({ ...says('is required: a model id or "auto"') })),
+    input: Type.Optional(
+      Type.Union(
+        [Type.String(), Type.Array(InputItem, { minItems: 1, maxItems: MAX_MESSAGES })],
+        says(`must be a string or a non-empty array of at most ${MAX_MESSAGES} input items`),
+      ),
     ),
+    template: Type.Optional(InferenceTemplate),
     instructions: Opt(Type.String()),
     max_output_tokens: Opt(MaxTokens),
     temperature: Opt(Type.Number({ minimum: 0, maximum: 2, ...says('must be a number from 0 to 2, got {value}') })),
