@@ -50,6 +50,17 @@ async function createTemplate(overrides: Record<string, unknown> = {}) {
 }
 
 describe('templates over GraphQL', () => {
+  it('shows template_id and template_version on usage records of templated inferences', async () => {
+    const tpl = await createTemplate({ model: 'mock-1' });
+    const inferred = await rest.post('/v1/inference', { project_id: projectId, template: { id: tpl.id, variables: { who: 'x' } } });
+    expect(inferred.status, inferred.raw).toBe(200);
+    const usageKey = await operator.post('/v1/keys', { project_id: projectId, name: uniqueName('usage'), scopes: ['usage:read'] });
+    const res = await gql(`{ usage(first: 5) { edges { node { requestId templateId templateVersion } } } }`, {}, { key: usageKey.body.secret });
+    expect(res.body.errors, res.raw).toBeUndefined();
+    const node = res.body.data.usage.edges.map((e: any) => e.node).find((n: any) => n.requestId === inferred.body.request_id);
+    expect(node).toEqual({ requestId: inferred.body.request_id, templateId: tpl.id, templateVersion: 1 });
+  });
+
   it('creates, publishes, lists, reads and renders like REST', async () => {
     const tpl = await createTemplate();
     expect(tpl).toMatchObject({ id: expect.stringMatching(/^tpl_/), projectId, latestVersion: 1, description: null });
@@ -79,6 +90,14 @@ describe('templates over GraphQL', () => {
     });
     const templates = await gql(`{ templates(first: 100) { edges { node { id } } } }`);
     expect(templates.body.data.templates.edges.map((e: any) => e.node.id)).toContain(tpl.id);
+
+    // The same audit rows as REST writes.
+    const audit = await rest.get('/v1/audit/events', { query: { project_id: projectId } });
+    const mine = audit.body.data.filter((a: any) => a.target_id === tpl.id).map((a: any) => [a.action, a.data]);
+    expect(mine).toEqual([
+      ['template.publish', { version: 2 }],
+      ['template.create', { name: tpl.name, version: 1 }],
+    ]);
 
     const rendered = await gql(RENDER, { id: tpl.id, version: 1, variables: { who: 'Zoe & <co>' } });
     expect(rendered.body.data.renderTemplate).toEqual({ templateId: tpl.id, version: 1, messages: [{ role: 'user', content: 'Hi Zoe & <co>, welcome' }] });
