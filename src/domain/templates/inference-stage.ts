@@ -46,8 +46,9 @@ export async function applyTemplate<R extends TemplatedRequest>(
   if (!version) throw new SvcError('not_found', { param: 'template.version', message: `The template has no version ${number}.` });
   const rendered: TemplateMessage[] = renderMessages(version.messages, version.variables, ref.variables, 'template.variables');
 
-  const out: R = { ...request, messages: [...rendered, ...(request.messages ?? [])] };
-  delete out.template;
+  // Built without `template` (not deleted from a copy: a deleted key leaves a slow dictionary-mode object).
+  const { template: _used, ...rest } = request;
+  const out = { ...rest, messages: [...rendered, ...(request.messages ?? [])] } as R;
   if (out.model === undefined || out.model === '') {
     if (version.model === null) throw invalid('model', 'Missing required parameter: model (the template sets none).');
     out.model = version.model;
