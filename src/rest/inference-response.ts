@@ -53,5 +53,9 @@ export const InferenceResponse = {
         properties: { document_id: { type: 'string' }, chunk_id: { type: 'string' }, score: { type: 'number' } },
       },
     },
+    // CONTRACT §10/§11: present only when a template was used / a JSON response_format was asked for.
+    template_id: { type: 'string' },
+    template_version: { type: 'integer' },
+    attempts: { type: 'integer' },
   },
 } as const;

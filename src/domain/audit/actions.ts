@@ -41,6 +41,9 @@ export const AUDIT_ACTIONS = {
   'rag_document.create': 'A RAG document was uploaded.',
   'rag_document.delete': 'A RAG document and its chunks were deleted.',
   'rag_settings.update': "A project's RAG embedding model was set.",
+  // Prompt templates (CONTRACT §10).
+  'template.create': 'A prompt template was created (and its version 1 published).',
+  'template.publish': 'A new version of a prompt template was published.',
 } as const satisfies Record<string, string>;
 
 export type AuditAction = keyof typeof AUDIT_ACTIONS;

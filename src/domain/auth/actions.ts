@@ -76,6 +76,13 @@ export const ACTIONS = {
   'rag.query': ['rag:write', 'inference:write'],
   'rag_settings.read': ['rag:write'],
   'rag_settings.update': ['rag:write'],
+
+  // Prompt templates (CONTRACT §10): templates:manage; rendering also with inference:write (what inference renders).
+  'template.create': ['templates:manage'],
+  'template.list': ['templates:manage'],
+  'template.read': ['templates:manage'],
+  'template.publish': ['templates:manage'],
+  'template.render': ['templates:manage', 'inference:write'],
 } as const satisfies Record<string, ActionRule>;
 
 export type Action = keyof typeof ACTIONS;
