@@ -22,9 +22,15 @@ export function multipart(file: { name: string; type: string; data: Buffer | str
   return { payload: Buffer.concat(parts), contentType: `multipart/form-data; boundary=${boundary}` };
 }
 
-export async function uploadFile(app: FastifyInstance, key: string, file: { name: string; type: string; data: Buffer | string }, fields: Record<string, string> = {}) {
+export async function uploadFile(
+  app: FastifyInstance,
+  key: string,
+  file: { name: string; type: string; data: Buffer | string },
+  fields: Record<string, string> = {},
+  headers: Record<string, string> = {},
+) {
   const { payload, contentType } = multipart(file, fields);
-  const res = await app.inject({ method: 'POST', url: '/v1/rag/documents', headers: { authorization: `Bearer ${key}`, 'content-type': contentType }, payload });
+  const res = await app.inject({ method: 'POST', url: '/v1/rag/documents', headers: { authorization: `Bearer ${key}`, 'content-type': contentType, ...headers }, payload });
   let body: any = null;
   try {
     body = JSON.parse(res.body);
