@@ -44,5 +44,15 @@ export const InferenceResponse = {
     },
     cost_usd: { type: 'number' },
     request_id: { type: 'string' },
+    // CONTRACT §11: what PII redaction replaced, by kind.
+    pii: {
+      type: 'object',
+      properties: {
+        redacted: {
+          type: 'object',
+          properties: { email: { type: 'integer' }, phone: { type: 'integer' }, card: { type: 'integer' }, iban: { type: 'integer' }, ssn: { type: 'integer' }, ip: { type: 'integer' } },
+        },
+      },
+    },
   },
 } as const;

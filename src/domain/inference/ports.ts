@@ -2,6 +2,7 @@ import type { ProviderRegistry } from '../../providers/router.ts';
 import type { BudgetPorts } from '../budgets/ports.ts';
 import type { ProjectReader } from '../projects/ports.ts';
 import type { OutcomeSink } from '../usage/ports.ts';
+import type { InferencePrivacyPorts } from '../privacy/ports.ts';
 import type { ResponseCache } from './cache.ts';
 
 /** The providers as inference uses them: routes, and calls with fallback and circuit breakers. */
@@ -19,4 +20,6 @@ export interface InferencePorts {
   outcomes: OutcomeSink;
   /** The budget check and the spend counters. */
   budgets: BudgetPorts;
+  /** PII redaction and retention (domain/privacy). */
+  privacy: InferencePrivacyPorts;
 }

@@ -2,6 +2,7 @@ import { Type, type Static, type TSchema } from 'typebox';
 import { Compile } from 'typebox/compile';
 import type { TLocalizedValidationError } from 'typebox/error';
 import { SvcError } from '../../errors/svc-error.ts';
+import { PiiOption } from '../privacy/schema.ts';
 
 /**
  * The inference inputs (CONTRACT §8, §9): POST /v1/chat/completions and /v1/inference (one request: OpenAI's
@@ -119,6 +120,7 @@ const SvcFields = {
   cache: Type.Optional(Cache),
   region: Opt(Region),
   metadata: Opt(Metadata),
+  pii: Opt(PiiOption),
 };
 
 /** POST /v1/chat/completions and POST /v1/inference: OpenAI's chat-completions request (CONTRACT §9) plus the svc fields. */
