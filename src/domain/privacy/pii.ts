@@ -22,7 +22,8 @@ const IBAN = /\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?\b/g;
 const CARD = /\b\d(?:[ -]?\d){12,18}\b/g;
 // The SSA's rules: no 000, 666 or 9xx area, no 00 group, no 0000 serial.
 const SSN = /\b(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}\b/g;
-const IPV4 = /(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?![\d.])/g;
+// Not inside a longer dotted number (a version 1.2.3.4.5), but a sentence's full stop may follow.
+const IPV4 = /(?<!\d|\d\.)(?:\d{1,3}\.){3}\d{1,3}(?!\d|\.\d)/g;
 const IPV6 = /(?<![\w:.])(?:[0-9A-Fa-f]{0,4}:){2,7}(?:[0-9A-Fa-f]{1,4}|(?:\d{1,3}\.){3}\d{1,3})?(?![\w:])/g;
 
 function luhn(digits: string): boolean {

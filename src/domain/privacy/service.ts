@@ -2,6 +2,7 @@ import { SvcError } from '../../errors/svc-error.ts';
 import type { Ctx } from '../context.ts';
 import { addressed, visibleProjectId } from '../tenancy.ts';
 import type { PrivacyPorts } from './ports.ts';
+import { readPrivacySettings } from './settings.ts';
 import type { RetainedContent } from './stage.ts';
 
 /** GET /v1/inference/{id} (CONTRACT §12): the retained request and response, and how the inference ended. */
@@ -36,7 +37,10 @@ export async function getRetainedInference(ports: PrivacyPorts, ctx: Ctx, id: st
   }
   if (!row) throw notFound();
   addressed(ctx, row.projectId);
-  if (row.sealed === null || row.retainedUntil === null || row.retainedUntil.getTime() <= ctx.now().getTime()) {
+  // The project's settings now: a record written just after a switch to zero, or before a shorter period, ends too.
+  const settings = await readPrivacySettings(ctx.db, row.projectId);
+  const end = Math.min(row.retainedUntil?.getTime() ?? 0, row.createdAt.getTime() + (settings?.retentionDays ?? 0) * 86_400_000);
+  if (row.sealed === null || settings?.retentionMode !== 'standard' || end <= ctx.now().getTime()) {
     throw new SvcError('record_not_retained', { param: 'inference_id' });
   }
   const content = JSON.parse(ports.sealer.open(row.sealed, row.id)) as RetainedContent;
