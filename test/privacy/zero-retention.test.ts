@@ -81,15 +81,15 @@ async function redisText(): Promise<string> {
 async function traffic(api: Client, projectId: string, marker: string) {
   const messages = [{ role: 'user', content: `secret plan ${marker} for today` }];
   const calls = [
-    api.post('/v1/inference', { project_id: projectId, model: 'mock-1', messages }),
-    api.post('/v1/inference', { project_id: projectId, model: 'mock-1', messages, cache: true }, { headers: { 'idempotency-key': `k-${marker.slice(0, 5)}` } }),
-    api.post('/v1/inference', { project_id: projectId, model: 'mock-1', messages, cache: true }, { headers: { 'idempotency-key': `k-${marker.slice(0, 5)}` } }),
-    api.post('/v1/inference', { project_id: projectId, model: 'mock-1', messages, stream: true }, { headers: { 'idempotency-key': `s-${marker.slice(0, 5)}` } }),
-    api.post('/v1/chat/completions', { model: 'mock-1', messages, pii: { redact: true, restore: true } }, { headers: { 'idempotency-key': `c-${marker.slice(0, 5)}` } }),
-    api.post('/v1/responses', { model: 'mock-1', input: `secret plan ${marker} again` }),
+    () => api.post('/v1/inference', { project_id: projectId, model: 'mock-1', messages }),
+    () => api.post('/v1/inference', { project_id: projectId, model: 'mock-1', messages, cache: true }, { headers: { 'idempotency-key': `k-${marker.slice(0, 5)}` } }),
+    () => api.post('/v1/inference', { project_id: projectId, model: 'mock-1', messages, cache: true }, { headers: { 'idempotency-key': `k-${marker.slice(0, 5)}` } }),
+    () => api.post('/v1/inference', { project_id: projectId, model: 'mock-1', messages, stream: true }, { headers: { 'idempotency-key': `s-${marker.slice(0, 5)}` } }),
+    () => api.post('/v1/chat/completions', { model: 'mock-1', messages, pii: { redact: true, restore: true } }, { headers: { 'idempotency-key': `c-${marker.slice(0, 5)}` } }),
+    () => api.post('/v1/responses', { model: 'mock-1', input: `secret plan ${marker} again` }),
   ];
   for (const c of calls) {
-    const res = await c;
+    const res = await c();
     expect([200, 404], JSON.stringify(res.body)).toContain(res.status);
   }
   await t.deps.outcomes.flush();
