@@ -63,7 +63,7 @@ async function redisText(): Promise<string> {
       else if (type === 'hash') parts.push(JSON.stringify(await redis.hgetall(key)));
       else if (type === 'list') parts.push(JSON.stringify(await redis.lrange(key, 0, -1)));
       else if (type === 'set') parts.push(JSON.stringify(await redis.smembers(key)));
-      else if (type === 'zset') parts.push(JSON.stringify(await redis.zrange(key, 0, -1)));
+      else if (type === 'zset') parts.push(JSON.stringify(await redis.zrange(key, '0', '-1')));
       else if (type === 'stream') {
         const entries = JSON.stringify(await redis.xrange(key, '-', '+'));
         parts.push(entries);

@@ -3,6 +3,9 @@ import type { Ctx } from '../context.ts';
 import type { CachedProject } from '../projects/cache.ts';
 import { PiiRedaction, type PiiCounts, type StreamRestorer } from './pii.ts';
 import type { InferencePrivacyPorts } from './ports.ts';
+import type { RetainedRecord } from './types.ts';
+
+export type { RetainedRecord } from './types.ts';
 import { DEFAULT_RETENTION_DAYS, type PiiOption } from './schema.ts';
 
 const DAY_MS = 86_400_000;
@@ -18,15 +21,6 @@ export interface PrivacyPlan {
   request: { model: string; messages: ChatMessage[] };
 }
 
-/** The retained record handed with the outcome to the outcome writer (written off the request path). */
-export interface RetainedRecord {
-  inferenceId: string;
-  status: 'succeeded' | 'failed';
-  /** The sealed {request, response}; null under zero retention. */
-  sealed: string | null;
-  /** ms since the epoch; null under zero retention. */
-  retainedUntil: number | null;
-}
 
 function redactMessages(redaction: PiiRedaction, messages: ChatMessage[]): ChatMessage[] {
   return messages.map((m) => {

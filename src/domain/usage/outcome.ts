@@ -1,4 +1,4 @@
-import type { RetainedRecord } from '../privacy/stage.ts';
+import type { RetainedRecord } from '../privacy/types.ts';
 import { microsToUsd } from '../../kernel/money.ts';
 
 /** How one inference ended: the usage record (CONTRACT §8) and the inference.completed event are made from it. */
