@@ -171,6 +171,16 @@ describe('retention and GET /v1/inference/{id}', () => {
     expect((await operator.get(`/v1/inference/${res.body.id}`)).status).toBe(200);
   });
 
+  it("answers 404 not_found for another project's settings", async () => {
+    const a = await project();
+    const b = await project();
+    expectError(await a.api.put(`/v1/projects/${b.projectId}/retention`, { mode: 'zero' }), 404, 'not_found');
+    expectError(await a.api.put(`/v1/projects/${b.projectId}/pii`, { redact: true }), 404, 'not_found');
+    expectError(await a.api.get(`/v1/projects/${b.projectId}/retention`), 404, 'not_found');
+    expect((await operator.get(`/v1/projects/${b.projectId}/retention`)).body.mode).toBe('standard');
+    expect((await operator.get(`/v1/projects/${b.projectId}/pii`)).body.redact).toBe(false);
+  });
+
   it('needs inference:read to read, governance:manage to set', async () => {
     const { api, projectId } = await project(['inference:write']);
     const res = await api.post('/v1/inference', { project_id: projectId, model: 'mock-1', messages: user('x') });
