@@ -14,7 +14,8 @@ let operator: Client;
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  t = await buildTestApp({ database: db });
+  // The deadline is tested with an injected clock (privacy.rest.test.ts); a loaded machine must not trip the real one.
+  t = await buildTestApp({ database: db, env: { SVC_PII_TIMEOUT_MS: '10000' } });
   operator = client(t.app);
 }, 120_000);
 afterAll(async () => {
