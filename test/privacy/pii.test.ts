@@ -36,6 +36,12 @@ describe('PII detectors', () => {
     expect(r.restore(`${red} [EMAIL_9]`)).toBe('write to jo@example.com from 10.0.0.1 [EMAIL_9]');
   });
 
+  it('restores inside tool-call arguments as JSON string content', () => {
+    const r = redaction();
+    r.redact('mail jo@example.com, call +1 (415) 555-2671');
+    expect(JSON.parse(r.restoreInJson('{"to":"[EMAIL_1]","phone":"[PHONE_1]","x":"[IP_3]"}'))).toEqual({ to: 'jo@example.com', phone: '+1 (415) 555-2671', x: '[IP_3]' });
+  });
+
   it('restores across chunk boundaries, holding back a partial placeholder', () => {
     const r = redaction();
     r.redact('jo@example.com, SSN 123-45-6789');

@@ -178,6 +178,15 @@ export class PiiRedaction {
     return text.replace(PLACEHOLDER, (p) => this.originals.get(p) ?? p);
   }
 
+  /** Inside a JSON string (tool-call arguments): the originals escaped as JSON string content. */
+  restoreInJson(text: string): string {
+    if (this.originals.size === 0 || !text.includes('[')) return text;
+    return text.replace(PLACEHOLDER, (p) => {
+      const original = this.originals.get(p);
+      return original === undefined ? p : JSON.stringify(original).slice(1, -1);
+    });
+  }
+
   /** A restorer for a streamed answer: see StreamRestorer. */
   streamRestorer(): StreamRestorer {
     return new StreamRestorer(this);

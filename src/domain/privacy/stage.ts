@@ -136,9 +136,14 @@ export function retainedRecord(
   };
 }
 
+interface RestorableCall {
+  function: { name: string; arguments: string };
+}
+
 interface Restorable {
   content: string;
-  choices?: { content?: string | null }[];
+  toolCalls?: RestorableCall[];
+  choices?: { content?: string | null; toolCalls?: RestorableCall[] }[];
   pii?: { redacted: PiiCounts };
 }
 
@@ -148,8 +153,17 @@ export function finishPrivacy<R extends Restorable>(plan: PrivacyPlan | null | u
   if (!redaction) return result;
   const out: R = { ...result, pii: { redacted: { ...redaction.counts } } };
   if (plan.restore) {
+    const calls = <C extends RestorableCall>(list: C[] | undefined) =>
+      list?.map((c) => ({ ...c, function: { ...c.function, arguments: redaction.restoreInJson(c.function.arguments) } }));
     out.content = redaction.restore(result.content);
-    if (result.choices) out.choices = result.choices.map((c) => (c.content ? { ...c, content: redaction.restore(c.content) } : c));
+    if (result.toolCalls) out.toolCalls = calls(result.toolCalls);
+    if (result.choices) {
+      out.choices = result.choices.map((c) => ({
+        ...c,
+        ...(c.content ? { content: redaction.restore(c.content) } : {}),
+        ...(c.toolCalls ? { toolCalls: calls(c.toolCalls) } : {}),
+      }));
+    }
   }
   return out;
 }
