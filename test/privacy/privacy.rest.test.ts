@@ -211,8 +211,13 @@ describe('retention and GET /v1/inference/{id}', () => {
     expectError(await api.get(`/v1/inference/${first.body.id}`), 404, 'record_not_retained', 'inference_id');
     const again = await api.post('/v1/inference', body);
     expect(again.body.cache_hit).toBe(false);
+    // A stream too: its first answer is streamed, its replay is the 404.
+    const streamed = await api.post('/v1/inference', { ...body, stream: true }, { headers: { 'idempotency-key': 'zero-2' } });
+    expect(streamed.status).toBe(200);
+    expect(streamed.raw).toContain('zero please');
+    expectErrorReplayed(await api.post('/v1/inference', { ...body, stream: true }, { headers: { 'idempotency-key': 'zero-2' } }));
     const usage = await api.get('/v1/usage', { query: { granularity: 'request', project_id: projectId } });
-    expect(usage.body.data).toHaveLength(2); // the replay ran nothing
+    expect(usage.body.data).toHaveLength(3); // the replays ran nothing
   });
 
   it('switching to zero drops what was kept; a shorter period shortens what was kept', async () => {
