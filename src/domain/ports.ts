@@ -9,6 +9,7 @@ import type { UsagePorts } from './usage/ports.ts';
 import type { WebhookPorts } from './webhooks/ports.ts';
 import type { OperatorPorts } from './operators/ports.ts';
 import type { PrivacyPorts } from './privacy/ports.ts';
+import type { TemplatePorts } from './templates/ports.ts';
 
 /**
  * Every capability's ports, composed once in src/app-deps.ts and handed to the adapters (REST: `app.ports`, GraphQL:
@@ -27,4 +28,5 @@ export interface DomainPorts {
   webhooks: WebhookPorts;
   operators: OperatorPorts;
   privacy: PrivacyPorts;
+  templates: TemplatePorts;
 }

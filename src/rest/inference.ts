@@ -26,8 +26,15 @@ export function presentInference(r: InferenceResult) {
     cost_usd: microsToUsd(r.costMicros),
     request_id: r.requestId,
     ...(r.pii ? { pii: r.pii } : {}),
+    ...templateFields(r),
   };
 }
+
+/** CONTRACT §10/§11: the template used and the structured-output attempts, only when they apply. */
+export const templateFields = (r: InferenceResult) => ({
+  ...(r.template ? { template_id: r.template.id, template_version: r.template.version } : {}),
+  ...(r.attempts !== undefined ? { attempts: r.attempts } : {}),
+});
 
 /** The svc stream: `delta` events, then one `done` event carrying the whole response (usage and cost included). */
 function svcFormat(req: FastifyRequest): StreamFormat {

@@ -73,6 +73,13 @@ export const ACTIONS = {
   'operator_group.roles_update': 'authenticated',
   'ip_allowlist.read': ['governance:manage'],
   'ip_allowlist.update': ['governance:manage'],
+
+  // Prompt templates (CONTRACT §10): templates:manage; rendering also with inference:write (what inference renders).
+  'template.create': ['templates:manage'],
+  'template.list': ['templates:manage'],
+  'template.read': ['templates:manage'],
+  'template.publish': ['templates:manage'],
+  'template.render': ['templates:manage', 'inference:write'],
 } as const satisfies Record<string, ActionRule>;
 
 export type Action = keyof typeof ACTIONS;

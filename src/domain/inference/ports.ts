@@ -4,6 +4,7 @@ import type { ProjectReader } from '../projects/ports.ts';
 import type { OutcomeSink } from '../usage/ports.ts';
 import type { InferencePrivacyPorts } from '../privacy/ports.ts';
 import type { ResponseCache } from './cache.ts';
+import type { TemplateReader } from '../templates/cache.ts';
 
 /** The providers as inference uses them: routes, and calls with fallback and circuit breakers. */
 export type ProviderRouter = Pick<
@@ -22,4 +23,6 @@ export interface InferencePorts {
   budgets: BudgetPorts;
   /** PII redaction and retention (domain/privacy). */
   privacy: InferencePrivacyPorts;
+  /** Prompt templates, read through the in-process cache (CONTRACT §10). */
+  templates: TemplateReader;
 }

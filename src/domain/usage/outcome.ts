@@ -28,6 +28,9 @@ export interface InferenceOutcome {
   spend: { keyId: string | null; period: string } | null;
   /** CONTRACT §12: the inference's retained record (sealed content, or the id alone); written with the usage record. */
   retained?: RetainedRecord | null;
+  /** The prompt template the inference used (CONTRACT §10); absent when none. */
+  templateId?: string | null;
+  templateVersion?: number | null;
 }
 
 /** inference.completed's data (spec 2.4). */
@@ -37,4 +40,5 @@ export const inferenceCompletedData = (o: InferenceOutcome) => ({
   cache_hit: o.cacheHit,
   cost_usd: microsToUsd(o.costMicros),
   region: o.region,
+  ...(o.templateId ? { template_id: o.templateId, template_version: o.templateVersion ?? null } : {}),
 });
