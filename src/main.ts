@@ -4,6 +4,7 @@ import { buildApp, buildHealthApp } from './http/app.ts';
 import { DRAIN_MARGIN_MS, drainOnClose } from './http/server-lifecycle.ts';
 import { startDailyUsageSummaries } from './jobs/daily-summary/daily-summary.ts';
 import { startApprovalExpiry } from './jobs/approvals/expiry.ts';
+import { startRetentionPurge } from './jobs/retention-purge/purge.ts';
 
 async function main(): Promise<void> {
   // A signal that comes before the gateway is built (the first start's migrations, say) is held until startup has
@@ -45,6 +46,7 @@ async function main(): Promise<void> {
   const http = drainOnClose(app, { deadlineMs: config.routingTimeoutMs + DRAIN_MARGIN_MS, log: deps.log });
   let usageSummaries: { stop(): void } | null = null;
   let approvalExpiry: { stop(): void } | null = null;
+  let retentionPurge: { stop(): void } | null = null;
 
   let closing = false;
   shutdown = async (signal: string) => {
@@ -53,6 +55,7 @@ async function main(): Promise<void> {
     deps.log.info({ signal }, 'shutting down: finishing requests in flight');
     usageSummaries?.stop();
     approvalExpiry?.stop();
+    retentionPurge?.stop();
     try {
       // Webhook attempts in flight finish (each within its deadline) while HTTP requests drain.
       await Promise.all([http.close(), deps.webhooks.worker.stop()]);
@@ -76,6 +79,7 @@ async function main(): Promise<void> {
   await deps.webhooks.worker.start();
   usageSummaries = startDailyUsageSummaries(deps);
   approvalExpiry = startApprovalExpiry(deps);
+  retentionPurge = startRetentionPurge(deps);
 }
 
 void main();
