@@ -596,7 +596,7 @@ export async function createInference(
   try {
     const p = await plan(ctx, t, v);
     const { cached, reserved } = await admit(ctx, t, v, p);
-    if (cached.answer || !reserved) return finishPrivacy(t.privacy, await serveHit(t, cached.answer!));
+    if (cached.answer || !reserved) return finishPrivacy(t.privacy, withAttempts(v, await serveHit(t, cached.answer!), 0));
     const ask = async (messages: ChatMessage[]) => {
       const routed = await ports.providers.complete(p.routes, providerRequest(v, messages));
       t.tried(routed.route);
@@ -624,6 +624,12 @@ export async function createInference(
     await refuseOrRecord(t, err);
     throw err;
   }
+}
+
+/** CONTRACT §11: a JSON response_format's answer says how many it took (0: from the response cache). */
+function withAttempts(v: Validated, result: InferenceResult, attempts: number): InferenceResult {
+  if (v.output) result.attempts = attempts;
+  return result;
 }
 
 /** The provider request: options only when the request had any, so a plain request is what it always was. */
@@ -689,7 +695,7 @@ export async function streamInference(
     const admitted = await admit(ctx, t, v, p);
     cached = admitted.cached;
     if (cached.answer || !admitted.reserved) {
-      const result = await serveHit(t, cached.answer!);
+      const result = withAttempts(v, await serveHit(t, cached.answer!), 0);
       const { content: _c, finishReason: _f, promptTokens: _p, completionTokens: _ct, costMicros: _m, ...head } = result;
       return { head, events: restoreStream(t.privacy, replayHit(result)) };
     }
