@@ -188,6 +188,9 @@ export function composePorts(deps: Omit<Deps, 'ports'>): DomainPorts {
       return deps.outcomes;
     },
   };
+  // Retained content is sealed with the webhook secrets' key (SVC_ENCRYPTION_KEY or the data dir's key file).
+  const sealer = { seal: (p: string, aad: string) => deps.webhooks.secretBox.seal(p, aad), open: (s: string, aad: string) => deps.webhooks.secretBox.open(s, aad) };
+  const inferencePrivacy = { sealer, piiTimeoutMs: deps.config.piiTimeoutMs, monotonicNow: () => performance.now() };
   // RAG's embeddings go through the /v1/embeddings service as the caller: a ticket of its own (tokens only: the
   // request was taken by the query's own request, or there is none for the background indexing).
   const rag: RagPorts = {
@@ -211,6 +214,7 @@ export function composePorts(deps: Omit<Deps, 'ports'>): DomainPorts {
     projects,
     outcomes: deps.observability.observeOutcomes(() => deps.outcomes),
     budgets,
+    privacy: inferencePrivacy,
     templates: deps.templateCache,
     rag,
   };
@@ -242,6 +246,13 @@ export function composePorts(deps: Omit<Deps, 'ports'>): DomainPorts {
     // The inference service's sink is observed (metrics, the outcome-write span); the rest read the writer itself.
     inference,
     rag,
+    privacy: {
+      projects,
+      sealer,
+      get outcomes() {
+        return deps.outcomes;
+      },
+    },
     templates: {
       get providers() {
         return deps.providers;

@@ -9,6 +9,7 @@ import type { UsagePorts } from './usage/ports.ts';
 import type { WebhookPorts } from './webhooks/ports.ts';
 import type { OperatorPorts } from './operators/ports.ts';
 import type { RagPorts } from './rag/ports.ts';
+import type { PrivacyPorts } from './privacy/ports.ts';
 import type { TemplatePorts } from './templates/ports.ts';
 
 /**
@@ -28,5 +29,6 @@ export interface DomainPorts {
   webhooks: WebhookPorts;
   operators: OperatorPorts;
   rag: RagPorts;
+  privacy: PrivacyPorts;
   templates: TemplatePorts;
 }

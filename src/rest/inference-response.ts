@@ -53,6 +53,16 @@ export const InferenceResponse = {
         properties: { document_id: { type: 'string' }, chunk_id: { type: 'string' }, score: { type: 'number' } },
       },
     },
+    // CONTRACT §11: what PII redaction replaced, by kind.
+    pii: {
+      type: 'object',
+      properties: {
+        redacted: {
+          type: 'object',
+          properties: { email: { type: 'integer' }, phone: { type: 'integer' }, card: { type: 'integer' }, iban: { type: 'integer' }, ssn: { type: 'integer' }, ip: { type: 'integer' } },
+        },
+      },
+    },
     // CONTRACT §10/§11: present only when a template was used / a JSON response_format was asked for.
     template_id: { type: 'string' },
     template_version: { type: 'integer' },

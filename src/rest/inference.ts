@@ -26,6 +26,7 @@ export function presentInference(r: InferenceResult) {
     cost_usd: microsToUsd(r.costMicros),
     request_id: r.requestId,
     ...(r.citations ? { citations: r.citations } : {}),
+    ...(r.pii ? { pii: r.pii } : {}),
     ...templateFields(r),
   };
 }

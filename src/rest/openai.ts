@@ -63,6 +63,8 @@ export function presentChatCompletion(r: InferenceResult) {
     system_fingerprint: null,
     svc: svcOf(r),
     ...(r.citations ? { citations: r.citations } : {}),
+    // CONTRACT §11: what PII redaction replaced, when it ran.
+    ...(r.pii ? { pii: r.pii } : {}),
   };
 }
 

@@ -2,6 +2,7 @@ import type { ProviderRegistry } from '../../providers/router.ts';
 import type { BudgetPorts } from '../budgets/ports.ts';
 import type { ProjectReader } from '../projects/ports.ts';
 import type { OutcomeSink } from '../usage/ports.ts';
+import type { InferencePrivacyPorts } from '../privacy/ports.ts';
 import type { ResponseCache } from './cache.ts';
 import type { RagPorts } from '../rag/ports.ts';
 import type { TemplateReader } from '../templates/cache.ts';
@@ -23,6 +24,8 @@ export interface InferencePorts {
   budgets: BudgetPorts;
   /** The `rag` option's search (CONTRACT §13); absent: the option is refused. */
   rag?: RagPorts;
+  /** PII redaction and retention (domain/privacy). */
+  privacy: InferencePrivacyPorts;
   /** Prompt templates, read through the in-process cache (CONTRACT §10). */
   templates: TemplateReader;
 }

@@ -3,6 +3,7 @@ import { Compile } from 'typebox/compile';
 import type { TLocalizedValidationError } from 'typebox/error';
 import { SvcError } from '../../errors/svc-error.ts';
 import { RagOption } from '../rag/schema.ts';
+import { PiiOption } from '../privacy/schema.ts';
 import { InferenceTemplate } from '../templates/schema.ts';
 
 /**
@@ -122,6 +123,7 @@ const SvcFields = {
   region: Opt(Region),
   metadata: Opt(Metadata),
   rag: Type.Optional(RagOption),
+  pii: Opt(PiiOption),
 };
 
 /** POST /v1/chat/completions and POST /v1/inference: OpenAI's chat-completions request (CONTRACT §9) plus the svc fields. */
