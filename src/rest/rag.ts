@@ -119,7 +119,7 @@ export const ragRoutes: FastifyPluginAsyncTypebox = async (app) => {
               schema: {
                 description: 'One file (text/plain, text/markdown, text/html or application/pdf) plus the text fields.',
                 properties: {
-                  file: { type: 'string', format: 'binary' },
+                  file: { type: 'string', description: 'The file itself (binary).' },
                   name: { type: 'string', description: 'Default: the file name.' },
                   project_id: { type: 'string' },
                   metadata: { type: 'string', description: 'A JSON object.' },
