@@ -38,6 +38,25 @@ export const AUDIT_ACTIONS = {
   'operator_group.delete': 'SCIM deleted an operator group.',
   'operator_group.roles_update': "An operator group's roles per project were set.",
   'ip_allowlist.update': "A project's console IP allowlist was set.",
+  // The verticals (CONTRACT §16).
+  'risk_case.create': 'A Risk case was opened.',
+  'risk_case.update': "A Risk case's fields were changed.",
+  'risk_case.close': 'A Risk case was closed with a disposition.',
+  'risk_evidence.create': 'Evidence was uploaded to a Risk case (its SHA-256 fixed).',
+  'risk_evidence.update': "A piece of evidence's metadata was changed.",
+  'risk_assessment.create': 'A model-drafted Risk assessment was requested.',
+  'risk_report.create': 'A model-drafted Risk report was requested.',
+  'risk_report.approve': 'A Risk report was approved (through dual control).',
+  'ops_incident.create': 'An Ops incident was opened.',
+  'ops_incident.close': 'An Ops incident was closed.',
+  'ops_timeline.create': "An entry was added to an incident's timeline.",
+  'ops_logs.ingest': 'Log lines were ingested.',
+  'ops_logs.query': 'Logs were queried (with a model summary).',
+  'ops_postmortem.create': 'A model-drafted post-mortem was requested.',
+  'ops_connector.create': 'An Ops connector was created.',
+  'ops_connector.update': 'An Ops connector was changed (enabled, name).',
+  'ops_connector.scan': 'An Ops connector was scanned.',
+  'ops_slo.create': 'An SLO was defined.',
 } as const satisfies Record<string, string>;
 
 export type AuditAction = keyof typeof AUDIT_ACTIONS;

@@ -68,6 +68,45 @@ export const ACTIONS = {
   'operator_group.roles_update': 'authenticated',
   'ip_allowlist.read': ['governance:manage'],
   'ip_allowlist.update': ['governance:manage'],
+
+  // The verticals (CONTRACT §16, spec §5.6): writes need <vertical>:write, reads :read or :write; model work also needs
+  // inference:write, which the service checks (domain/verticals/access.ts) as the scope table allows any one scope.
+  'risk_case.create': ['risk:write'],
+  'risk_case.list': ['risk:read', 'risk:write'],
+  'risk_case.read': ['risk:read', 'risk:write'],
+  'risk_case.update': ['risk:write'],
+  'risk_case.close': ['risk:write'],
+  'risk_evidence.create': ['risk:write'],
+  'risk_evidence.list': ['risk:read', 'risk:write'],
+  'risk_evidence.read': ['risk:read', 'risk:write'],
+  'risk_evidence.update': ['risk:write'],
+  'risk_assessment.create': ['risk:write'],
+  'risk_assessment.list': ['risk:read', 'risk:write'],
+  'risk_assessment.read': ['risk:read', 'risk:write'],
+  'risk_report.create': ['risk:write'],
+  'risk_report.list': ['risk:read', 'risk:write'],
+  'risk_report.read': ['risk:read', 'risk:write'],
+  // Always under dual control: another key (governance:manage or risk:approve) approves it (POST /v1/approvals/{id}/approve).
+  'risk_report.approve': ['risk:write', 'risk:approve'],
+  'ops_incident.create': ['ops:write'],
+  'ops_incident.list': ['ops:read', 'ops:write'],
+  'ops_incident.read': ['ops:read', 'ops:write'],
+  'ops_incident.close': ['ops:write'],
+  'ops_timeline.create': ['ops:write'],
+  'ops_logs.ingest': ['ops:write'],
+  'ops_logs.query': ['ops:write'],
+  'ops_log_query.read': ['ops:read', 'ops:write'],
+  'ops_postmortem.create': ['ops:write'],
+  'ops_postmortem.list': ['ops:read', 'ops:write'],
+  'ops_postmortem.read': ['ops:read', 'ops:write'],
+  'ops_connector.create': ['ops:write'],
+  'ops_connector.list': ['ops:read', 'ops:write'],
+  'ops_connector.read': ['ops:read', 'ops:write'],
+  'ops_connector.update': ['ops:write'],
+  'ops_connector.scan': ['ops:write'],
+  'ops_slo.create': ['ops:write'],
+  'ops_slo.list': ['ops:read', 'ops:write'],
+  'ops_slo.read': ['ops:read', 'ops:write'],
 } as const satisfies Record<string, ActionRule>;
 
 export type Action = keyof typeof ACTIONS;
@@ -96,7 +135,11 @@ export type GuardedResource = (typeof GUARDED_RESOURCES)[number];
  * approval (domain/governance/guard.ts). `governance` is the policy itself, guarded once its list is non-empty.
  * A new guarded action: one row here and one `governed(...)` line in domain/governance/guarded.ts.
  */
-export const GUARDED_ACTIONS: Partial<Record<Action, GuardedResource | 'governance'>> = {
+/** Guarded whatever the project's list says: a Risk report is always approved by a second key (CONTRACT §16). */
+export const ALWAYS_GUARDED = ['risk_reports'] as const;
+export type AlwaysGuarded = (typeof ALWAYS_GUARDED)[number];
+
+export const GUARDED_ACTIONS: Partial<Record<Action, GuardedResource | 'governance' | AlwaysGuarded>> = {
   'rate_limits.update': 'rate_limits',
   'budget.update': 'budget',
   'residency.update': 'residency',
@@ -110,4 +153,5 @@ export const GUARDED_ACTIONS: Partial<Record<Action, GuardedResource | 'governan
   'key.rotate': 'keys',
   'key.revoke': 'keys',
   'governance.update': 'governance',
+  'risk_report.approve': 'risk_reports',
 };
