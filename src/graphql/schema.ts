@@ -10,6 +10,8 @@ import './usage.ts';
 import './routing.ts';
 import './governance.ts';
 import './operators.ts';
+import './risk.ts';
+import './ops.ts';
 
 /** The whole control plane; scripts/print-schema.ts prints it to schema.graphql. */
 export const schema = builder.toSchema();

@@ -301,3 +301,12 @@ export async function approveRiskReport(ctx: Ctx, reportId: string, raw: unknown
     return row;
   });
 }
+
+/** The latest approval asked for a report (its dual control state for the console), or null. */
+export async function reportApproval(ctx: Ctx, report: RiskDraft) {
+  if (report.kind !== 'report') return null;
+  return ctx.db.approval.findFirst({
+    where: { projectId: report.projectId, action: 'risk_report.approve', args: { path: ['params', 'report_id'], equals: report.id } },
+    orderBy: { id: 'desc' },
+  });
+}
