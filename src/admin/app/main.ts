@@ -9,6 +9,8 @@ import { LimitsScreen } from './screens/limits.ts';
 import { OverviewScreen } from './screens/overview.ts';
 import { WebhooksScreen } from './screens/webhooks.ts';
 import { ApprovalsScreen } from './screens/approvals.ts';
+import { OpsScreen } from './screens/ops.ts';
+import { RiskScreen } from './screens/risk.ts';
 
 export interface Viewer {
   kind: 'operator' | 'key' | 'session';
@@ -32,6 +34,8 @@ const SCREENS: Screen[] = [
   { path: 'limits', title: 'Rate limits', scope: 'governance:manage', view: LimitsScreen },
   { path: 'audit', title: 'Audit log', scope: 'audit:read', view: AuditScreen },
   { path: 'approvals', title: 'Approvals', scope: 'governance:manage or risk:approve', view: ApprovalsScreen },
+  { path: 'risk', title: 'Risk', scope: 'risk:read or risk:write', view: RiskScreen },
+  { path: 'ops', title: 'Ops', scope: 'ops:read or ops:write', view: OpsScreen },
 ];
 
 const VIEWER = `query Viewer { viewer { kind keyId projectId scopes } }`;
