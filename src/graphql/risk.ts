@@ -39,15 +39,18 @@ const RiskEvidenceRef = builder.objectRef<RiskEvidence>('RiskEvidence').implemen
   }),
 });
 
+type Types = typeof builder extends PothosSchemaTypes.SchemaBuilder<infer T> ? T : never;
+
+/** The fields an assessment and a report share (the same row, kind apart). */
 function draftFields(kind: DraftKind) {
-  return (t: any) => ({
+  return (t: PothosSchemaTypes.ObjectFieldBuilder<Types, RiskDraft>) => ({
     id: t.exposeID('id'),
     projectId: t.exposeID('projectId'),
     caseId: t.exposeID('caseId'),
     status: t.exposeString('status', { description: kind === 'report' ? 'queued, running, completed, failed, approved.' : 'queued, running, completed, failed.' }),
     instructions: t.exposeString('instructions', { nullable: true }),
-    content: t.field({ type: 'JSON', nullable: true, description: 'The model\'s structured draft, once completed.', resolve: (d: RiskDraft) => d.content ?? null }),
-    error: t.field({ type: 'JSON', nullable: true, resolve: (d: RiskDraft) => d.error ?? null }),
+    content: t.field({ type: 'JSON', nullable: true, description: 'The model\'s structured draft, once completed.', resolve: (d) => d.content ?? null }),
+    error: t.field({ type: 'JSON', nullable: true, resolve: (d) => d.error ?? null }),
     createdBy: t.exposeString('createdBy'),
     createdAt: t.expose('createdAt', { type: 'UnixSeconds' }),
     completedAt: t.expose('completedAt', { type: 'UnixSeconds', nullable: true }),
