@@ -1,4 +1,4 @@
-import type { RiskCase, RiskDraft, RiskEvidence } from '../generated/prisma/client.ts';
+import type { RiskCase, RiskDraft } from '../generated/prisma/client.ts';
 import { approveRiskReport } from '../domain/governance/guarded.ts';
 import {
   addRiskEvidence,
@@ -15,6 +15,7 @@ import {
   updateRiskCase,
   updateRiskEvidence,
   type DraftKind,
+  type RiskEvidence,
 } from '../domain/risk/service.ts';
 import { CreateEvidence, CreateRiskCase, UpdateEvidence, UpdateRiskCase } from '../domain/risk/schema.ts';
 import { builder } from './builder.ts';

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { RiskCase, RiskDraft, RiskEvidence } from '../generated/prisma/client.ts';
+import type { RiskCase, RiskDraft } from '../generated/prisma/client.ts';
 import { unixOrNull, unixSeconds } from '../domain/context.ts';
 import { approveRiskReport } from '../domain/governance/guarded.ts';
 import {
@@ -9,6 +9,7 @@ import {
   getRiskCase,
   getRiskDraft,
   getRiskEvidence,
+  getRiskEvidenceContent,
   listRiskCases,
   listRiskDrafts,
   listRiskEvidence,
@@ -16,6 +17,7 @@ import {
   updateRiskCase,
   updateRiskEvidence,
   type DraftKind,
+  type RiskEvidence,
 } from '../domain/risk/service.ts';
 import {
   AssessmentIdParams,
@@ -115,6 +117,16 @@ export const riskRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/v1/risk/evidence/:evidence_id', { schema: { params: EvidenceIdParams } }, async (req) =>
     presentRiskEvidence(await getRiskEvidence(req.ctx, req.params.evidence_id)),
   );
+  // The bytes as uploaded; X-Svc-Evidence-Sha256 is the hash fixed at upload. Served as a download, never rendered.
+  app.get('/v1/risk/evidence/:evidence_id/content', { schema: { params: EvidenceIdParams } }, async (req, reply) => {
+    const { evidence, content } = await getRiskEvidenceContent(req.ctx, req.params.evidence_id);
+    return reply
+      .header('content-type', evidence.contentType)
+      .header('content-disposition', 'attachment')
+      .header('x-content-type-options', 'nosniff')
+      .header('x-svc-evidence-sha256', evidence.sha256)
+      .send(content);
+  });
   app.patch('/v1/risk/evidence/:evidence_id', { schema: { params: EvidenceIdParams, body: UpdateEvidence } }, async (req) =>
     presentRiskEvidence(await updateRiskEvidence(req.ctx, req.params.evidence_id, req.body)),
   );

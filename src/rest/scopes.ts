@@ -74,6 +74,7 @@ export const ROUTE_ACTIONS: Record<string, RouteAction> = {
   'POST /v1/risk/cases/:case_id/evidence': 'risk_evidence.create',
   'GET /v1/risk/cases/:case_id/evidence': 'risk_evidence.list',
   'GET /v1/risk/evidence/:evidence_id': 'risk_evidence.read',
+  'GET /v1/risk/evidence/:evidence_id/content': 'risk_evidence.read',
   'PATCH /v1/risk/evidence/:evidence_id': 'risk_evidence.update',
   'POST /v1/risk/cases/:case_id/assessments': 'risk_assessment.create',
   'GET /v1/risk/assessments': 'risk_assessment.list',

@@ -100,6 +100,11 @@ describe('evidence', () => {
     expect(meta.body).toMatchObject({ description: 'exported by IT', metadata: { source: 'siem' }, sha256: sha, size: bytes.length });
     const stored = await t.deps.db.riskEvidence.findUnique({ where: { id: up.body.id } });
     expect(Buffer.from(stored!.content).toString()).toBe(bytes);
+    const download = await api.get(`/v1/risk/evidence/${up.body.id}/content`);
+    expect(download.status).toBe(200);
+    expect(download.raw).toBe(bytes);
+    expect(download.headers).toMatchObject({ 'content-type': 'text/plain', 'x-svc-evidence-sha256': sha, 'content-disposition': 'attachment', 'x-content-type-options': 'nosniff' });
+    expectError(await api.post(`/v1/risk/cases/${c.id}/evidence`, { name: 'x', content_type: 'text/html\r\nX-Evil: 1', content_base64: b64('x') }), 400, 'invalid_request', 'content_type');
     const list = await api.get(`/v1/risk/cases/${c.id}/evidence`);
     expect(list.body.data.map((e: any) => e.sha256)).toEqual([sha]);
   });
@@ -197,6 +202,7 @@ describe('scopes and isolation', () => {
       { method: 'post', url: `/v1/risk/cases/${c.id}/close`, body: { disposition: 'accepted' } },
       { method: 'post', url: `/v1/risk/cases/${c.id}/evidence`, body: { name: 'y', content_base64: b64('y') } },
       { method: 'get', url: `/v1/risk/evidence/${e.id}` },
+      { method: 'get', url: `/v1/risk/evidence/${e.id}/content` },
       { method: 'get', url: `/v1/risk/assessments/${rsa.id}` },
       { method: 'post', url: '/v1/risk/cases', body: { ...CASE, project_id: a.projectId } },
     ]);

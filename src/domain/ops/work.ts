@@ -42,11 +42,11 @@ async function started(tx: Tx, job: VerticalJob): Promise<void> {
 }
 
 async function completed(tx: Tx, job: VerticalJob, result: unknown, now: Date): Promise<void> {
-  await tx.opsDraft.update({ where: { id: job.subjectId }, data: { status: 'completed', content: result as Prisma.InputJsonValue, completedAt: now } });
+  await tx.opsDraft.updateMany({ where: { id: job.subjectId }, data: { status: 'completed', content: result as Prisma.InputJsonValue, completedAt: now } });
 }
 
 async function failed(tx: Tx, job: VerticalJob, error: WorkError, now: Date): Promise<void> {
-  await tx.opsDraft.update({ where: { id: job.subjectId }, data: { status: 'failed', error: error as unknown as Prisma.InputJsonObject, completedAt: now } });
+  await tx.opsDraft.updateMany({ where: { id: job.subjectId }, data: { status: 'failed', error: error as unknown as Prisma.InputJsonObject, completedAt: now } });
 }
 
 /** The Ops vertical's model work: log query summaries and post-mortems. */

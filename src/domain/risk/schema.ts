@@ -52,7 +52,14 @@ export type ListRiskCasesQuery = Static<typeof ListRiskCasesQuery>;
 export const CreateEvidence = Input({
   project_id: ProjectIdField,
   name: Text(200, 'A file name or title.'),
-  content_type: Type.Optional(Text(200, 'The media type of the bytes (default application/octet-stream).')),
+  content_type: Type.Optional(
+    Type.String({
+      maxLength: 200,
+      pattern: '^[A-Za-z0-9!#$&^_.+-]+/[A-Za-z0-9!#$&^_.+-]+( *;[ -~]*)?$',
+      description: 'The media type of the bytes (default application/octet-stream).',
+      ...says('must be a media type such as text/plain'),
+    }),
+  ),
   content_base64: Type.String({
     minLength: 1,
     maxLength: Math.ceil(MAX_EVIDENCE_BYTES / 3) * 4,

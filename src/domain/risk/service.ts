@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Prisma, RiskCase, RiskDraft, RiskEvidence } from '../../generated/prisma/client.ts';
+import type { Prisma, RiskCase, RiskDraft, RiskEvidence as RiskEvidenceRow } from '../../generated/prisma/client.ts';
 import type { Tx } from '../../db/client.ts';
 import { newId } from '../../db/ids.ts';
 import { SvcError, invalid } from '../../errors/svc-error.ts';
@@ -24,6 +24,9 @@ import {
 } from './schema.ts';
 
 export type DraftKind = 'assessment' | 'report';
+/** Evidence as reads and writes return it: without its bytes (up to 5 MB each), which only the content read loads. */
+export type RiskEvidence = Omit<RiskEvidenceRow, 'content'>;
+const NO_BYTES = { content: true } as const;
 const DRAFT_PREFIX = { assessment: 'rsa', report: 'rpt' } as const;
 const DRAFT_PARAM = { assessment: 'assessment_id', report: 'report_id' } as const;
 
@@ -154,6 +157,7 @@ export async function addRiskEvidence(ctx: Ctx, caseId: string, raw: unknown): P
   const now = ctx.now();
   return ctx.db.$transaction(async (tx) => {
     const row = await tx.riskEvidence.create({
+      omit: NO_BYTES,
       data: {
         id: newId('evi', now.getTime()),
         projectId: c.projectId,
@@ -180,17 +184,24 @@ export async function listRiskEvidence(ctx: Ctx, caseId: string, raw: unknown): 
   const where: Prisma.RiskEvidenceWhereInput = { projectId: c.projectId, caseId: c.id };
   return paginate(query, {
     cursorField: 'id',
-    fetch: ({ cursor, order, take }) => ctx.db.riskEvidence.findMany({ where: cursor ? { AND: [where, { id: cursor }] } : where, orderBy: { id: order }, take }),
+    fetch: ({ cursor, order, take }) => ctx.db.riskEvidence.findMany({ where: cursor ? { AND: [where, { id: cursor }] } : where, orderBy: { id: order }, take, omit: NO_BYTES }),
     exists: async (id) => (await ctx.db.riskEvidence.count({ where: { AND: [where, { id }] } })) > 0,
   });
 }
 
 export async function getRiskEvidence(ctx: Ctx, evidenceId: string): Promise<RiskEvidence> {
   const projectId = await readProject(ctx);
-  const row = await ctx.db.riskEvidence.findFirst({ where: listWhere(projectId, { id: evidenceId }) });
+  const row = await ctx.db.riskEvidence.findFirst({ where: listWhere(projectId, { id: evidenceId }), omit: NO_BYTES });
   if (!row) throw notFound('evidence_id', 'evidence');
   addressed(ctx, row.projectId);
   return row;
+}
+
+/** The bytes as uploaded, with their type and SHA-256 (for the caller to verify). */
+export async function getRiskEvidenceContent(ctx: Ctx, evidenceId: string): Promise<{ evidence: RiskEvidence; content: Buffer }> {
+  const evidence = await getRiskEvidence(ctx, evidenceId);
+  const row = await ctx.db.riskEvidence.findUniqueOrThrow({ where: { id: evidence.id }, select: { content: true } });
+  return { evidence, content: Buffer.from(row.content) };
 }
 
 /** Metadata only: a change of the bytes (or their type) is 409 evidence_immutable. Audits risk_evidence.update. */
@@ -209,6 +220,7 @@ export async function updateRiskEvidence(ctx: Ctx, evidenceId: string, raw: unkn
   return ctx.db.$transaction(async (tx) => {
     const row = await tx.riskEvidence.update({
       where: { id: found.id },
+      omit: NO_BYTES,
       data: {
         ...(input.name !== undefined ? { name: input.name } : {}),
         ...(input.description !== undefined ? { description: input.description } : {}),

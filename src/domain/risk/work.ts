@@ -34,11 +34,11 @@ async function started(tx: Tx, job: VerticalJob): Promise<void> {
 }
 
 async function completed(tx: Tx, job: VerticalJob, result: unknown, now: Date): Promise<void> {
-  await tx.riskDraft.update({ where: { id: job.subjectId }, data: { status: 'completed', content: result as Prisma.InputJsonValue, error: undefined, completedAt: now } });
+  await tx.riskDraft.updateMany({ where: { id: job.subjectId }, data: { status: 'completed', content: result as Prisma.InputJsonValue, error: undefined, completedAt: now } });
 }
 
 async function failed(tx: Tx, job: VerticalJob, error: WorkError, now: Date): Promise<void> {
-  await tx.riskDraft.update({ where: { id: job.subjectId }, data: { status: 'failed', error: error as unknown as Prisma.InputJsonObject, completedAt: now } });
+  await tx.riskDraft.updateMany({ where: { id: job.subjectId }, data: { status: 'failed', error: error as unknown as Prisma.InputJsonObject, completedAt: now } });
 }
 
 /** The Risk vertical's model work: assessments and reports of a case. */
