@@ -156,6 +156,10 @@ describe('assessments and reports', () => {
     const selfAsk = await as(self.body.secret).post(`/v1/risk/reports/${report.id}/approve`);
     expectError(await as(self.body.secret).post(`/v1/approvals/${expectQueued(selfAsk)}/approve`), 409, 'segregation_of_duties');
 
+    // The approver sees the report it approves.
+    const asApproval = await as(approver.body.secret).get(`/v1/approvals/${approvalId}`);
+    expect(asApproval.body).toMatchObject({ action: 'risk_report.approve', resource: 'risk_reports', params: { report_id: report.id }, status: 'pending' });
+    expect(asApproval.body.before).toMatchObject({ case_id: c.id, status: 'completed', content: { title: expect.any(String) } });
     const approved = await as(approver.body.secret).post(`/v1/approvals/${approvalId}/approve`);
     expect(approved.body, approved.raw).toMatchObject({ status: 'approved', action: 'risk_report.approve', decided_by: approver.body.id, result_id: report.id });
     const after = (await api.get(`/v1/risk/reports/${report.id}`)).body;
