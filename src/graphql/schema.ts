@@ -10,6 +10,7 @@ import './usage.ts';
 import './routing.ts';
 import './governance.ts';
 import './operators.ts';
+import './templates.ts';
 import './risk.ts';
 import './ops.ts';
 

@@ -38,6 +38,9 @@ export const AUDIT_ACTIONS = {
   'operator_group.delete': 'SCIM deleted an operator group.',
   'operator_group.roles_update': "An operator group's roles per project were set.",
   'ip_allowlist.update': "A project's console IP allowlist was set.",
+  // Prompt templates (CONTRACT §10).
+  'template.create': 'A prompt template was created (and its version 1 published).',
+  'template.publish': 'A new version of a prompt template was published.',
   // The verticals (CONTRACT §16).
   'risk_case.create': 'A Risk case was opened.',
   'risk_case.update': "A Risk case's fields were changed.",

@@ -69,6 +69,12 @@ export const ACTIONS = {
   'ip_allowlist.read': ['governance:manage'],
   'ip_allowlist.update': ['governance:manage'],
 
+  // Prompt templates (CONTRACT §10): templates:manage; rendering also with inference:write (what inference renders).
+  'template.create': ['templates:manage'],
+  'template.list': ['templates:manage'],
+  'template.read': ['templates:manage'],
+  'template.publish': ['templates:manage'],
+  'template.render': ['templates:manage', 'inference:write'],
   // The verticals (CONTRACT §16, spec §5.6): writes need <vertical>:write, reads :read or :write; model work also needs
   // inference:write, which the service checks (domain/verticals/access.ts) as the scope table allows any one scope.
   'risk_case.create': ['risk:write'],
