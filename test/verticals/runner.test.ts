@@ -2,6 +2,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { claimDue } from '../../src/domain/verticals/store.ts';
 import { ASSESSMENT_PROMPT } from '../../src/domain/risk/prompts.ts';
 import { VerticalWorker } from '../../src/jobs/vertical-work/worker.ts';
+import { builtinPromptsOnly } from '../../src/domain/verticals/ports.ts';
 import { buildTestApp, client, type Client, type TestApp } from '../helpers/app.ts';
 import { startMockOpenAI, type MockOpenAI } from '../helpers/mock-openai.ts';
 import { uniqueName } from '../helpers/services.ts';
@@ -112,12 +113,34 @@ describe('the model-work runner', () => {
     expect(wire.requests).toHaveLength(1);
   });
 
-  it("uses a project's own prompt of the same name before the built-in one", async () => {
+  it("renders the project's own template named as the built-in prompt, through the pipeline's template stage", async () => {
     const a = await queuedAssessment();
-    const own = { ...ASSESSMENT_PROMPT, messages: [{ role: 'system' as const, content: 'House style for {{case}}' }] };
-    const worker = new VerticalWorker(t.deps, { prompts: { find: async (_db, projectId, name) => (projectId === a.projectId && name === 'risk.assessment' ? own : null) } });
-    expect(await worker.runDue()).toEqual(['succeeded']);
-    expect(wire.requests.at(-1)!.body.messages).toHaveLength(1);
-    expect(wire.requests.at(-1)!.body.messages[0].content).toMatch(/^House style for \{/);
+    const tpl = await operator.post('/v1/templates', {
+      project_id: a.projectId,
+      name: 'risk.assessment',
+      messages: [{ role: 'system', content: 'House style. Case: {{case}}' }],
+      variables: [{ name: 'case' }],
+      params: { temperature: 0.5 },
+    });
+    expect(tpl.status, tpl.raw).toBe(200);
+    const outcomes = await new VerticalWorker(t.deps).runDue();
+    expect(outcomes, JSON.stringify((await jobOf(a.id)).error)).toEqual(['succeeded']);
+    const body = wire.requests.at(-1)!.body;
+    expect(body.messages).toHaveLength(1);
+    expect(body.messages[0].content).toMatch(/^House style\. Case: \{\n {2}"id": "cas_/);
+    expect(body.temperature).toBe(0.5);
+    // The result's fields stay the vertical's: the built-in schema is asked for and checked.
+    expect(body.response_format.json_schema.name).toBe('risk_assessment');
+    expect((await statusOf(as(a.secret), a.id)).status).toBe('completed');
+    await t.deps.outcomes.flush();
+    const usage = await t.deps.db.usageRecord.findFirstOrThrow({ where: { projectId: a.projectId } });
+    expect(usage).toMatchObject({ templateId: tpl.body.id, templateVersion: 1 });
+  });
+
+  it('keeps the built-in prompt when the worker is told to (builtinPromptsOnly), and in projects without such a template', async () => {
+    const a = await queuedAssessment();
+    await operator.post('/v1/templates', { project_id: a.projectId, name: 'risk.assessment', messages: [{ role: 'system', content: 'x' }] });
+    expect(await new VerticalWorker(t.deps, { prompts: builtinPromptsOnly }).runDue()).toEqual(['succeeded']);
+    expect(wire.requests.at(-1)!.body.messages[0].content).toContain('[svc:risk.assessment]');
   });
 });

@@ -24,11 +24,15 @@ export interface PromptTemplate {
 /** Mustache without HTML escaping: prompts are text, not HTML. */
 const TEXT = { escape: (s: string) => s };
 
-/** Renders each message with the variables (objects and lists as indented JSON, so a prompt can embed them). */
-export function renderMessages(template: PromptTemplate, variables: Record<string, unknown>): PromptTemplate['messages'] {
-  const view = Object.fromEntries(
-    Object.entries(variables).map(([k, v]) => [k, v !== null && typeof v === 'object' ? JSON.stringify(v, null, 2) : v]),
+/** The variables as prompts see them: objects and lists as indented JSON text, so a prompt can embed them. */
+export const promptView = (variables: Record<string, unknown>): Record<string, string | number | boolean> =>
+  Object.fromEntries(
+    Object.entries(variables).map(([k, v]) => [k, v !== null && typeof v === 'object' ? JSON.stringify(v, null, 2) : (v as string | number | boolean)]),
   );
+
+/** Renders each message with the variables (promptView). */
+export function renderMessages(template: PromptTemplate, variables: Record<string, unknown>): PromptTemplate['messages'] {
+  const view = promptView(variables);
   return template.messages.map((m) => ({ role: m.role, content: Mustache.render(m.content, view, {}, TEXT) }));
 }
 

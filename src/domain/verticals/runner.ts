@@ -12,7 +12,7 @@ import { SCOPES, type Scope } from '../keys/scopes.ts';
 import { keyStatus } from '../keys/service.ts';
 import { workKind } from './kinds.ts';
 import type { VerticalPorts } from './ports.ts';
-import { renderMessages, schemaName, structuredResult } from './prompts.ts';
+import { promptView, renderMessages, schemaName, structuredResult } from './prompts.ts';
 import * as store from './store.ts';
 import type { WorkError } from './work.ts';
 
@@ -28,6 +28,8 @@ export interface WorkEnv {
 }
 
 export type JobOutcome = 'succeeded' | 'failed' | 'retrying' | 'lost';
+
+const pick = <T,>(o: Record<string, T>, names: string[]): Record<string, T> => Object.fromEntries(names.filter((n) => n in o).map((n) => [n, o[n]!]));
 
 /** The worker lost the job's lease to another worker (which now runs it): this run's result is dropped. */
 class LeaseLost extends Error {}
@@ -64,22 +66,26 @@ export async function runJob(ports: VerticalPorts, env: WorkEnv, job: VerticalJo
     if (!kind) throw new Error(`no vertical work kind ${job.kind}`);
     const caller = await callerOf(env.db, job, now());
     if (kind.started) await env.db.$transaction((tx) => kind.started!(tx, job, now()));
-    const template = (await ports.prompts.find(env.db, job.projectId, kind.prompt.name)) ?? kind.prompt;
+    const template = kind.prompt;
+    const own = await ports.prompts.find(env.db, job.projectId, template.name);
     const variables = await kind.variables(env.db, job);
     const ctx = makeCtx(env, { requestId: newId('req', env.clock.now()), caller, ip: null, headerProjectId: job.projectId });
     const ticket = new RateLimitTicket(ports.limiter, env.clock, caller);
     ticket.defer();
-    const request: InferenceInput = {
-      model: template.model ?? 'auto',
-      messages: renderMessages(template, variables),
-      project_id: job.projectId,
-      metadata: { vertical_job_id: job.id, vertical_work: job.kind },
-      ...(template.params?.temperature !== undefined ? { temperature: template.params.temperature } : {}),
-      ...(template.params?.max_tokens !== undefined ? { max_tokens: template.params.max_tokens } : {}),
-      ...(template.schema
-        ? { response_format: { type: 'json_schema' as const, json_schema: { name: schemaName(template), schema: template.schema, strict: true } } }
-        : {}),
-    };
+    const format = template.schema
+      ? { response_format: { type: 'json_schema' as const, json_schema: { name: schemaName(template), schema: template.schema, strict: true } } }
+      : {};
+    const common = { project_id: job.projectId, metadata: { vertical_job_id: job.id, vertical_work: job.kind }, ...format };
+    // The project's own template of the prompt's name: rendered by the pipeline's template stage, as any templated call.
+    const request: InferenceInput = own
+      ? { ...common, model: own.model ?? template.model ?? 'auto', template: { id: own.templateId, version: own.version, variables: pick(promptView(variables), own.variables) } }
+      : {
+          ...common,
+          model: template.model ?? 'auto',
+          messages: renderMessages(template, variables),
+          ...(template.params?.temperature !== undefined ? { temperature: template.params.temperature } : {}),
+          ...(template.params?.max_tokens !== undefined ? { max_tokens: template.params.max_tokens } : {}),
+        };
     const answer = await createInference(ports.inference, ctx, ticket, request);
     inferenceIds.push(answer.id);
     const result = structuredResult(template, answer.content);

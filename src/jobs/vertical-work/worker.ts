@@ -1,5 +1,5 @@
 import type { Deps } from '../../deps.ts';
-import { builtinPromptsOnly, type PromptSource, type VerticalPorts } from '../../domain/verticals/ports.ts';
+import { projectTemplates, type PromptSource, type VerticalPorts } from '../../domain/verticals/ports.ts';
 import { runDueJobs, type JobOutcome } from '../../domain/verticals/runner.ts';
 
 type WorkerDeps = Pick<Deps, 'db' | 'clock' | 'log' | 'limiter' | 'ports'>;
@@ -30,7 +30,7 @@ export class VerticalWorker {
     opts: VerticalWorkerOptions = {},
   ) {
     this.opts = { leaseMs: opts.leaseMs ?? 300_000, pollMs: opts.pollMs ?? 1_000, batch: opts.batch ?? 10 };
-    this.ports = { inference: deps.ports.inference, limiter: deps.limiter, prompts: opts.prompts ?? builtinPromptsOnly };
+    this.ports = { inference: deps.ports.inference, limiter: deps.limiter, prompts: opts.prompts ?? projectTemplates };
   }
 
   /** Runs every job due now (on the injected clock) until none is left; returns the outcomes. */
