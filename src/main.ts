@@ -4,6 +4,7 @@ import { buildApp, buildHealthApp } from './http/app.ts';
 import { DRAIN_MARGIN_MS, drainOnClose } from './http/server-lifecycle.ts';
 import { startDailyUsageSummaries } from './jobs/daily-summary/daily-summary.ts';
 import { startApprovalExpiry } from './jobs/approvals/expiry.ts';
+import { startRetentionPurge } from './jobs/retention-purge/purge.ts';
 import { VerticalWorker } from './jobs/vertical-work/worker.ts';
 
 async function main(): Promise<void> {
@@ -46,6 +47,7 @@ async function main(): Promise<void> {
   const http = drainOnClose(app, { deadlineMs: config.routingTimeoutMs + DRAIN_MARGIN_MS, log: deps.log });
   let usageSummaries: { stop(): void } | null = null;
   let approvalExpiry: { stop(): void } | null = null;
+  let retentionPurge: { stop(): void } | null = null;
   let verticalWork: VerticalWorker | null = null;
 
   let closing = false;
@@ -55,6 +57,7 @@ async function main(): Promise<void> {
     deps.log.info({ signal }, 'shutting down: finishing requests in flight');
     usageSummaries?.stop();
     approvalExpiry?.stop();
+    retentionPurge?.stop();
     try {
       // Webhook attempts in flight finish (each within its deadline) while HTTP requests drain.
       await Promise.all([http.close(), deps.webhooks.worker.stop(), verticalWork?.stop()]);
@@ -78,6 +81,7 @@ async function main(): Promise<void> {
   await deps.webhooks.worker.start();
   usageSummaries = startDailyUsageSummaries(deps);
   approvalExpiry = startApprovalExpiry(deps);
+  retentionPurge = startRetentionPurge(deps);
   verticalWork = new VerticalWorker(deps);
   verticalWork.start();
 }

@@ -32,6 +32,7 @@ import { approvalsRoutes } from '../rest/approvals.ts';
 import { opsRoutes } from '../rest/ops.ts';
 import { riskRoutes } from '../rest/risk.ts';
 import { governanceRoutes } from '../rest/governance.ts';
+import { privacyRoutes } from '../rest/privacy.ts';
 import { ssoRoutes } from '../rest/sso.ts';
 import { scimRoutes } from '../rest/scim.ts';
 import { operatorsRoutes } from '../rest/operators.ts';
@@ -150,6 +151,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   await app.register(usageRoutes);
   await app.register(routingRoutes);
   await app.register(governanceRoutes);
+  await app.register(privacyRoutes);
   await app.register(approvalsRoutes);
   await app.register(riskRoutes);
   await app.register(opsRoutes);

@@ -9,6 +9,7 @@ import { LimitsScreen } from './screens/limits.ts';
 import { OverviewScreen } from './screens/overview.ts';
 import { WebhooksScreen } from './screens/webhooks.ts';
 import { ApprovalsScreen } from './screens/approvals.ts';
+import { PrivacyScreen } from './screens/privacy.ts';
 import { TemplatesScreen } from './screens/templates.ts';
 import { OpsScreen } from './screens/ops.ts';
 import { RiskScreen } from './screens/risk.ts';
@@ -35,6 +36,7 @@ const SCREENS: Screen[] = [
   { path: 'limits', title: 'Rate limits', scope: 'governance:manage', view: LimitsScreen },
   { path: 'audit', title: 'Audit log', scope: 'audit:read', view: AuditScreen },
   { path: 'approvals', title: 'Approvals', scope: 'governance:manage or risk:approve', view: ApprovalsScreen },
+  { path: 'privacy', title: 'Privacy', scope: 'governance:manage or inference:read', view: PrivacyScreen },
   { path: 'templates', title: 'Templates', scope: 'templates:manage', view: TemplatesScreen },
   { path: 'risk', title: 'Risk', scope: 'risk:read or risk:write', view: RiskScreen },
   { path: 'ops', title: 'Ops', scope: 'ops:read or ops:write', view: OpsScreen },
