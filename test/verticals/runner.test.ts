@@ -3,7 +3,7 @@ import { claimDue } from '../../src/domain/verticals/store.ts';
 import { ASSESSMENT_PROMPT } from '../../src/domain/risk/prompts.ts';
 import { VerticalWorker } from '../../src/jobs/vertical-work/worker.ts';
 import { builtinPromptsOnly } from '../../src/domain/verticals/ports.ts';
-import { buildTestApp, client, type Client, type TestApp } from '../helpers/app.ts';
+import { buildTestApp, client, seedProject, type Client, type TestApp } from '../helpers/app.ts';
 import { startMockOpenAI, type MockOpenAI } from '../helpers/mock-openai.ts';
 import { uniqueName } from '../helpers/services.ts';
 import { writeProvidersFile } from '../inference/fixtures.ts';
@@ -76,6 +76,23 @@ describe('the model-work runner', () => {
     t.clock.advance(30_000);
     expect(await new VerticalWorker(t.deps).runDue()).toEqual(['succeeded']);
     expect(await jobOf(a.id)).toMatchObject({ status: 'succeeded', attempts: 2 });
+  });
+
+  it("waits for the key's rate-limit window (Retry-After) without spending a try", async () => {
+    const p = await seedProject(operator, { scopes: ['risk:write', 'inference:write'], limits: { requests_per_minute: 2, tokens_per_minute: 100_000, burst: 0 } });
+    const api = as(p.secret);
+    const c = await api.post('/v1/risk/cases', { title: 'c', assignee: 'a', reviewer: 'b' });
+    const rsa = await api.post(`/v1/risk/cases/${c.body.id}/assessments`, {});
+    expect(rsa.status, rsa.raw).toBe(200);
+    // The two requests above used the key's window: the work is turned away before any provider call.
+    expect(await new VerticalWorker(t.deps).runDue()).toEqual(['retrying']);
+    const job = await jobOf(rsa.body.id);
+    expect(job).toMatchObject({ status: 'queued', attempts: 0, error: { code: 'rate_limit_exceeded' } });
+    expect(job.runAfter.getTime()).toBeGreaterThan(t.clock.now());
+    expect(wire.requests).toHaveLength(0);
+    t.clock.advance(60_000);
+    expect(await new VerticalWorker(t.deps).runDue()).toEqual(['succeeded']);
+    expect(await jobOf(rsa.body.id)).toMatchObject({ status: 'succeeded', attempts: 1 });
   });
 
   it('fails with structured_output_failed when the answer does not match the schema', async () => {

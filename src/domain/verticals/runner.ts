@@ -99,6 +99,13 @@ export async function runJob(ports: VerticalPorts, env: WorkEnv, job: VerticalJo
     if (err instanceof LeaseLost) return 'lost';
     const error = errorOf(err);
     const transient = !(err instanceof SvcError) || RETRYABLE.has(err.code);
+    // The key's rate limits apply to its work: refused by them, the job waits for the window (Retry-After) and the
+    // try is not counted, so a burst of work beyond the limit is spread out rather than failed.
+    if (err instanceof SvcError && err.code === 'rate_limit_exceeded' && kind) {
+      const retryAfterS = Number(err.headers?.['Retry-After'] ?? 0) || 1;
+      await store.requeue(env.db, job, new Date(now().getTime() + retryAfterS * 1000), error as unknown as Prisma.InputJsonObject, now(), true);
+      return 'retrying';
+    }
     if (transient && kind && job.attempts < MAX_ATTEMPTS) {
       await store.requeue(env.db, job, new Date(now().getTime() + retryDelayMs(job.attempts)), error as unknown as Prisma.InputJsonObject, now());
       return 'retrying';

@@ -44,11 +44,14 @@ export async function finish(
   return count === 1;
 }
 
-/** Gives a held job back to the queue, to run again after `runAfter` (a transient failure). */
-export async function requeue(db: Db, job: VerticalJob, runAfter: Date, error: Prisma.InputJsonValue, now: Date): Promise<void> {
+/**
+ * Gives a held job back to the queue, to run again after `runAfter` (a transient failure). `uncounted`: the try does
+ * not count against the job's attempts (it was turned away by a rate limit before reaching a provider).
+ */
+export async function requeue(db: Db, job: VerticalJob, runAfter: Date, error: Prisma.InputJsonValue, now: Date, uncounted = false): Promise<void> {
   await db.verticalJob.updateMany({
     where: { id: job.id, status: 'running', leaseUntil: job.leaseUntil },
-    data: { status: 'queued', runAfter, leaseUntil: null, error, updatedAt: now },
+    data: { status: 'queued', runAfter, leaseUntil: null, error, updatedAt: now, ...(uncounted ? { attempts: { decrement: 1 } } : {}) },
   });
 }
 
