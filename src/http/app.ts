@@ -29,6 +29,7 @@ import { rateLimitsRoutes } from '../rest/rate-limits.ts';
 import { parseJsonBodies } from './json-body.ts';
 import { routeValidatorCompiler } from './route-validation.ts';
 import { approvalsRoutes } from '../rest/approvals.ts';
+import { evalsRoutes } from '../rest/evals.ts';
 import { governanceRoutes } from '../rest/governance.ts';
 import { ssoRoutes } from '../rest/sso.ts';
 import { scimRoutes } from '../rest/scim.ts';
@@ -148,6 +149,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   await app.register(routingRoutes);
   await app.register(governanceRoutes);
   await app.register(approvalsRoutes);
+  await app.register(evalsRoutes);
   await app.register(ssoRoutes);
   await app.register(scimRoutes);
   await app.register(operatorsRoutes);

@@ -1,4 +1,5 @@
 import type { ProviderSpec } from './config-file.ts';
+import { mockJudgeVerdict, readJudgeQuestion } from '../kernel/eval-judge.ts';
 import {
   contentText,
   ProviderError,
@@ -114,6 +115,14 @@ export interface MockAnswer {
   toolCalls?: ToolCall[];
 }
 
+/** The question of an llm_judge call (its system message first, the question last), else null. */
+function judgeQuestionOf(messages: ChatMessage[]) {
+  const first = messages[0];
+  const last = messages[messages.length - 1];
+  if (!first || !last || first.role !== 'system' || last.role !== 'user') return null;
+  return readJudgeQuestion(contentText(first.content), contentText(last.content));
+}
+
 const lastOf = (messages: ChatMessage[], role: ChatMessage['role']) => {
   for (let i = messages.length - 1; i >= 0; i--) if (messages[i]!.role === role) return messages[i]!;
   return undefined;
@@ -141,6 +150,9 @@ export function mockAnswer(messages: ChatMessage[], maxTokens: number | undefine
     }
   }
   let text = last?.role === 'tool' ? contentText(last.content) : contentText(lastOf(messages, 'user')?.content ?? null);
+  // An evaluation's llm_judge call (kernel/eval-judge.ts): a deterministic verdict instead of the echo.
+  const judged = judgeQuestionOf(messages);
+  if (judged) text = mockJudgeVerdict(judged);
   const format = options?.response_format;
   if (format?.type === 'json_schema') text = JSON.stringify(sampleJson(format.json_schema.schema ?? { type: 'object', properties: {} }));
   else if (format?.type === 'json_object') text = JSON.stringify({ answer: text });
