@@ -4,6 +4,7 @@ import { buildApp, buildHealthApp } from './http/app.ts';
 import { DRAIN_MARGIN_MS, drainOnClose } from './http/server-lifecycle.ts';
 import { startDailyUsageSummaries } from './jobs/daily-summary/daily-summary.ts';
 import { startApprovalExpiry } from './jobs/approvals/expiry.ts';
+import { startEvalRunner, type EvalRunner } from './jobs/eval-runner/runner.ts';
 
 async function main(): Promise<void> {
   // A signal that comes before the gateway is built (the first start's migrations, say) is held until startup has
@@ -45,6 +46,7 @@ async function main(): Promise<void> {
   const http = drainOnClose(app, { deadlineMs: config.routingTimeoutMs + DRAIN_MARGIN_MS, log: deps.log });
   let usageSummaries: { stop(): void } | null = null;
   let approvalExpiry: { stop(): void } | null = null;
+  let evalRunner: EvalRunner | null = null;
 
   let closing = false;
   shutdown = async (signal: string) => {
@@ -55,7 +57,8 @@ async function main(): Promise<void> {
     approvalExpiry?.stop();
     try {
       // Webhook attempts in flight finish (each within its deadline) while HTTP requests drain.
-      await Promise.all([http.close(), deps.webhooks.worker.stop()]);
+      // An evaluation case in flight finishes (its result is written); the rest resume on the next start.
+      await Promise.all([http.close(), deps.webhooks.worker.stop(), evalRunner?.stop()]);
       await closeDeps(deps);
       process.exit(0);
     } catch (err) {
@@ -76,6 +79,7 @@ async function main(): Promise<void> {
   await deps.webhooks.worker.start();
   usageSummaries = startDailyUsageSummaries(deps);
   approvalExpiry = startApprovalExpiry(deps);
+  evalRunner = startEvalRunner(deps);
 }
 
 void main();

@@ -1,0 +1,373 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { EvalCase, EvalRun } from '../../generated/prisma/client.ts';
+import type { Deps } from '../../deps.ts';
+import { SvcError } from '../../errors/svc-error.ts';
+import { makeCtx, type Caller } from '../../domain/context.ts';
+import { OPERATOR_KEY_ID } from '../../domain/auth/service.ts';
+import { SCOPES, type Scope } from '../../domain/keys/scopes.ts';
+import { keyStatus } from '../../domain/keys/service.ts';
+import { judgeLocally } from '../../domain/evals/assertions.ts';
+import { finishEvalRun, refreshCanceledSummary, type StoredCaseInput } from '../../domain/evals/service.ts';
+import {
+  PrismaIdempotencyStore,
+  RedisIdempotencyStore,
+  SealedIdempotencyStore,
+  type IdempotencyStore,
+} from '../../domain/idempotency/store.ts';
+import { createInference, type InferenceInput } from '../../domain/inference/service.ts';
+import { judgeMessages, parseJudgeVerdict } from '../../kernel/eval-judge.ts';
+import { RateLimitTicket } from '../../limits/requests.ts';
+
+type RunnerDeps = Pick<Deps, 'db' | 'clock' | 'log' | 'limiter' | 'ports' | 'outcomes' | 'redis' | 'config' | 'webhooks'>;
+
+export interface EvalRunnerOptions {
+  /** How long a claimed run stays this worker's without a renewal (CONTRACT §14 resume: another worker takes it after). */
+  leaseMs?: number;
+  /** How often the worker looks for queued runs (wall time). */
+  pollMs?: number;
+  /** Waits out a 429's Retry-After. Tests inject one that moves their clock instead of sleeping. */
+  sleep?: (ms: number) => Promise<void>;
+  idempotency?: IdempotencyStore;
+}
+
+/** What one model call of a case left: its answer or error, with its figures (stored for a replay after a restart). */
+type CallResult =
+  | { ok: true; content: string; requestId: string; promptTokens: number; completionTokens: number; costMicros: string; latencyMs: number }
+  | { ok: false; code: string; message: string; requestId: string };
+
+/** Why the rest of a run stops: a cancel, the budget, a revoked key, or a lost lease. */
+interface Stop {
+  kind: 'canceled' | 'failed' | 'lost';
+  error?: { code: string; message: string };
+}
+
+const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
+const base32 = (bytes: Buffer, n: number) => [...bytes.subarray(0, n)].map((b) => ALPHABET[b & 31]).join('');
+
+/**
+ * A case's request id, the same after a restart: the run's time part, then a hash of (run, case, call, attempt), so
+ * that the usage records of one case can be found by its prefix (`req_` + 22 characters) and no two attempts share one.
+ */
+export function caseRequestId(runId: string, index: number, part: 'main' | 'judge', attempt: number): string {
+  const casePart = base32(createHash('sha256').update(`${runId}:${index}`).digest(), 12);
+  const tail = base32(createHash('sha256').update(`${runId}:${index}:${part}:${attempt}`).digest(), 4);
+  return `req_${runId.slice(4, 14)}${casePart}${tail}`;
+}
+
+/** The Idempotency-Key of one call of a case (in the run's project's namespace, CONTRACT §5). */
+const callKey = (runId: string, index: number, part: string) => `svc-eval:${runId}:${index}:${part}`;
+
+/**
+ * The evaluation worker (CONTRACT §14). Claims a queued or abandoned run with a lease (renewed while it runs), runs its
+ * unfinished cases `concurrency` at a time through createInference, the same pipeline as POST /v1/inference, as the
+ * key that created the run (its scopes, windows and budget), and ends it with eval.run.completed.
+ *
+ * At most one charge per case: before a call, the case's Idempotency-Key (run, case, call) is begun in the gateway's
+ * idempotency store and the attempt's request id written on the case; the answer is stored there once the usage record
+ * is written. After a restart, a finished call is replayed from the store (nothing runs again), a call cut off before
+ * its usage record existed is run again, and one whose usage record exists but whose answer was lost is reported
+ * errored rather than paid twice. A finished case is never run again.
+ */
+export class EvalRunner {
+  readonly owner = `wrk_${randomBytes(6).toString('hex')}`;
+  private readonly leaseMs: number;
+  private readonly pollMs: number;
+  private readonly sleep: (ms: number) => Promise<void>;
+  private readonly idem: IdempotencyStore;
+  private timer: NodeJS.Timeout | null = null;
+  private busy: Promise<void> | null = null;
+  private stopped = false;
+
+  constructor(
+    private readonly deps: RunnerDeps,
+    opts: EvalRunnerOptions = {},
+  ) {
+    this.leaseMs = opts.leaseMs ?? deps.config.evalLeaseMs;
+    this.pollMs = opts.pollMs ?? 1_000;
+    this.sleep = opts.sleep ?? ((ms) => new Promise((r) => setTimeout(r, ms).unref()));
+    this.idem =
+      opts.idempotency ??
+      new SealedIdempotencyStore(
+        deps.redis ? new RedisIdempotencyStore(deps.redis, deps.config.redisPrefix) : new PrismaIdempotencyStore(deps.db),
+        deps.webhooks.secretBox,
+      );
+  }
+
+  start(): void {
+    const tick = () => {
+      if (this.stopped || this.busy) return;
+      this.busy = this.runPending()
+        .then(() => undefined)
+        .catch((err) => this.deps.log.error({ err }, 'eval runner: a pass failed; retrying'))
+        .finally(() => {
+          this.busy = null;
+        });
+    };
+    this.timer = setInterval(tick, this.pollMs);
+    this.timer.unref();
+    tick();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+    await this.busy;
+  }
+
+  private now(): Date {
+    return new Date(this.deps.clock.now());
+  }
+
+  /** Runs every run it can claim until none is left; returns how many it ran. */
+  async runPending(): Promise<number> {
+    let ran = 0;
+    for (;;) {
+      if (this.stopped) return ran;
+      const run = await this.claim();
+      if (!run) return ran;
+      await this.runOne(run);
+      ran++;
+    }
+  }
+
+  /** A queued run, or a running one whose lease has passed (its worker died): conditional, so one worker wins it. */
+  private async claim(): Promise<EvalRun | null> {
+    const now = this.now();
+    const free = { OR: [{ leaseUntil: null }, { leaseUntil: { lt: now } }] };
+    const candidates = await this.deps.db.evalRun.findMany({
+      where: { status: { in: ['queued', 'running'] }, ...free },
+      orderBy: { id: 'asc' },
+      take: 5,
+      select: { id: true, startedAt: true },
+    });
+    for (const c of candidates) {
+      const { count } = await this.deps.db.evalRun.updateMany({
+        where: { id: c.id, status: { in: ['queued', 'running'] }, ...free },
+        data: { status: 'running', leaseOwner: this.owner, leaseUntil: new Date(now.getTime() + this.leaseMs), startedAt: c.startedAt ?? now },
+      });
+      if (count === 1) return this.deps.db.evalRun.findUnique({ where: { id: c.id } });
+    }
+    return null;
+  }
+
+  /** Renews the lease; false when the run is no longer this worker's (canceled, or taken over). */
+  private async renew(run: EvalRun): Promise<boolean> {
+    const { count } = await this.deps.db.evalRun.updateMany({
+      where: { id: run.id, status: 'running', leaseOwner: this.owner },
+      data: { leaseUntil: new Date(this.deps.clock.now() + this.leaseMs) },
+    });
+    return count === 1;
+  }
+
+  /** The creating key as it is now; null (the run fails) when it was revoked or has expired. */
+  private async callerOf(run: EvalRun): Promise<Caller | null> {
+    if (run.keyId === OPERATOR_KEY_ID) return { kind: 'operator', keyId: OPERATOR_KEY_ID, projectId: null, scopes: SCOPES };
+    const key = await this.deps.db.apiKey.findFirst({ where: { id: run.keyId, projectId: run.projectId } });
+    if (!key || keyStatus(key, this.now()) !== 'active') return null;
+    return { kind: 'key', keyId: key.id, projectId: key.projectId, scopes: key.scopes as Scope[], budgetMicros: key.budgetMicros };
+  }
+
+  private async runOne(run: EvalRun): Promise<void> {
+    const { db } = this.deps;
+    const state: { stop: Stop | null } = { stop: null };
+    const keyGone = (): Stop => ({
+      kind: 'failed',
+      error: { code: 'invalid_api_key', message: `The key that created this run (${run.keyId}) was revoked or has expired.` },
+    });
+    const queue = await db.evalCase.findMany({ where: { runId: run.id, status: { in: ['pending', 'started'] } }, orderBy: { index: 'asc' } });
+    const worker = async () => {
+      for (;;) {
+        if (state.stop || this.stopped) return;
+        const c = queue.shift();
+        if (!c) return;
+        // Before each case: still this worker's and not canceled (renewing the lease), and the key still valid.
+        if (!(await this.renew(run))) {
+          const current = await db.evalRun.findUnique({ where: { id: run.id }, select: { status: true } });
+          state.stop ??= { kind: current?.status === 'canceled' ? 'canceled' : 'lost' };
+          return;
+        }
+        const caller = await this.callerOf(run);
+        if (!caller) {
+          state.stop ??= keyGone();
+          return;
+        }
+        const result = await this.runCase(run, c, caller, () => state.stop !== null || this.stopped);
+        if (result) state.stop ??= result;
+      }
+    };
+    await Promise.all(Array.from({ length: Math.max(1, run.concurrency) }, worker));
+    if (this.stopped && !state.stop) return; // shutting down: the lease passes and a worker resumes the run
+    if (state.stop?.kind === 'lost') return;
+    if (state.stop?.kind === 'canceled') {
+      await refreshCanceledSummary(db, run);
+      return;
+    }
+    if (state.stop?.kind === 'failed') {
+      // CONTRACT §14: budget_exceeded (or a revoked key) fails the remaining cases and the run.
+      await db.evalCase.updateMany({
+        where: { runId: run.id, status: { in: ['pending', 'started'] } },
+        data: { status: 'errored', reason: `${state.stop.error!.code}: ${state.stop.error!.message}`, finishedAt: this.now() },
+      });
+    }
+    const ended = await finishEvalRun(db, run, this.owner, this.now(), state.stop?.kind === 'failed' ? { status: 'failed', error: state.stop.error } : { status: 'completed' });
+    if (ended) this.deps.log.info({ eval_id: run.id, status: state.stop ? 'failed' : 'completed' }, 'evaluation run ended');
+  }
+
+  /** One case: its call (and the judge's), its verdict, its row. Returns a Stop when the run must stop. */
+  private async runCase(run: EvalRun, c: EvalCase, caller: Caller, stopping: () => boolean): Promise<Stop | null> {
+    const input = c.input as unknown as StoredCaseInput;
+    const main = await this.call(run, c, 'main', this.inferenceInputOf(run, input), caller, stopping);
+    if (main === null) return null; // stopped while waiting out a 429: the case stays for the resume
+    if (!main.ok) {
+      await this.finishCase(c, { status: 'errored', reason: `${main.code}: ${main.message}`, requestId: main.requestId });
+      return main.code === 'budget_exceeded' ? { kind: 'failed', error: { code: main.code, message: main.message } } : null;
+    }
+    const figures = { promptTokens: main.promptTokens, completionTokens: main.completionTokens, costMicros: BigInt(main.costMicros), latencyMs: main.latencyMs };
+    if (input.assert.type !== 'llm_judge') {
+      const v = judgeLocally(input.assert, input.expected ?? null, main.content);
+      await this.finishCase(c, { status: v.passed ? 'passed' : 'failed', reason: v.reason, output: main.content, requestId: main.requestId, ...figures });
+      return null;
+    }
+    const judgeInput: InferenceInput = {
+      model: input.assert.judge_model!,
+      project_id: run.projectId,
+      messages: judgeMessages({ rubric: input.assert.rubric!, expected: input.expected ?? null, output: main.content }),
+      temperature: 0,
+    } as InferenceInput;
+    const judged = await this.call(run, c, 'judge', judgeInput, caller, stopping);
+    if (judged === null) return null;
+    if (!judged.ok) {
+      await this.finishCase(c, { status: 'errored', reason: `judge ${judged.code}: ${judged.message}`, output: main.content, requestId: main.requestId, ...figures });
+      return judged.code === 'budget_exceeded' ? { kind: 'failed', error: { code: judged.code, message: judged.message } } : null;
+    }
+    const withJudge = {
+      ...figures,
+      promptTokens: figures.promptTokens + judged.promptTokens,
+      completionTokens: figures.completionTokens + judged.completionTokens,
+      costMicros: figures.costMicros + BigInt(judged.costMicros),
+    };
+    const verdict = parseJudgeVerdict(judged.content);
+    if (!verdict) {
+      await this.finishCase(c, { status: 'errored', reason: `The judge gave no PASS/FAIL verdict: "${judged.content.slice(0, 200)}"`, output: main.content, requestId: main.requestId, ...withJudge });
+      return null;
+    }
+    await this.finishCase(c, { status: verdict.passed ? 'passed' : 'failed', reason: `judge: ${verdict.reason || (verdict.passed ? 'PASS' : 'FAIL')}`, output: main.content, requestId: main.requestId, ...withJudge });
+    return null;
+  }
+
+  /**
+   * The inference request of a case. A template run (CONTRACT §10, once templates exist) would send
+   * `template: {id, version, variables}` here instead of messages; createEvalRun refuses template runs until then.
+   */
+  private inferenceInputOf(run: EvalRun, input: StoredCaseInput): InferenceInput {
+    return { model: run.model!, project_id: run.projectId, messages: input.messages } as InferenceInput;
+  }
+
+  private async finishCase(
+    c: EvalCase,
+    r: { status: 'passed' | 'failed' | 'errored'; reason: string; output?: string; requestId?: string; promptTokens?: number; completionTokens?: number; costMicros?: bigint; latencyMs?: number },
+  ): Promise<void> {
+    // Only a case not finished yet (a cancel marks unfinished cases skipped; the result of a call already made still counts).
+    await this.deps.db.evalCase.updateMany({
+      where: { id: c.id, status: { in: ['pending', 'started', 'skipped'] } },
+      data: {
+        status: r.status,
+        reason: r.reason.slice(0, 2000),
+        output: r.output ?? null,
+        requestId: r.requestId ?? null,
+        promptTokens: r.promptTokens ?? 0,
+        completionTokens: r.completionTokens ?? 0,
+        costMicros: r.costMicros ?? 0n,
+        latencyMs: r.latencyMs ?? null,
+        finishedAt: this.now(),
+      },
+    });
+  }
+
+  /**
+   * One model call of a case, at most once: replayed from the idempotency store when an earlier worker finished it;
+   * a 429 rate_limit_exceeded waits for its window (Retry-After) and tries again as a new attempt. Null: stopped.
+   */
+  private async call(run: EvalRun, c: EvalCase, part: 'main' | 'judge', input: InferenceInput, caller: Caller, stopping: () => boolean): Promise<CallResult | null> {
+    const { db, clock } = this.deps;
+    const key = callKey(run.id, c.index, part);
+    const hash = createHash('sha256').update(JSON.stringify(input)).digest('hex');
+    for (;;) {
+      if (stopping()) return null;
+      const begun = await this.idem.begin(run.projectId, key, hash, clock.now());
+      if (begun.kind === 'replay') return JSON.parse(begun.body) as CallResult;
+      if (begun.kind === 'conflict') {
+        const resumed = await this.interrupted(run, c, part, key);
+        if (resumed) return resumed;
+        continue;
+      }
+      const row = await db.evalCase.update({ where: { id: c.id }, data: { status: 'started', attempts: { increment: 1 } }, select: { attempts: true } });
+      const requestId = caseRequestId(run.id, c.index, part, row.attempts);
+      await db.evalCase.update({ where: { id: c.id }, data: { requestId } });
+      const ctx = makeCtx({ db, clock }, { requestId, caller, ip: null, headerProjectId: run.projectId });
+      const ticket = new RateLimitTicket(this.deps.limiter, clock, caller);
+      ticket.defer();
+      const started = performance.now();
+      let result: CallResult;
+      try {
+        const r = await createInference(this.deps.ports.inference, ctx, ticket, input);
+        result = {
+          ok: true,
+          content: r.content,
+          requestId,
+          promptTokens: r.promptTokens,
+          completionTokens: r.completionTokens,
+          costMicros: r.costMicros.toString(),
+          latencyMs: Math.round(performance.now() - started),
+        };
+      } catch (err) {
+        if (!(err instanceof SvcError)) {
+          await this.idem.abandon(run.projectId, key);
+          throw err;
+        }
+        if (err.code === 'rate_limit_exceeded') {
+          // Nothing was charged: the window is waited out and the call made again (CONTRACT §14).
+          await this.idem.abandon(run.projectId, key);
+          const seconds = Number(err.headers?.['Retry-After'] ?? '1');
+          await this.sleep(Math.max(1, Number.isFinite(seconds) ? seconds : 1) * 1000);
+          if (!(await this.renew(run))) return null; // canceled (or taken over) meanwhile
+          continue;
+        }
+        result = { ok: false, code: err.code, message: err.message, requestId };
+      }
+      // The usage record is written before the answer is kept: a restart then finds either the answer or no charge.
+      await this.deps.outcomes.flush({ timeoutMs: 5_000 });
+      await this.idem.complete(run.projectId, key, 200, JSON.stringify(result));
+      return result;
+    }
+  }
+
+  /**
+   * The call's key is still "running": an earlier worker died during it (this worker holds the run's lease, so no
+   * other is making it). If its attempt left a usage record, it was charged and its answer is lost: the case is
+   * errored, not paid twice. Otherwise the call never got that far: the key is released and the call made again (null).
+   */
+  private async interrupted(run: EvalRun, c: EvalCase, part: 'main' | 'judge', key: string): Promise<CallResult | null> {
+    const current = await this.deps.db.evalCase.findUnique({ where: { id: c.id }, select: { attempts: true, requestId: true } });
+    const requestId = current?.requestId ?? caseRequestId(run.id, c.index, part, current?.attempts ?? 0);
+    const record = await this.deps.db.usageRecord.findFirst({ where: { requestId, projectId: run.projectId } });
+    if (record && record.status === 'succeeded') {
+      const lost: CallResult = {
+        ok: false,
+        code: 'interrupted',
+        message: 'The worker stopped after the model answered and before the answer was stored; the call was charged once and is not made again.',
+        requestId,
+      };
+      await this.idem.complete(run.projectId, key, 200, JSON.stringify(lost));
+      return lost;
+    }
+    await this.idem.abandon(run.projectId, key);
+    return null;
+  }
+}
+
+export function startEvalRunner(deps: RunnerDeps, opts: EvalRunnerOptions = {}): EvalRunner {
+  const runner = new EvalRunner(deps, opts);
+  runner.start();
+  return runner;
+}
