@@ -10,6 +10,7 @@ import './usage.ts';
 import './routing.ts';
 import './governance.ts';
 import './operators.ts';
+import './evals.ts';
 
 /** The whole control plane; scripts/print-schema.ts prints it to schema.graphql. */
 export const schema = builder.toSchema();

@@ -136,7 +136,7 @@ describe('the runner', () => {
     let calls = 0;
     provider.set({ delayMs: 0 });
     const runner = testRunner(t);
-    const origin = t.deps.ports.inference.providers;
+    const origin = t.deps.providers;
     const cancelOnThird = new Proxy(origin, {
       get(target, prop, receiver) {
         if (prop === 'complete') {
