@@ -292,14 +292,21 @@ export class EvalRunner {
     const { db, clock } = this.deps;
     const key = callKey(run.id, c.index, part);
     const hash = createHash('sha256').update(JSON.stringify(input)).digest('hex');
+    // A case this worker resumes: its last attempt of this call was begun by a worker that stopped.
+    let resuming = c.status === 'started' && c.requestId !== null && c.requestId === caseRequestId(run.id, c.index, part, c.attempts);
     for (;;) {
       if (stopping()) return null;
       const begun = await this.idem.begin(run.projectId, key, hash, clock.now());
       if (begun.kind === 'replay') return JSON.parse(begun.body) as CallResult;
-      if (begun.kind === 'conflict') {
-        const resumed = await this.interrupted(run, c, part, key);
-        if (resumed) return resumed;
-        continue;
+      // "running" (the worker died during the call) or, past the store's lease, begun afresh: was it charged?
+      if (begun.kind === 'conflict' || resuming) {
+        resuming = false;
+        const lost = await this.chargedAndLost(run, c.requestId ?? '', key);
+        if (lost) return lost;
+        if (begun.kind === 'conflict') {
+          await this.idem.abandon(run.projectId, key);
+          continue;
+        }
       }
       const row = await db.evalCase.update({ where: { id: c.id }, data: { status: 'started', attempts: { increment: 1 } }, select: { attempts: true } });
       const requestId = caseRequestId(run.id, c.index, part, row.attempts);
@@ -343,26 +350,29 @@ export class EvalRunner {
   }
 
   /**
-   * The call's key is still "running": an earlier worker died during it (this worker holds the run's lease, so no
-   * other is making it). If its attempt left a usage record, it was charged and its answer is lost: the case is
-   * errored, not paid twice. Otherwise the call never got that far: the key is released and the call made again (null).
+   * The attempt a stopped worker began: if it left a usage record, it was charged and its answer is lost, so the call
+   * is reported errored (`interrupted`) rather than paid twice (the key completed with that result). Null: it was not
+   * charged (the process died before the provider answered), so the call may be made again. With Redis, a usage record
+   * may still sit in the outcome stream, unwritten by the dead consumer: the restarted consumers take such entries over
+   * after SVC_OUTCOME_LEASE_MS, so the record is looked for until then (plus a margin) before concluding.
    */
-  private async interrupted(run: EvalRun, c: EvalCase, part: 'main' | 'judge', key: string): Promise<CallResult | null> {
-    const current = await this.deps.db.evalCase.findUnique({ where: { id: c.id }, select: { attempts: true, requestId: true } });
-    const requestId = current?.requestId ?? caseRequestId(run.id, c.index, part, current?.attempts ?? 0);
-    const record = await this.deps.db.usageRecord.findFirst({ where: { requestId, projectId: run.projectId } });
-    if (record && record.status === 'succeeded') {
-      const lost: CallResult = {
-        ok: false,
-        code: 'interrupted',
-        message: 'The worker stopped after the model answered and before the answer was stored; the call was charged once and is not made again.',
-        requestId,
-      };
-      await this.idem.complete(run.projectId, key, 200, JSON.stringify(lost));
-      return lost;
+  private async chargedAndLost(run: EvalRun, requestId: string, key: string): Promise<CallResult | null> {
+    const until = Date.now() + (this.deps.redis ? this.deps.config.outcomeLeaseMs + 3_000 : 0);
+    for (;;) {
+      const record = requestId ? await this.deps.db.usageRecord.findFirst({ where: { requestId, projectId: run.projectId } }) : null;
+      if (record && record.status === 'succeeded') {
+        const lost: CallResult = {
+          ok: false,
+          code: 'interrupted',
+          message: 'The worker stopped after the model answered and before the answer was stored; the call was charged once and is not made again.',
+          requestId,
+        };
+        await this.idem.complete(run.projectId, key, 200, JSON.stringify(lost));
+        return lost;
+      }
+      if (record || Date.now() >= until) return null;
+      await new Promise((r) => setTimeout(r, 250));
     }
-    await this.idem.abandon(run.projectId, key);
-    return null;
   }
 }
 
