@@ -9,6 +9,7 @@ import { LimitsScreen } from './screens/limits.ts';
 import { OverviewScreen } from './screens/overview.ts';
 import { WebhooksScreen } from './screens/webhooks.ts';
 import { ApprovalsScreen } from './screens/approvals.ts';
+import { EvalsScreen } from './screens/evals.ts';
 
 export interface Viewer {
   kind: 'operator' | 'key' | 'session';
@@ -32,6 +33,7 @@ const SCREENS: Screen[] = [
   { path: 'limits', title: 'Rate limits', scope: 'governance:manage', view: LimitsScreen },
   { path: 'audit', title: 'Audit log', scope: 'audit:read', view: AuditScreen },
   { path: 'approvals', title: 'Approvals', scope: 'governance:manage or risk:approve', view: ApprovalsScreen },
+  { path: 'evals', title: 'Evals', scope: 'evals:write or usage:read', view: EvalsScreen },
 ];
 
 const VIEWER = `query Viewer { viewer { kind keyId projectId scopes } }`;
