@@ -195,7 +195,15 @@ export class EvalRunner {
         if (result) state.stop ??= result;
       }
     };
-    await Promise.all(Array.from({ length: Math.max(1, run.concurrency) }, worker));
+    // The lease is also renewed on a timer: one slow case (a provider near its timeout, then a judge call) must not let
+    // it pass while this worker is alive, or another worker would take the run over and make the same calls.
+    const keepAlive = setInterval(() => void this.renew(run).catch(() => undefined), Math.max(250, Math.floor(this.leaseMs / 3)));
+    keepAlive.unref();
+    try {
+      await Promise.all(Array.from({ length: Math.max(1, run.concurrency) }, worker));
+    } finally {
+      clearInterval(keepAlive);
+    }
     if (this.stopped && !state.stop) return; // shutting down: the lease passes and a worker resumes the run
     if (state.stop?.kind === 'lost') return;
     if (state.stop?.kind === 'canceled') {
