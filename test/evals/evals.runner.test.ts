@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PrismaIdempotencyStore, RedisIdempotencyStore, SealedIdempotencyStore } from '../../src/domain/idempotency/store.ts';
+import { caseRequestId } from '../../src/jobs/eval-runner/runner.ts';
 import { buildTestApp, client, type Client, type TestApp } from '../helpers/app.ts';
 import { startReceiver, type Receiver } from '../helpers/https-receiver.ts';
 import { startMockOpenAI, type MockOpenAI } from '../helpers/mock-openai.ts';
@@ -26,7 +28,7 @@ beforeAll(async () => {
       },
     ],
   });
-  t = await buildTestApp({ env: { ...webhookEnv(), SVC_PROVIDERS_FILE: file } });
+  t = await buildTestApp({ env: { ...webhookEnv(), SVC_PROVIDERS_FILE: file, SVC_OUTCOME_LEASE_MS: '500' } });
   operator = client(t.app);
 });
 afterAll(async () => {
@@ -188,5 +190,50 @@ describe('the runner', () => {
     expect(provider.calls).toBe(2);
     const res = await api.post(`/v1/evals/${run.id}/cancel`);
     expect({ status: res.status, code: res.body.error.code, param: res.body.error.param }).toEqual({ status: 400, code: 'invalid_request', param: 'eval_id' });
+  });
+
+  describe('resuming a case a stopped worker had begun', () => {
+    /** The state a worker killed during case 0's call leaves: the case started, its call's Idempotency-Key running. */
+    async function leaveStarted(charged: boolean) {
+      provider.reset({ usage: { prompt_tokens: 10, completion_tokens: 10 } });
+      const s = await evalProject(operator);
+      const api = client(t.app, s.secret);
+      const run = await create(api, s.projectId, { cases: cases(2), concurrency: 1 });
+      const requestId = caseRequestId(run.id, 0, 'main', 1);
+      const row = await t.deps.db.evalCase.findFirstOrThrow({ where: { runId: run.id, index: 0 } });
+      await t.deps.db.evalCase.update({ where: { id: row.id }, data: { status: 'started', attempts: 1, requestId } });
+      const d = t.deps;
+      const store = new SealedIdempotencyStore(d.redis ? new RedisIdempotencyStore(d.redis, d.config.redisPrefix) : new PrismaIdempotencyStore(d.db), d.webhooks.secretBox);
+      expect((await store.begin(s.projectId, `svc-eval:${run.id}:0:main`, 'dead-worker', t.clock.now())).kind).toBe('started');
+      if (charged) {
+        await d.db.usageRecord.create({
+          data: { requestId, projectId: s.projectId, keyId: s.keyId, model: 'gpt-test', status: 'succeeded', promptTokens: 10, completionTokens: 10, costMicros: 20n, createdAt: new Date(t.clock.now()) },
+        });
+      }
+      return { s, api, run, prefix: requestId.slice(0, 26) };
+    }
+
+    it('does not call again a call that was charged: the case is errored as interrupted', async () => {
+      const { s, api, run, prefix } = await leaveStarted(true);
+      await testRunner(t).runPending();
+      const results = await allResults(api, run.id);
+      expect(results.map((x) => x.status)).toEqual(['errored', 'passed']);
+      expect(results[0].reason).toMatch(/^interrupted: .*charged once/);
+      expect(provider.calls).toBe(1);
+      const usage = await operator.get('/v1/usage', { query: { granularity: 'request', project_id: s.projectId, limit: 100 } });
+      expect(usage.body.data.filter((u: any) => u.request_id.startsWith(prefix))).toHaveLength(1);
+      expect((await api.get(`/v1/evals/${run.id}`)).body).toMatchObject({ status: 'completed', summary: { passed: 1, errored: 1 } });
+    });
+
+    it('makes a call again that left no usage record (cut off before the provider answered), once', async () => {
+      const { s, api, run, prefix } = await leaveStarted(false);
+      await testRunner(t).runPending();
+      const results = await allResults(api, run.id);
+      expect(results.map((x) => x.status)).toEqual(['passed', 'passed']);
+      expect(results[0]).toMatchObject({ attempts: 2, request_id: caseRequestId(run.id, 0, 'main', 2) });
+      expect(provider.calls).toBe(2);
+      const usage = await operator.get('/v1/usage', { query: { granularity: 'request', project_id: s.projectId, limit: 100 } });
+      expect(usage.body.data.filter((u: any) => u.request_id.startsWith(prefix) && u.status === 'succeeded')).toHaveLength(1);
+    });
   });
 });
