@@ -19,7 +19,9 @@ export function routeValidatorCompiler(fallback: FastifySchemaCompiler<any>): Fa
     const parse = httpPart === 'body' ? parseInput : parseTextInput;
     return (value: unknown) => {
       try {
-        return { value: parse(schema, value) };
+        // A POST without a body (fastify: null) sends no parameters (as Stripe's API reads it): `{}`, so a missing required field is
+        // named rather than the whole body refused.
+        return { value: parse(schema, httpPart === 'body' && (value === undefined || value === null) ? {} : value) };
       } catch (error) {
         return { error: error as Error };
       }
