@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { EvalCase } from '../generated/prisma/client.ts';
 import { unixOrNull, unixSeconds } from '../domain/context.ts';
 import { cancelEvalRun, createEvalRun, getEvalRun, listEvalResults, listEvalRuns, type EvalRunView } from '../domain/evals/service.ts';
-import { CreateEvalRun, EvalIdParams, ListEvalResultsQuery, ListEvalRunsQuery } from '../domain/evals/schema.ts';
+import { CancelEvalRun, CreateEvalRun, EvalIdParams, ListEvalResultsQuery, ListEvalRunsQuery } from '../domain/evals/schema.ts';
 import { microsToUsd } from '../kernel/money.ts';
 import { sendList } from './list.ts';
 
@@ -71,7 +71,7 @@ export const evalsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     sendList(reply, await listEvalResults(req.ctx, req.params.eval_id, req.query), `/v1/evals/${req.params.eval_id}/results`, presentEvalResult),
   );
 
-  app.post('/v1/evals/:eval_id/cancel', { schema: { params: EvalIdParams } }, async (req) =>
+  app.post('/v1/evals/:eval_id/cancel', { schema: { params: EvalIdParams, body: CancelEvalRun } }, async (req) =>
     presentEvalRun(await cancelEvalRun(req.ctx, req.params.eval_id, req.body ?? {})),
   );
 };
