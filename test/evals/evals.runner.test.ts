@@ -6,6 +6,8 @@ import { startReceiver, type Receiver } from '../helpers/https-receiver.ts';
 import { startMockOpenAI, type MockOpenAI } from '../helpers/mock-openai.ts';
 import { writeProvidersFile } from '../inference/fixtures.ts';
 import { createWebhook, testWorker, webhookEnv } from '../webhooks/support.ts';
+import { pollUntil } from '../helpers/gateway-process.ts';
+import { EvalRunner } from '../../src/jobs/eval-runner/runner.ts';
 import { allResults, evalProject, testRunner, userCase } from './support.ts';
 
 let t: TestApp;
@@ -190,6 +192,24 @@ describe('the runner', () => {
     expect(provider.calls).toBe(2);
     const res = await api.post(`/v1/evals/${run.id}/cancel`);
     expect({ status: res.status, code: res.body.error.code, param: res.body.error.param }).toEqual({ status: 400, code: 'invalid_request', param: 'eval_id' });
+  });
+
+  it('when started, picks queued runs up by itself, several at once, and stops cleanly', async () => {
+    provider.reset({ delayMs: 30 });
+    const s = await evalProject(operator);
+    const api = client(t.app, s.secret);
+    const runs = [await create(api, s.projectId, { cases: cases(3), concurrency: 1 }), await create(api, s.projectId, { cases: cases(3), concurrency: 1 })];
+    const runner = new EvalRunner(t.deps, { pollMs: 20, maxRuns: 2 });
+    runner.start();
+    try {
+      await pollUntil('both runs completed', async () => {
+        const states = await Promise.all(runs.map(async (r) => (await operator.get(`/v1/evals/${r.id}`)).body.status));
+        return states.every((x) => x === 'completed');
+      }, 20_000, 100);
+    } finally {
+      await runner.stop();
+    }
+    expect(provider.calls).toBe(6);
   });
 
   describe('resuming a case a stopped worker had begun', () => {

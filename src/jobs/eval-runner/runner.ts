@@ -25,6 +25,8 @@ export interface EvalRunnerOptions {
   leaseMs?: number;
   /** How often the worker looks for queued runs (wall time). */
   pollMs?: number;
+  /** Runs worked on at once by this process (default 4). */
+  maxRuns?: number;
   /** Waits out a 429's Retry-After. Tests inject one that moves their clock instead of sleeping. */
   sleep?: (ms: number) => Promise<void>;
   idempotency?: IdempotencyStore;
@@ -75,7 +77,9 @@ export class EvalRunner {
   private readonly sleep: (ms: number) => Promise<void>;
   private readonly idem: IdempotencyStore;
   private timer: NodeJS.Timeout | null = null;
-  private busy: Promise<void> | null = null;
+  private readonly active = new Set<Promise<void>>();
+  private claiming = false;
+  private readonly maxRuns: number;
   private stopped = false;
 
   constructor(
@@ -84,6 +88,7 @@ export class EvalRunner {
   ) {
     this.leaseMs = opts.leaseMs ?? deps.config.evalLeaseMs;
     this.pollMs = opts.pollMs ?? 1_000;
+    this.maxRuns = opts.maxRuns ?? 4;
     this.sleep = opts.sleep ?? ((ms) => new Promise((r) => setTimeout(r, ms).unref()));
     this.idem =
       opts.idempotency ??
@@ -93,25 +98,43 @@ export class EvalRunner {
       );
   }
 
+  /**
+   * Polls for claimable runs and works on up to `maxRuns` at once (one tenant's long run does not hold the others
+   * back); each run has its own `concurrency`.
+   */
   start(): void {
-    const tick = () => {
-      if (this.stopped || this.busy) return;
-      this.busy = this.runPending()
-        .then(() => undefined)
-        .catch((err) => this.deps.log.error({ err }, 'eval runner: a pass failed; retrying'))
-        .finally(() => {
-          this.busy = null;
-        });
+    const fill = () => {
+      if (this.stopped || this.claiming) return;
+      this.claiming = true;
+      void (async () => {
+        try {
+          while (!this.stopped && this.active.size < this.maxRuns) {
+            const run = await this.claim();
+            if (!run) break;
+            const working: Promise<void> = this.runOne(run)
+              .catch((err) => this.deps.log.error({ err, eval_id: run.id }, 'eval runner: a run failed to proceed; it resumes once its lease passes'))
+              .finally(() => {
+                this.active.delete(working);
+                fill();
+              });
+            this.active.add(working);
+          }
+        } catch (err) {
+          this.deps.log.error({ err }, 'eval runner: claiming failed; retrying');
+        } finally {
+          this.claiming = false;
+        }
+      })();
     };
-    this.timer = setInterval(tick, this.pollMs);
+    this.timer = setInterval(fill, this.pollMs);
     this.timer.unref();
-    tick();
+    fill();
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
-    await this.busy;
+    await Promise.all([...this.active]);
   }
 
   private now(): Date {
