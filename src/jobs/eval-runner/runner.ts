@@ -79,6 +79,7 @@ export class EvalRunner {
   private timer: NodeJS.Timeout | null = null;
   private readonly active = new Set<Promise<void>>();
   private claiming = false;
+  private readonly sleepers = new Set<() => void>();
   private readonly maxRuns: number;
   private stopped = false;
 
@@ -89,7 +90,20 @@ export class EvalRunner {
     this.leaseMs = opts.leaseMs ?? deps.config.evalLeaseMs;
     this.pollMs = opts.pollMs ?? 1_000;
     this.maxRuns = opts.maxRuns ?? 4;
-    this.sleep = opts.sleep ?? ((ms) => new Promise((r) => setTimeout(r, ms).unref()));
+    // A shutdown ends a wait at once: the case stays unfinished and resumes on the next start.
+    this.sleep =
+      opts.sleep ??
+      ((ms) =>
+        new Promise<void>((resolve) => {
+          const wake = () => {
+            clearTimeout(timer);
+            this.sleepers.delete(wake);
+            resolve();
+          };
+          const timer = setTimeout(wake, ms);
+          timer.unref();
+          this.sleepers.add(wake);
+        }));
     this.idem =
       opts.idempotency ??
       new SealedIdempotencyStore(
@@ -134,6 +148,7 @@ export class EvalRunner {
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
+    for (const wake of [...this.sleepers]) wake();
     await Promise.all([...this.active]);
   }
 
