@@ -108,5 +108,5 @@ it('finishes a 50-case run killed with SIGKILL halfway, with 50 results and no c
     if (results[i].status === 'passed') expect({ case: i, charged }).toEqual({ case: i, charged: 1 });
     else expect(charged, `case ${i}`).toBeLessThanOrEqual(1);
   }
-  console.info(`eval crash: done at kill ${atRestart.progress.done}/${CASES}, provider calls ${provider.calls}, usage records ${records.length}`);
+  console.info(`eval crash: done at kill ${atRestart.progress.done}/${CASES}, provider calls ${provider.calls}, usage records ${records.length}, interrupted ${results.filter((r) => r.status === 'errored').length}`);
 });

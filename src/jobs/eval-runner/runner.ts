@@ -388,8 +388,10 @@ export class EvalRunner {
         }
         result = { ok: false, code: err.code, message: err.message, requestId };
       }
-      // The usage record is written before the answer is kept: a restart then finds either the answer or no charge.
-      await this.deps.outcomes.flush({ timeoutMs: 5_000 });
+      // The answer is kept as soon as its usage record is durable: with Redis, the outcome stream entry createInference
+      // awaited; without, the in-process batch, written first (a quick local write). A restart then finds the answer,
+      // or no charge, or (a crash in the instant between) a charge without an answer, which it reports, never repeats.
+      if (!this.deps.redis) await this.deps.outcomes.flush({ timeoutMs: 5_000 });
       await this.idem.complete(run.projectId, key, 200, JSON.stringify(result));
       return result;
     }
