@@ -79,6 +79,8 @@ export class EvalRunner {
   private timer: NodeJS.Timeout | null = null;
   private readonly active = new Set<Promise<void>>();
   private claiming = false;
+  /** The runs this process is working on. */
+  private readonly working = new Set<string>();
   private readonly sleepers = new Set<() => void>();
   private readonly maxRuns: number;
   private stopped = false;
@@ -172,8 +174,10 @@ export class EvalRunner {
   private async claim(): Promise<EvalRun | null> {
     const now = this.now();
     const free = { OR: [{ leaseUntil: null }, { leaseUntil: { lt: now } }] };
+    // Never a run this process is working on: its lease may have passed while the event loop was held up (an embedded
+    // database is synchronous), and a second worker on the same run would make the same calls again.
     const candidates = await this.deps.db.evalRun.findMany({
-      where: { status: { in: ['queued', 'running'] }, ...free },
+      where: { status: { in: ['queued', 'running'] }, ...free, ...(this.working.size > 0 ? { id: { notIn: [...this.working] } } : {}) },
       orderBy: { id: 'asc' },
       take: 5,
       select: { id: true, startedAt: true },
@@ -206,6 +210,15 @@ export class EvalRunner {
   }
 
   private async runOne(run: EvalRun): Promise<void> {
+    this.working.add(run.id);
+    try {
+      await this.work(run);
+    } finally {
+      this.working.delete(run.id);
+    }
+  }
+
+  private async work(run: EvalRun): Promise<void> {
     const { db } = this.deps;
     const state: { stop: Stop | null } = { stop: null };
     const keyGone = (): Stop => ({
