@@ -38,6 +38,8 @@ it('finishes a 50-case run killed with SIGKILL halfway, with 50 results and no c
     SVC_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
     SVC_EVAL_LEASE_MS: '1500',
     SVC_OUTCOME_LEASE_MS: '1000',
+    // A resumed call waits until one begun before the kill has surely ended (the routing timeout after it).
+    SVC_ROUTING_TIMEOUT_MS: '3000',
   };
   if (DATABASE_URL) {
     const schema = uniqueName('evalcrash');

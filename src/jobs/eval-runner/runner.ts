@@ -360,16 +360,23 @@ export class EvalRunner {
       // "running" (the worker died during the call) or, past the store's lease, begun afresh: was it charged?
       if (begun.kind === 'conflict' || resuming) {
         resuming = false;
-        const lost = await this.chargedAndLost(run, c.requestId ?? '', key);
+        const lost = await this.chargedAndLost(run, c, key);
         if (lost) return lost;
         if (begun.kind === 'conflict') {
           await this.idem.abandon(run.projectId, key);
           continue;
         }
       }
-      const row = await db.evalCase.update({ where: { id: c.id }, data: { status: 'started', attempts: { increment: 1 } }, select: { attempts: true } });
+      const row = await db.evalCase.update({
+        where: { id: c.id },
+        data: { status: 'started', attempts: { increment: 1 }, attemptStartedAt: this.now() },
+        select: { attempts: true },
+      });
       const requestId = caseRequestId(run.id, c.index, part, row.attempts);
       await db.evalCase.update({ where: { id: c.id }, data: { requestId } });
+      // Still this worker's run right before the provider is asked: a worker that stalled and lost its lease meanwhile
+      // leaves the call to the one that took the run over.
+      if (!(await this.renew(run))) return null;
       const ctx = makeCtx({ db, clock }, { requestId, caller, ip: null, headerProjectId: run.projectId });
       const ticket = new RateLimitTicket(this.deps.limiter, clock, caller);
       ticket.defer();
@@ -413,12 +420,19 @@ export class EvalRunner {
   /**
    * The attempt a stopped worker began: if it left a usage record, it was charged and its answer is lost, so the call
    * is reported errored (`interrupted`) rather than paid twice (the key completed with that result). Null: it was not
-   * charged (the process died before the provider answered), so the call may be made again. With Redis, a usage record
-   * may still sit in the outcome stream, unwritten by the dead consumer: the restarted consumers take such entries over
-   * after SVC_OUTCOME_LEASE_MS, so the record is looked for until then (plus a margin) before concluding.
+   * charged, so the call may be made again. Before concluding that, the record is looked for until a call begun at the
+   * attempt's start has surely ended (SVC_ROUTING_TIMEOUT_MS after it: a worker that lost its lease while stalled
+   * may still be in that call) and, with Redis, until the outcome stream's entries of a dead consumer have been taken
+   * over and written (SVC_OUTCOME_LEASE_MS).
    */
-  private async chargedAndLost(run: EvalRun, requestId: string, key: string): Promise<CallResult | null> {
-    const until = Date.now() + (this.deps.redis ? this.deps.config.outcomeLeaseMs + 3_000 : 0);
+  private async chargedAndLost(run: EvalRun, c: EvalCase, key: string): Promise<CallResult | null> {
+    const current = await this.deps.db.evalCase.findUnique({ where: { id: c.id }, select: { requestId: true, attemptStartedAt: true } });
+    const requestId = current?.requestId ?? null;
+    const { config } = this.deps;
+    const margin = 2_000;
+    const callEnds = current?.attemptStartedAt ? current.attemptStartedAt.getTime() + config.routingTimeoutMs + margin - this.deps.clock.now() : 0;
+    const streamTakeover = this.deps.redis ? config.outcomeLeaseMs + 3_000 : 0;
+    const until = Date.now() + Math.min(Math.max(callEnds, streamTakeover, 0), config.routingTimeoutMs + margin + streamTakeover);
     for (;;) {
       const record = requestId ? await this.deps.db.usageRecord.findFirst({ where: { requestId, projectId: run.projectId } }) : null;
       if (record && record.status === 'succeeded') {
@@ -426,7 +440,7 @@ export class EvalRunner {
           ok: false,
           code: 'interrupted',
           message: 'The worker stopped after the model answered and before the answer was stored; the call was charged once and is not made again.',
-          requestId,
+          requestId: requestId!,
         };
         await this.idem.complete(run.projectId, key, 200, JSON.stringify(lost));
         return lost;

@@ -36,6 +36,7 @@ CREATE TABLE "eval_cases" (
     "reason" TEXT,
     "attempts" INTEGER NOT NULL DEFAULT 0,
     "request_id" TEXT,
+    "attempt_started_at" TIMESTAMPTZ(3),
     "prompt_tokens" INTEGER NOT NULL DEFAULT 0,
     "completion_tokens" INTEGER NOT NULL DEFAULT 0,
     "cost_micros" BIGINT NOT NULL DEFAULT 0,
