@@ -11,6 +11,7 @@ import { KeyCache } from './domain/auth/key-cache.ts';
 import { LocalBus, RedisBus, type Bus } from './pubsub/bus.ts';
 import { ProviderRegistry } from './providers/router.ts';
 import { MemoryResponseCache, RedisResponseCache } from './domain/inference/cache.ts';
+import { TemplateCache } from './domain/templates/cache.ts';
 import type { DeliveryWorkerOptions } from './jobs/webhook-delivery/worker.ts';
 import { createWebhookRuntime } from './jobs/webhook-delivery/runtime.ts';
 import { createLimiter } from './limits/index.ts';
@@ -104,6 +105,7 @@ export async function createDeps(config: Readonly<Config>, overrides: DepsOverri
     operatorRequestsPerMinute: config.operatorRequestsPerMinute,
   });
   const projectCache = new ProjectCache(bus, (projectId) => loadCachedProject(database.prisma, projectId));
+  const templateCache = new TemplateCache(bus, database.prisma);
   // The hot path's writes (see README "Performance and the hot path"): month-spend counters and the outcome writer.
   const budgetAlerts = new BudgetAlertMailer(config, log);
   const outcomes = createOutcomeWriter({
@@ -143,6 +145,7 @@ export async function createDeps(config: Readonly<Config>, overrides: DepsOverri
     webhooks,
     limiter,
     projectCache,
+    templateCache,
     spendCounters,
     outcomes,
     budgetAlerts,
@@ -217,6 +220,13 @@ export function composePorts(deps: Omit<Deps, 'ports'>): DomainPorts {
       projects,
       outcomes: deps.observability.observeOutcomes(() => deps.outcomes),
       budgets,
+      templates: deps.templateCache,
+    },
+    templates: {
+      get providers() {
+        return deps.providers;
+      },
+      cache: deps.templateCache,
     },
     webhooks: {
       get egress() {

@@ -9,6 +9,7 @@ import type { ProviderRegistry } from './providers/router.ts';
 import type { ResponseCache } from './domain/inference/cache.ts';
 import type { Limiter } from './limits/limiter.ts';
 import type { ProjectCache } from './domain/projects/cache.ts';
+import type { TemplateCache } from './domain/templates/cache.ts';
 import type { SpendCounters } from './domain/budgets/counters.ts';
 import type { OutcomeQueue } from './domain/usage/ports.ts';
 import type { BudgetAlertSender } from './domain/budgets/ports.ts';
@@ -43,6 +44,7 @@ export interface Deps {
   limiter: Limiter;
   /** Project rows and default routing policies, cached in process; evicted over the bus on every change. */
   projectCache: ProjectCache;
+  templateCache: TemplateCache;
   /** Month-to-date spend per budget scope, read and added on the request path without SQL (Redis, or in process). */
   spendCounters: SpendCounters;
   /** Usage records and inference.completed events, written off the request path in batches (src/jobs/outcomes). */

@@ -8,6 +8,7 @@ import type { RoutingPorts } from './routing/ports.ts';
 import type { UsagePorts } from './usage/ports.ts';
 import type { WebhookPorts } from './webhooks/ports.ts';
 import type { OperatorPorts } from './operators/ports.ts';
+import type { TemplatePorts } from './templates/ports.ts';
 
 /**
  * Every capability's ports, composed once in src/app-deps.ts and handed to the adapters (REST: `app.ports`, GraphQL:
@@ -25,4 +26,5 @@ export interface DomainPorts {
   inference: InferencePorts;
   webhooks: WebhookPorts;
   operators: OperatorPorts;
+  templates: TemplatePorts;
 }

@@ -11,6 +11,7 @@ import './routing.ts';
 import './governance.ts';
 import './operators.ts';
 import './evals.ts';
+import './templates.ts';
 
 /** The whole control plane; scripts/print-schema.ts prints it to schema.graphql. */
 export const schema = builder.toSchema();

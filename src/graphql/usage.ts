@@ -22,6 +22,8 @@ export const UsageRecordRef = builder.prismaObject('UsageRecord', {
     costUsd: t.float({ resolve: (u) => microsToUsd(u.costMicros) }),
     latencyMs: t.exposeInt('latencyMs'),
     createdAt: t.expose('createdAt', { type: 'UnixSeconds' }),
+    templateId: t.exposeID('templateId', { nullable: true, description: 'The prompt template the inference used.' }),
+    templateVersion: t.exposeInt('templateVersion', { nullable: true }),
   }),
 });
 

@@ -34,6 +34,7 @@ import { governanceRoutes } from '../rest/governance.ts';
 import { ssoRoutes } from '../rest/sso.ts';
 import { scimRoutes } from '../rest/scim.ts';
 import { operatorsRoutes } from '../rest/operators.ts';
+import { templatesRoutes } from '../rest/templates.ts';
 import { metricsRoutes, observabilityHooks, observabilityRoutes } from '../observability/http.ts';
 
 declare module 'fastify' {
@@ -153,5 +154,6 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   await app.register(ssoRoutes);
   await app.register(scimRoutes);
   await app.register(operatorsRoutes);
+  await app.register(templatesRoutes);
   return app;
 }

@@ -43,7 +43,7 @@ function nextRandom(ms: number): Uint8Array {
   return lastRandom;
 }
 
-export type IdPrefix = 'prj' | 'key' | 'req' | 'aud' | 'evt' | 'wh' | 'del' | 'att' | 'inf' | 'pol' | 'apr' | 'opr' | 'grp' | 'ses' | 'evr' | 'evc';
+export type IdPrefix = 'prj' | 'key' | 'req' | 'aud' | 'evt' | 'wh' | 'del' | 'att' | 'inf' | 'pol' | 'apr' | 'opr' | 'grp' | 'ses' | 'tpl' | 'evr' | 'evc';
 
 /** Whether `value` has the form of an id newId makes with this prefix. */
 export function isId(prefix: IdPrefix, value: string): boolean {

@@ -128,12 +128,31 @@ const lastOf = (messages: ChatMessage[], role: ChatMessage['role']) => {
   return undefined;
 };
 
+const INVALID_JSON = /\[mock:(bad|wrong)_json(?:=(\d+))?\]/;
+
+/**
+ * Tests ask the mock for a JSON answer that fails (structured output, CONTRACT §11) by a marker in a message:
+ * `[mock:bad_json]` (not JSON at all) or `[mock:wrong_json]` (JSON that does not match), always; with `=N` only the
+ * first N answers fail: an answer's number is the assistant messages after the marker (the gateway's re-asks append one).
+ */
+function invalidJsonAsked(messages: ChatMessage[]): 'bad' | 'wrong' | null {
+  for (let i = 0; i < messages.length; i++) {
+    const found = INVALID_JSON.exec(contentText(messages[i]!.content));
+    if (!found) continue;
+    if (found[2] === undefined) return found[1] as 'bad' | 'wrong';
+    const answered = messages.slice(i + 1).filter((m) => m.role === 'assistant').length;
+    return answered < Number(found[2]) ? (found[1] as 'bad' | 'wrong') : null;
+  }
+  return null;
+}
+
 /**
  * What the mock answers (kind `mock`, and the tests' OpenAI-wire server), deterministically:
  * - with tools (tool_choice not "none") and a user message last, or tool_choice "required" or naming a tool: one call
  *   of the named (else the first) tool, its arguments sampled from the tool's parameters schema (sampleJson);
  * - after a tool message: the tool's output as text;
- * - response_format json_schema: JSON sampled from the schema; json_object: `{"answer": <the echo>}`;
+ * - response_format json_schema: JSON sampled from the schema; json_object: `{"answer": <the echo>}`; invalid JSON
+ *   on demand (invalidJsonAsked);
  * - otherwise the last user message's text (an echo), cut to max_tokens × 4 characters (finish_reason "length").
  */
 export function mockAnswer(messages: ChatMessage[], maxTokens: number | undefined, options: ChatOptions | undefined): MockAnswer {
@@ -154,7 +173,13 @@ export function mockAnswer(messages: ChatMessage[], maxTokens: number | undefine
   const judged = judgeQuestionOf(messages);
   if (judged) text = mockJudgeVerdict(judged);
   const format = options?.response_format;
-  if (format?.type === 'json_schema') text = JSON.stringify(sampleJson(format.json_schema.schema ?? { type: 'object', properties: {} }));
+  const broken = format && format.type !== 'text' ? invalidJsonAsked(messages) : null;
+  if (broken === 'bad') text = 'not json {';
+  else if (broken === 'wrong') {
+    // Valid JSON that fails the format: the sample with every property null, or a list instead of an object.
+    const sample = format?.type === 'json_schema' ? sampleJson(format.json_schema.schema ?? { type: 'object', properties: {} }) : null;
+    text = JSON.stringify(sample !== null && typeof sample === 'object' && !Array.isArray(sample) ? Object.fromEntries(Object.keys(sample).map((k) => [k, null])) : []);
+  } else if (format?.type === 'json_schema') text = JSON.stringify(sampleJson(format.json_schema.schema ?? { type: 'object', properties: {} }));
   else if (format?.type === 'json_object') text = JSON.stringify({ answer: text });
   if (maxTokens !== undefined && text.length > maxTokens * 4) return { content: text.slice(0, maxTokens * 4), finishReason: 'length' };
   return { content: text, finishReason: 'stop' };

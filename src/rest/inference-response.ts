@@ -44,5 +44,9 @@ export const InferenceResponse = {
     },
     cost_usd: { type: 'number' },
     request_id: { type: 'string' },
+    // CONTRACT §10/§11: present only when a template was used / a JSON response_format was asked for.
+    template_id: { type: 'string' },
+    template_version: { type: 'integer' },
+    attempts: { type: 'integer' },
   },
 } as const;

@@ -25,8 +25,15 @@ export function presentInference(r: InferenceResult) {
     usage: { prompt_tokens: r.promptTokens, completion_tokens: r.completionTokens, total_tokens: r.promptTokens + r.completionTokens },
     cost_usd: microsToUsd(r.costMicros),
     request_id: r.requestId,
+    ...templateFields(r),
   };
 }
+
+/** CONTRACT §10/§11: the template used and the structured-output attempts, only when they apply. */
+export const templateFields = (r: InferenceResult) => ({
+  ...(r.template ? { template_id: r.template.id, template_version: r.template.version } : {}),
+  ...(r.attempts !== undefined ? { attempts: r.attempts } : {}),
+});
 
 /** The svc stream: `delta` events, then one `done` event carrying the whole response (usage and cost included). */
 function svcFormat(req: FastifyRequest): StreamFormat {

@@ -35,6 +35,9 @@ export const svcOf = (r: InferenceResult) => ({
   cache_hit: r.cacheHit,
   cost_usd: microsToUsd(r.costMicros),
   request_id: r.requestId,
+  // CONTRACT §10/§11: only when a template was used / a JSON response_format was asked for.
+  ...(r.template ? { template_id: r.template.id, template_version: r.template.version } : {}),
+  ...(r.attempts !== undefined ? { attempts: r.attempts } : {}),
 });
 
 /** OpenAI's assistant message: content null when the model only called tools. */

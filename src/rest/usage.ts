@@ -24,6 +24,8 @@ export function presentUsageRecord(u: UsageRecord) {
     cost_usd: microsToUsd(u.costMicros),
     latency_ms: u.latencyMs,
     created_at: unixSeconds(u.createdAt),
+    // CONTRACT §10: only on the records of templated inferences.
+    ...(u.templateId ? { template_id: u.templateId, template_version: u.templateVersion } : {}),
   };
 }
 

@@ -10,6 +10,7 @@ import { OverviewScreen } from './screens/overview.ts';
 import { WebhooksScreen } from './screens/webhooks.ts';
 import { ApprovalsScreen } from './screens/approvals.ts';
 import { EvalsScreen } from './screens/evals.ts';
+import { TemplatesScreen } from './screens/templates.ts';
 
 export interface Viewer {
   kind: 'operator' | 'key' | 'session';
@@ -34,6 +35,7 @@ const SCREENS: Screen[] = [
   { path: 'audit', title: 'Audit log', scope: 'audit:read', view: AuditScreen },
   { path: 'approvals', title: 'Approvals', scope: 'governance:manage or risk:approve', view: ApprovalsScreen },
   { path: 'evals', title: 'Evals', scope: 'evals:write or usage:read', view: EvalsScreen },
+  { path: 'templates', title: 'Templates', scope: 'templates:manage', view: TemplatesScreen },
 ];
 
 const VIEWER = `query Viewer { viewer { kind keyId projectId scopes } }`;

@@ -41,6 +41,9 @@ export const AUDIT_ACTIONS = {
   // Evaluation runs (CONTRACT §14).
   'eval_run.create': 'An evaluation run was created (queued for the background worker).',
   'eval_run.cancel': 'An evaluation run was canceled.',
+  // Prompt templates (CONTRACT §10).
+  'template.create': 'A prompt template was created (and its version 1 published).',
+  'template.publish': 'A new version of a prompt template was published.',
 } as const satisfies Record<string, string>;
 
 export type AuditAction = keyof typeof AUDIT_ACTIONS;

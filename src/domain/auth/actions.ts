@@ -73,6 +73,13 @@ export const ACTIONS = {
   'eval_run.list': ['evals:write', 'usage:read'],
   'eval_run.read': ['evals:write', 'usage:read'],
   'eval_run.cancel': ['evals:write'],
+
+  // Prompt templates (CONTRACT §10): templates:manage; rendering also with inference:write (what inference renders).
+  'template.create': ['templates:manage'],
+  'template.list': ['templates:manage'],
+  'template.read': ['templates:manage'],
+  'template.publish': ['templates:manage'],
+  'template.render': ['templates:manage', 'inference:write'],
 } as const satisfies Record<string, ActionRule>;
 
 export type Action = keyof typeof ACTIONS;

@@ -3,6 +3,7 @@ import type { BudgetPorts } from '../budgets/ports.ts';
 import type { ProjectReader } from '../projects/ports.ts';
 import type { OutcomeSink } from '../usage/ports.ts';
 import type { ResponseCache } from './cache.ts';
+import type { TemplateReader } from '../templates/cache.ts';
 
 /** The providers as inference uses them: routes, and calls with fallback and circuit breakers. */
 export type ProviderRouter = Pick<
@@ -19,4 +20,6 @@ export interface InferencePorts {
   outcomes: OutcomeSink;
   /** The budget check and the spend counters. */
   budgets: BudgetPorts;
+  /** Prompt templates, read through the in-process cache (CONTRACT §10). */
+  templates: TemplateReader;
 }

@@ -36,7 +36,9 @@ export function chatRequestOfResponse(r: ResponsesRequest): InferenceRequest {
   const messages: ChatMessage[] = [];
   if (r.instructions) messages.push({ role: 'system', content: r.instructions });
   if (typeof r.input === 'string') messages.push({ role: 'user', content: r.input });
-  else {
+  else if (r.input === undefined) {
+    if (!r.template) throw invalid('input', 'Missing required parameter: input.');
+  } else {
     for (const item of r.input) {
       if (item.type === 'reasoning') continue;
       if (item.type === 'function_call') {
@@ -54,11 +56,13 @@ export function chatRequestOfResponse(r: ResponsesRequest): InferenceRequest {
       }
     }
   }
-  if (messages.length === 0 || messages.every((m) => m.role === 'system')) {
+  if (!r.template && (messages.length === 0 || messages.every((m) => m.role === 'system'))) {
     throw invalid('input', 'input holds no message to answer.');
   }
 
-  const out: InferenceRequest = { model: r.model, messages: messages as InferenceRequest['messages'] };
+  const out: InferenceRequest = { model: r.model, ...(messages.length > 0 ? { messages: messages as InferenceRequest['messages'] } : {}) };
+  // CONTRACT §10: the template's messages come first, then these (templates/inference-stage.ts).
+  if (r.template) out.template = r.template;
   if (r.tools && r.tools.length > 0) {
     out.tools = r.tools.map(
       (t): FunctionTool => ({

@@ -2,6 +2,7 @@ import { Type, type Static, type TSchema } from 'typebox';
 import { Compile } from 'typebox/compile';
 import type { TLocalizedValidationError } from 'typebox/error';
 import { SvcError } from '../../errors/svc-error.ts';
+import { InferenceTemplate } from '../templates/schema.ts';
 
 /**
  * The inference inputs (CONTRACT §8, §9): POST /v1/chat/completions and /v1/inference (one request: OpenAI's
@@ -124,12 +125,16 @@ const SvcFields = {
 /** POST /v1/chat/completions and POST /v1/inference: OpenAI's chat-completions request (CONTRACT §9) plus the svc fields. */
 export const ChatCompletionRequest = Type.Object(
   {
-    model: Type.String({ ...says('is required: a model id or "auto"') }),
-    messages: Type.Array(ChatMessageSchema, {
-      minItems: 1,
-      maxItems: MAX_MESSAGES,
-      ...says(`must be a non-empty array of at most ${MAX_MESSAGES} messages`),
-    }),
+    // Both may come from a template (CONTRACT §10); without one, validateInference requires them.
+    model: Type.Optional(Type.String({ ...says('is required: a model id or "auto"') })),
+    messages: Type.Optional(
+      Type.Array(ChatMessageSchema, {
+        minItems: 1,
+        maxItems: MAX_MESSAGES,
+        ...says(`must be a non-empty array of at most ${MAX_MESSAGES} messages`),
+      }),
+    ),
+    template: Type.Optional(InferenceTemplate),
     tools: Type.Optional(Type.Array(FunctionToolSchema, { minItems: 1, maxItems: 128, ...says('must be a non-empty array of at most 128 function tools') })),
     tool_choice: Type.Optional(ToolChoice),
     parallel_tool_calls: Opt(Type.Boolean()),
@@ -255,11 +260,15 @@ const ResponsesFormat = Type.Union(
 
 export const ResponsesRequest = Type.Object(
   {
-    model: Type.String({ ...says('is required: a model id or "auto"') }),
-    input: Type.Union(
-      [Type.String(), Type.Array(InputItem, { minItems: 1, maxItems: MAX_MESSAGES })],
-      says(`must be a string or a non-empty array of at most ${MAX_MESSAGES} input items`),
+    // Both may come from a template (CONTRACT §10); without one, they are required (responses.ts, validateInference).
+    model: Type.Optional(Type.String({ ...says('is required: a model id or "auto"') })),
+    input: Type.Optional(
+      Type.Union(
+        [Type.String(), Type.Array(InputItem, { minItems: 1, maxItems: MAX_MESSAGES })],
+        says(`must be a string or a non-empty array of at most ${MAX_MESSAGES} input items`),
+      ),
     ),
+    template: Type.Optional(InferenceTemplate),
     instructions: Opt(Type.String()),
     max_output_tokens: Opt(MaxTokens),
     temperature: Opt(Type.Number({ minimum: 0, maximum: 2, ...says('must be a number from 0 to 2, got {value}') })),

@@ -30,6 +30,8 @@ import { requireProjectId } from '../tenancy.ts';
 import { assertWithinBudget, chargeSpend, type SpendCharge } from '../budgets/service.ts';
 import { cacheKey, DEFAULT_CACHE_TTL_S, MAX_CACHE_TTL_S, type CachedAnswer } from './cache.ts';
 import { EmbeddingsRequest, InferenceRequest, parseInput } from './schema.ts';
+import { applyTemplate, type AppliedTemplate } from '../templates/inference-stage.ts';
+import { askUntilValid, failureMessage, NO_TALLY, outputCheck, type OutputCheck, type Tally } from './stages/structured-output.ts';
 
 /** CONTRACT §8/§9's request: OpenAI's chat-completions request plus the svc fields (schema.ts). */
 export type InferenceInput = InferenceRequest;
@@ -57,6 +59,10 @@ export interface InferenceResult {
   promptTokens: number;
   completionTokens: number;
   costMicros: bigint;
+  /** The prompt template the request used (CONTRACT §10). */
+  template?: AppliedTemplate;
+  /** With a JSON response_format: how many answers it took (CONTRACT §11). */
+  attempts?: number;
 }
 
 export type StreamEvent =
@@ -94,6 +100,8 @@ interface Validated {
   /** null: not asked (the routing policy may still cache); 0: never; else a TTL in seconds. */
   cacheTtlS: number | null;
   region: string | null;
+  /** The answer's check for a JSON response_format (stages/structured-output.ts); null: none asked. */
+  output?: OutputCheck | null;
 }
 
 /** OpenAI's own figure for an image part at low detail; a provider's reported usage settles it. */
@@ -141,6 +149,8 @@ function checkMessages(messages: ChatMessage[]): number {
  */
 export function validateInference(ports: InferencePorts, ctx: Ctx, raw: InferenceInput): Validated {
   const input = parseInput(InferenceRequest, raw);
+  if (input.model === undefined) throw invalid('model', 'Missing required parameter: model.');
+  if (input.messages === undefined) throw invalid('messages', 'Missing required parameter: messages.');
   if (input.model === '') throw invalid('model', 'model is required: a model id or "auto".');
   if (input.model !== 'auto') {
     const type = ports.providers.modelType(input.model);
@@ -235,6 +245,7 @@ class Tracker {
   model: string;
   route: string | null = null;
   region: string | null = null;
+  template: AppliedTemplate | null = null;
   private recorded = false;
 
   constructor(
@@ -290,6 +301,7 @@ class Tracker {
       createdAt: this.createdAt,
       eventId: newId('evt', this.createdAt.getTime()),
       spend: o.spend ?? null,
+      ...(this.template ? { templateId: this.template.id, templateVersion: this.template.version } : {}),
     });
   }
 
@@ -406,11 +418,11 @@ async function admit(ctx: Ctx, t: Tracker, v: Validated, p: Plan): Promise<{ cac
   return { cached: cached.value, reserved: true };
 }
 
-async function tokensOf(v: Validated, content: string, usage: ProviderUsage | null, toolCalls?: ToolCall[]): Promise<ProviderUsage> {
+async function tokensOf(v: Validated, content: string, usage: ProviderUsage | null, toolCalls?: ToolCall[], messages = v.messages): Promise<ProviderUsage> {
   if (usage) return usage;
   let completion = await countTextTokens(content);
   if (toolCalls) for (const c of toolCalls) completion += (await countTextTokens(c.function.name + c.function.arguments)) + 3;
-  return { promptTokens: (await countPromptTokens(v.messages)) + v.extraTokens, completionTokens: completion };
+  return { promptTokens: (await countPromptTokens(messages)) + v.extraTokens, completionTokens: completion };
 }
 
 async function begin(
@@ -420,12 +432,20 @@ async function begin(
   input: InferenceInput,
   surface: InferenceSurface,
 ): Promise<{ v: Validated; t: Tracker }> {
-  const v = validateInference(ports, ctx, input);
   // The OpenAI surface: the key's own project unless the caller names one (the operator must: project_id or X-Svc-Project).
-  const projectId = await requireProjectId(ctx, input.project_id ?? (surface.projectFromKey ? ctx.caller.projectId : undefined));
+  let resolved: Promise<string> | undefined;
+  const projectOf = () => (resolved ??= requireProjectId(ctx, input.project_id ?? (surface.projectFromKey ? ctx.caller.projectId : undefined)));
+  // CONTRACT §10: a template becomes the request's messages, model and params (templates/inference-stage.ts).
+  const templated = input.template != null ? await applyTemplate(ports.templates, await projectOf(), parseInput(InferenceRequest, input)) : null;
+  if (templated) input = templated.request;
+  const v = validateInference(ports, ctx, input);
+  v.output = outputCheck(v.options);
+  const projectId = await projectOf();
   // The operator's inference draws on the project's windows from here on (CONTRACT §7).
   ticket.address(projectId);
-  return { v, t: new Tracker(ports, ctx, ticket, projectId, v.model) };
+  const t = new Tracker(ports, ctx, ticket, projectId, v.model);
+  if (templated) t.template = templated.template;
+  return { v, t };
 }
 
 function hitResult(ctx: Ctx, t: Tracker, answer: CachedAnswer): InferenceResult {
@@ -446,6 +466,7 @@ function hitResult(ctx: Ctx, t: Tracker, answer: CachedAnswer): InferenceResult 
     promptTokens: 0,
     completionTokens: 0,
     costMicros: 0n,
+    ...(t.template ? { template: t.template } : {}),
   };
 }
 
@@ -477,10 +498,13 @@ async function account(
   answer: Answer,
   cacheStatus: CacheStatus,
   outcome: { status: 'succeeded' } | { status: 'failed'; errorCode: string },
+  /** Earlier attempts of a structured-output request: charged and recorded with this one (CONTRACT §11). */
+  prior: Tally = NO_TALLY,
 ): Promise<InferenceResult> {
   const ctx = t.ctx;
-  const { promptTokens, completionTokens } = answer.usage;
-  const cost = costMicros(promptTokens, completionTokens, route.model);
+  const promptTokens = answer.usage.promptTokens + prior.promptTokens;
+  const completionTokens = answer.usage.completionTokens + prior.completionTokens;
+  const cost = costMicros(answer.usage.promptTokens, answer.usage.completionTokens, route.model) + prior.costMicros;
   const spend = chargeSpend(t.ports.budgets, ctx, t.projectId, cost, p.projectBudgetMicros);
   const settled = t.ticket.settle(promptTokens + completionTokens);
   const stored =
@@ -528,6 +552,7 @@ async function account(
     promptTokens,
     completionTokens,
     costMicros: cost,
+    ...(t.template ? { template: t.template } : {}),
   };
 }
 
@@ -559,17 +584,29 @@ export async function createInference(
     const p = await plan(ctx, t, v);
     const { cached, reserved } = await admit(ctx, t, v, p);
     if (cached.answer || !reserved) return await serveHit(t, cached.answer!);
-    let routed;
+    const ask = async (messages: ChatMessage[]) => {
+      const routed = await ports.providers.complete(p.routes, providerRequest(v, messages));
+      t.tried(routed.route);
+      const c: Completion = routed.value;
+      const usage = await tokensOf(v, c.content, c.usage, c.toolCalls, messages);
+      return { ...c, usage, route: routed.route, costMicros: costMicros(usage.promptTokens, usage.completionTokens, routed.route.model) };
+    };
+    let first;
     try {
-      routed = await ports.providers.complete(p.routes, providerRequest(v));
+      first = await ask(v.messages);
     } catch (err) {
       await ticket.refund();
       throw err;
     }
-    t.tried(routed.route);
-    const c: Completion = routed.value;
-    const usage = await tokensOf(v, c.content, c.usage, c.toolCalls);
-    return await account(t, v, p, routed.route, { ...c, usage }, cached.status, { status: 'succeeded' });
+    if (!v.output) return await account(t, v, p, first.route, first, cached.status, { status: 'succeeded' });
+    // CONTRACT §11: re-asks while the answer does not validate; every attempt is charged in the one usage record.
+    const run = await askUntilValid(v.output, v.messages, first, ask);
+    const failed = run.error !== undefined ? errorCodeOf(run.error) : run.errors ? 'structured_output_failed' : null;
+    const result = await account(t, v, p, run.answer.route, run.answer, cached.status, failed ? { status: 'failed', errorCode: failed } : { status: 'succeeded' }, run.prior);
+    if (run.error !== undefined) throw run.error;
+    if (run.errors) throw new SvcError('structured_output_failed', { param: 'response_format', message: failureMessage(run.attempts, run.errors) });
+    result.attempts = run.attempts;
+    return result;
   } catch (err) {
     await refuseOrRecord(t, err);
     throw err;
@@ -577,10 +614,10 @@ export async function createInference(
 }
 
 /** The provider request: options only when the request had any, so a plain request is what it always was. */
-function providerRequest(v: Validated) {
+function providerRequest(v: Validated, messages: ChatMessage[] = v.messages) {
   return v.options
-    ? { messages: v.messages, maxTokens: v.maxTokens, sampling: v.sampling, options: v.options }
-    : { messages: v.messages, maxTokens: v.maxTokens, sampling: v.sampling };
+    ? { messages, maxTokens: v.maxTokens, sampling: v.sampling, options: v.options }
+    : { messages, maxTokens: v.maxTokens, sampling: v.sampling };
 }
 
 /** A cached answer as stream events: its text, its tool calls. */
@@ -719,6 +756,9 @@ export async function streamInference(
           choices.push({ index, content: b.content, finishReason: b.finishReason, toolCalls: b.calls, logprobs: b.logprobs ? { content: b.logprobs } : undefined });
         }
       }
+      // CONTRACT §11 on a stream: checked once it has ended, without re-asks (the text has already been sent).
+      const invalidOutput = ended === 'ok' && v.output && !first?.calls?.length ? v.output(content) : null;
+      if (invalidOutput) ended = new SvcError('structured_output_failed', { param: 'response_format', message: failureMessage(1, invalidOutput) });
       const counted = choices ? choices.map((c) => c.content ?? '').join('') : content;
       result = await account(
         t,
@@ -732,6 +772,7 @@ export async function streamInference(
           : { status: 'failed', errorCode: ended === 'aborted' ? 'client_disconnected' : ended.code },
       );
     }
+    if (ended === 'ok' && v.output) result.attempts = 1;
     if (ended === 'ok') yield { type: 'done', result };
     else if (ended instanceof SvcError) yield { type: 'error', error: ended };
   }

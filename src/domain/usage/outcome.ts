@@ -25,6 +25,9 @@ export interface InferenceOutcome {
    * called) and the month charged; null when nothing was charged. budget_spend gets it with the outcome.
    */
   spend: { keyId: string | null; period: string } | null;
+  /** The prompt template the inference used (CONTRACT §10); absent when none. */
+  templateId?: string | null;
+  templateVersion?: number | null;
 }
 
 /** inference.completed's data (spec 2.4). */
@@ -34,4 +37,5 @@ export const inferenceCompletedData = (o: InferenceOutcome) => ({
   cache_hit: o.cacheHit,
   cost_usd: microsToUsd(o.costMicros),
   region: o.region,
+  ...(o.templateId ? { template_id: o.templateId, template_version: o.templateVersion ?? null } : {}),
 });
