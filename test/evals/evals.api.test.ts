@@ -89,17 +89,50 @@ describe('REST', () => {
     for (const [body, param] of cases) expectError(await api.post('/v1/evals', body), 400, 'invalid_request', param);
   });
 
-  it('answers 400 param template while prompt templates are not available', async () => {
+  it('runs a template: each case renders its variables through the pinned version, as inference does', async () => {
     const s = await evalProject(operator);
     const api = client(t.app, s.secret);
-    const res = await api.post('/v1/evals', {
+    const tpl = await operator.post('/v1/templates', {
+      project_id: s.projectId,
+      name: 'capital',
+      model: 'mock-1',
+      messages: [{ role: 'user', content: 'The capital of {{country}} is {{city}}.' }],
+      variables: [{ name: 'country' }, { name: 'city' }],
+    });
+    expect(tpl.status, tpl.raw).toBe(200);
+    const run = await api.post('/v1/evals', {
       project_id: s.projectId,
       name: 'templated',
-      template: { id: 'tpl_0000000000000000000000000', version: 1 },
-      cases: [{ variables: { city: 'Paris' }, assert: { type: 'contains', value: 'Paris' } }],
+      template: { id: tpl.body.id },
+      cases: [
+        { id: 'fr', variables: { country: 'France', city: 'Paris' }, assert: { type: 'contains', value: 'Paris' } },
+        { id: 'it', variables: { country: 'Italy', city: 'Rome' }, assert: { type: 'exact', value: 'The capital of Italy is Rome.' } },
+        { id: 'missing', variables: { country: 'Spain' }, assert: { type: 'contains', value: 'Madrid' } },
+      ],
     });
-    expectError(res, 400, 'invalid_request', 'template');
-    expect(res.body.error.message).toMatch(/templates/);
+    expect(run.status, run.raw).toBe(200);
+    expect(run.body).toMatchObject({ model: null, template: { id: tpl.body.id, version: 1 } });
+    // A version published after creation does not change the run: it was pinned to version 1.
+    const v2 = await operator.post(`/v1/templates/${tpl.body.id}/versions`, { messages: [{ role: 'user', content: 'Nothing about {{country}} {{city}}' }], variables: [{ name: 'country' }, { name: 'city' }] });
+    expect(v2.status, v2.raw).toBe(200);
+    await testRunner(t).runPending();
+    const results = await allResults(api, run.body.id);
+    expect(results.map((r) => [r.case_id, r.status])).toEqual([['fr', 'passed'], ['it', 'passed'], ['missing', 'errored']]);
+    expect(results[2].reason).toMatch(/^template_variable_missing/);
+    // Each case's usage record names the template and its version.
+    const usage = await api.get('/v1/usage', { query: { granularity: 'request', limit: 100 } });
+    const record = usage.body.data.find((u: any) => u.request_id === results[0].request_id);
+    expect(record).toMatchObject({ template_id: tpl.body.id, template_version: 1 });
+  });
+
+  it("refuses another project's template (404 template.id) and a version it does not have (404 template.version)", async () => {
+    const a = await evalProject(operator);
+    const b = await evalProject(operator);
+    const tpl = await operator.post('/v1/templates', { project_id: a.projectId, name: 'x', model: 'mock-1', messages: [{ role: 'user', content: 'hi {{n}}' }], variables: [{ name: 'n' }] });
+    expect(tpl.status, tpl.raw).toBe(200);
+    const cases = [{ variables: { n: 1 }, assert: { type: 'contains', value: 'hi' } }];
+    expectError(await client(t.app, b.secret).post('/v1/evals', { project_id: b.projectId, name: 't', template: { id: tpl.body.id }, cases }), 404, 'not_found', 'template.id');
+    expectError(await client(t.app, a.secret).post('/v1/evals', { project_id: a.projectId, name: 't', template: { id: tpl.body.id, version: 9 }, cases }), 404, 'not_found', 'template.version');
   });
 
   it('needs evals:write to create and cancel, and evals:write or usage:read to read', async () => {
@@ -210,7 +243,7 @@ describe('GraphQL', () => {
       { p: s.projectId, cases: [{ variables: {}, assert: { type: 'exact', value: 'a' } }] },
       { key: s.secret },
     );
-    expectGqlError(tpl, 'invalid_request', { param: 'template', httpStatus: 400 });
+    expectGqlError(tpl, 'not_found', { param: 'template.id', httpStatus: 404 });
   });
 
   it('checks scopes and hides other projects', async () => {

@@ -20,14 +20,6 @@ export type { EvalSummary } from './store.ts';
 /** A run with its summary, as both surfaces present it. */
 export type EvalRunView = EvalRun & { summary: EvalSummary };
 
-/**
- * Templates (CONTRACT §10) are not part of this gateway yet: a run naming one is refused with this message. When they
- * arrive, a template run renders each case by passing `template: {id, version, variables}` to the inference request
- * (jobs/eval-runner/runner.ts inferenceInputOf), and this check becomes "the template exists in the project".
- */
-export const TEMPLATES_UNAVAILABLE =
-  'Template-based evaluation runs need prompt templates, which this gateway does not offer yet: give a model and messages per case.';
-
 /** A stored case: what the runner needs (the input as given, without its id). */
 export interface StoredCaseInput {
   messages?: unknown[];
@@ -44,20 +36,33 @@ function checkModel(ports: InferencePorts, model: string, param: string): void {
 }
 
 /**
+ * A template run's template (CONTRACT §10), pinned to a version at creation (the latest unless named), so that a
+ * version published meanwhile does not change a run under way. Another project's template is 404 `template.id`.
+ */
+async function pinTemplate(ports: InferencePorts, ctx: Ctx, projectId: string, ref: { id: string; version?: number }) {
+  const head = await ports.templates.template(ref.id);
+  if (!head || head.projectId !== projectId) throw new SvcError('not_found', { param: 'template.id', message: 'No such template.' });
+  const number = ref.version ?? head.latestVersion;
+  const version = await ports.templates.version(head.id, number);
+  if (!version) throw new SvcError('not_found', { param: 'template.version', message: `The template has no version ${number}.` });
+  return { id: head.id, version: number, model: version.model };
+}
+
+/**
  * POST /v1/evals. The run is queued for the background worker (jobs/eval-runner), which runs every case through the
  * inference pipeline as this caller. Audits eval_run.create.
  */
 export async function createEvalRun(ports: InferencePorts, ctx: Ctx, raw: unknown): Promise<EvalRunView> {
   const input = parseInput(CreateEvalRun, raw);
-  if (input.model !== undefined && input.template !== undefined) throw invalid('template', 'Give model or template, not both.');
-  if (input.template !== undefined) throw invalid('template', TEMPLATES_UNAVAILABLE);
-  if (input.model === undefined) throw invalid('model', 'Missing required parameter: model (or template).');
-  checkModel(ports, input.model, 'model');
+  const templated = input.template !== undefined;
+  if (!templated && input.model === undefined) throw invalid('model', 'Missing required parameter: model (or template).');
+  if (input.model !== undefined) checkModel(ports, input.model, 'model');
   const ids = new Set<string>();
   input.cases.forEach((c, i) => {
     const at = `cases[${i}]`;
-    if (c.variables !== undefined) throw invalid(`${at}.variables`, 'variables go with a template run; a model run takes messages.');
-    if (c.messages === undefined) throw invalid(`${at}.messages`, `Missing required parameter: ${at}.messages.`);
+    // A template run renders each case's variables (its messages, if any, follow the template's, as in inference).
+    if (!templated && c.variables !== undefined) throw invalid(`${at}.variables`, 'variables go with a template run; a model run takes messages.');
+    if (!templated && c.messages === undefined) throw invalid(`${at}.messages`, `Missing required parameter: ${at}.messages.`);
     const caseId = c.id ?? `case_${i + 1}`;
     if (ids.has(caseId)) throw invalid(`${at}.id`, `The case id "${caseId}" is used twice.`);
     ids.add(caseId);
@@ -65,6 +70,10 @@ export async function createEvalRun(ports: InferencePorts, ctx: Ctx, raw: unknow
     if (c.assert.type === 'llm_judge') checkModel(ports, c.assert.judge_model!, `${at}.assert.judge_model`);
   });
   const projectId = await requireProjectId(ctx, input.project_id);
+  const template = templated ? await pinTemplate(ports, ctx, projectId, input.template!) : null;
+  if (template && input.model === undefined && template.model === null) {
+    throw invalid('model', 'Missing required parameter: model (the template sets none).');
+  }
   const now = ctx.now();
   const runId = newId('evr', now.getTime());
   const run = await ctx.db.$transaction(async (tx) => {
@@ -75,6 +84,7 @@ export async function createEvalRun(ports: InferencePorts, ctx: Ctx, raw: unknow
         keyId: ctx.caller.keyId,
         name: input.name,
         model: input.model ?? null,
+        template: template ? { id: template.id, version: template.version } : undefined,
         concurrency: input.concurrency ?? DEFAULT_CONCURRENCY,
         status: 'queued',
         total: input.cases.length,
@@ -88,7 +98,7 @@ export async function createEvalRun(ports: InferencePorts, ctx: Ctx, raw: unknow
         return { id: newId('evc', now.getTime()), runId, index, caseId: id ?? `case_${index + 1}`, input: rest as Prisma.InputJsonObject };
       }),
     });
-    await recordAudit(tx, ctx, 'eval_run.create', { projectId, targetId: runId, data: { name: input.name, model: input.model ?? null, cases: input.cases.length } });
+    await recordAudit(tx, ctx, 'eval_run.create', { projectId, targetId: runId, data: { name: input.name, model: input.model ?? null, template: template ? { id: template.id, version: template.version } : null, cases: input.cases.length } });
     return created;
   });
   return { ...run, summary: { total: run.total, passed: 0, failed: 0, errored: 0, costMicros: 0n, latencyP50Ms: null } };

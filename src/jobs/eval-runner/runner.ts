@@ -315,11 +315,19 @@ export class EvalRunner {
   }
 
   /**
-   * The inference request of a case. A template run (CONTRACT §10, once templates exist) would send
-   * `template: {id, version, variables}` here instead of messages; createEvalRun refuses template runs until then.
+   * The inference request of a case: a model run sends the case's messages; a template run sends
+   * `template: {id, version, variables}` (the version pinned at creation), its messages appended, the run's model if
+   * it named one (else the template's).
    */
   private inferenceInputOf(run: EvalRun, input: StoredCaseInput): InferenceInput {
-    return { model: run.model!, project_id: run.projectId, messages: input.messages } as InferenceInput;
+    const template = run.template as { id: string; version: number } | null;
+    if (!template) return { model: run.model!, project_id: run.projectId, messages: input.messages } as InferenceInput;
+    return {
+      project_id: run.projectId,
+      template: { id: template.id, version: template.version, variables: input.variables ?? {} },
+      ...(run.model ? { model: run.model } : {}),
+      ...(input.messages ? { messages: input.messages } : {}),
+    } as InferenceInput;
   }
 
   private async finishCase(
