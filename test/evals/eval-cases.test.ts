@@ -15,6 +15,12 @@ describe("the console's pasted cases", () => {
     ]);
   });
 
+  it('makes the other columns template variables for a template run', () => {
+    expect(parseCases('id,country,city,expected\nfr,France,Paris,Paris', { template: true })).toEqual([
+      { id: 'fr', variables: { country: 'France', city: 'Paris' }, expected: 'Paris', assert: { type: 'contains' } },
+    ]);
+  });
+
   it('says what is wrong with a paste it cannot read', () => {
     expect(() => parseCases('just text')).toThrow(/JSON array of cases, or CSV/);
     expect(() => parseCases('question,answer\na,b')).toThrow(/"input" column/);

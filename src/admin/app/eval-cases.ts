@@ -22,9 +22,9 @@ function csvFields(line: string): string[] {
 /**
  * The cases from what was pasted: a JSON array of cases as POST /v1/evals takes them, or CSV with a header of
  * `input` (the user message) and optionally `id`, `expected`, `assert` (exact, contains, regex; default contains) and
- * `value`.
+ * `value`. For a template run (`template: true`), every other column is a template variable and `input` is optional.
  */
-export function parseCases(text: string): unknown[] {
+export function parseCases(text: string, opts: { template?: boolean } = {}): unknown[] {
   const trimmed = text.trim();
   if (trimmed.startsWith('[')) {
     const parsed = JSON.parse(trimmed) as unknown;
@@ -38,15 +38,19 @@ export function parseCases(text: string): unknown[] {
     const i = header.indexOf(name);
     return i >= 0 && row[i] !== undefined && row[i] !== '' ? row[i] : undefined;
   };
-  if (!header.includes('input')) throw new Error('The CSV header needs an "input" column.');
+  if (!opts.template && !header.includes('input')) throw new Error('The CSV header needs an "input" column.');
+  const known = new Set(['id', 'input', 'expected', 'assert', 'value']);
   return lines.slice(1).map((line) => {
     const row = csvFields(line);
     const expected = col(row, 'expected');
     const value = col(row, 'value');
     const id = col(row, 'id');
+    const input = col(row, 'input');
+    const variables = Object.fromEntries(header.filter((h) => !known.has(h)).map((h) => [h, col(row, h) ?? '']));
     return {
       ...(id ? { id } : {}),
-      messages: [{ role: 'user', content: col(row, 'input') ?? '' }],
+      ...(opts.template ? { variables } : {}),
+      ...(!opts.template || input !== undefined ? { messages: [{ role: 'user', content: input ?? '' }] } : {}),
       ...(expected !== undefined ? { expected } : {}),
       assert: { type: col(row, 'assert') ?? 'contains', ...(value !== undefined ? { value } : {}) },
     };

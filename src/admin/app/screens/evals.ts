@@ -40,8 +40,8 @@ const RUN = 'id name model status concurrency createdAt completedAt error summar
 const LIST = `query Evals($projectId: ID) { evalRuns(projectId: $projectId, first: 50) { edges { node { ${RUN} } } } }`;
 const RESULTS = `query EvalResults($id: ID!, $after: String) { evalRun(id: $id) { ${RUN}
   results(first: 100, after: $after) { edges { node { id caseId status passed output reason totalTokens costUsd latencyMs } } pageInfo { hasNextPage endCursor } } } }`;
-const CREATE = `mutation CreateEval($projectId: ID, $name: String!, $model: String!, $cases: JSON!, $concurrency: Int) {
-  createEvalRun(projectId: $projectId, name: $name, model: $model, cases: $cases, concurrency: $concurrency) { ${RUN} } }`;
+const CREATE = `mutation CreateEval($projectId: ID, $name: String!, $model: String, $template: JSON, $cases: JSON!, $concurrency: Int) {
+  createEvalRun(projectId: $projectId, name: $name, model: $model, template: $template, cases: $cases, concurrency: $concurrency) { ${RUN} } }`;
 const CANCEL = `mutation CancelEval($id: ID!) { cancelEvalRun(id: $id) { ${RUN} } }`;
 
 function Progress({ run }: { run: EvalRun }) {
@@ -118,6 +118,7 @@ export function EvalsScreen({ viewer, projectId }: { viewer: Viewer; projectId: 
   }, [active, tick]);
   const [name, setName] = useState('');
   const [model, setModel] = useState('mock-1');
+  const [templateId, setTemplateId] = useState('');
   const [concurrency, setConcurrency] = useState(4);
   const [text, setText] = useState('');
   const [error, setError] = useState<unknown>(null);
@@ -128,8 +129,16 @@ export function EvalsScreen({ viewer, projectId }: { viewer: Viewer; projectId: 
   const create = async (e: Event) => {
     e.preventDefault();
     try {
-      const cases = parseCases(text);
-      const r = await gql<{ createEvalRun: EvalRun }>(CREATE, { projectId, name: name.trim() || 'evaluation', model, cases, concurrency });
+      const template = templateId.trim() ? { id: templateId.trim() } : null;
+      const cases = parseCases(text, { template: template !== null });
+      const r = await gql<{ createEvalRun: EvalRun }>(CREATE, {
+        projectId,
+        name: name.trim() || 'evaluation',
+        model: model.trim() || null,
+        template,
+        cases,
+        concurrency,
+      });
       setError(null);
       setText('');
       setSelected(r.createEvalRun.id);
@@ -154,7 +163,9 @@ export function EvalsScreen({ viewer, projectId }: { viewer: Viewer; projectId: 
       ? html`<${Card} title="New evaluation run">
           <form onSubmit=${create} aria-label="New evaluation run">
             <label>Name <input name="name" maxlength="100" value=${name} onInput=${(e: Event) => setName((e.target as HTMLInputElement).value)} /></label>
-            <label>Model <input name="model" value=${model} onInput=${(e: Event) => setModel((e.target as HTMLInputElement).value)} /></label>
+            <label>Model (with a template: blank uses the template's) <input name="model" value=${model} onInput=${(e: Event) => setModel((e.target as HTMLInputElement).value)} /></label>
+            <label>Template (optional, tpl_…; the CSV's other columns are its variables)
+              <input name="template" value=${templateId} onInput=${(e: Event) => setTemplateId((e.target as HTMLInputElement).value)} /></label>
             <label>Concurrency <input name="concurrency" type="number" min="1" max="16" value=${concurrency}
               onInput=${(e: Event) => setConcurrency(Number((e.target as HTMLInputElement).value))} /></label>
             <label>Cases: a JSON array as POST /v1/evals takes it, or CSV with a header (input, expected, assert, value, id)
