@@ -184,6 +184,9 @@ export function composePorts(deps: Omit<Deps, 'ports'>): DomainPorts {
       return deps.outcomes;
     },
   };
+  // Retained content is sealed with the webhook secrets' key (SVC_ENCRYPTION_KEY or the data dir's key file).
+  const sealer = { seal: (p: string, aad: string) => deps.webhooks.secretBox.seal(p, aad), open: (s: string, aad: string) => deps.webhooks.secretBox.open(s, aad) };
+  const inferencePrivacy = { sealer, piiTimeoutMs: deps.config.piiTimeoutMs, monotonicNow: () => performance.now() };
   return {
     auth: {
       db: deps.db,
@@ -220,7 +223,15 @@ export function composePorts(deps: Omit<Deps, 'ports'>): DomainPorts {
       projects,
       outcomes: deps.observability.observeOutcomes(() => deps.outcomes),
       budgets,
+      privacy: inferencePrivacy,
       templates: deps.templateCache,
+    },
+    privacy: {
+      projects,
+      sealer,
+      get outcomes() {
+        return deps.outcomes;
+      },
     },
     templates: {
       get providers() {

@@ -5,6 +5,7 @@ import { DRAIN_MARGIN_MS, drainOnClose } from './http/server-lifecycle.ts';
 import { startDailyUsageSummaries } from './jobs/daily-summary/daily-summary.ts';
 import { startApprovalExpiry } from './jobs/approvals/expiry.ts';
 import { startEvalRunner, type EvalRunner } from './jobs/eval-runner/runner.ts';
+import { startRetentionPurge } from './jobs/retention-purge/purge.ts';
 
 async function main(): Promise<void> {
   // A signal that comes before the gateway is built (the first start's migrations, say) is held until startup has
@@ -47,6 +48,7 @@ async function main(): Promise<void> {
   let usageSummaries: { stop(): void } | null = null;
   let approvalExpiry: { stop(): void } | null = null;
   let evalRunner: EvalRunner | null = null;
+  let retentionPurge: { stop(): void } | null = null;
 
   let closing = false;
   shutdown = async (signal: string) => {
@@ -55,6 +57,7 @@ async function main(): Promise<void> {
     deps.log.info({ signal }, 'shutting down: finishing requests in flight');
     usageSummaries?.stop();
     approvalExpiry?.stop();
+    retentionPurge?.stop();
     try {
       // Webhook attempts in flight finish (each within its deadline) while HTTP requests drain.
       // An evaluation case in flight finishes (its result is written); the rest resume on the next start.
@@ -80,6 +83,7 @@ async function main(): Promise<void> {
   usageSummaries = startDailyUsageSummaries(deps);
   approvalExpiry = startApprovalExpiry(deps);
   evalRunner = startEvalRunner(deps);
+  retentionPurge = startRetentionPurge(deps);
 }
 
 void main();

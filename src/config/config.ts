@@ -52,6 +52,8 @@ export interface Config {
   circuitCooldownMs: number;
   /** Without Redis: how often the in-process batch of usage records is written (the crash-loss window). */
   outcomeFlushMs: number;
+  /** CONTRACT §11: PII redaction's deadline (SVC_PII_TIMEOUT_MS). */
+  piiTimeoutMs: number;
   /** With Redis: how long a read usage-stream entry may stay unwritten before another replica takes it over. */
   outcomeLeaseMs: number;
   /** How long an evaluation run claimed by a worker stays its own without renewal (jobs/eval-runner). */
@@ -173,6 +175,7 @@ export const EnvironmentSchema = Type.Object({
   SVC_CIRCUIT_FAILURES: whole(5, 1, 1000, "consecutive failures that open a provider's circuit breaker"),
   SVC_CIRCUIT_COOLDOWN_MS: whole(30_000, 1, 3_600_000, 'how long an open circuit skips its provider before one probe'),
   SVC_OUTCOME_FLUSH_MS: whole(20, 1, 10_000, 'how often a batch of usage records is written'),
+  SVC_PII_TIMEOUT_MS: whole(250, 1, 60_000, 'the PII redaction deadline'),
   SVC_OUTCOME_LEASE_MS: whole(5_000, 500, 3_600_000, 'with Redis: how long a read usage-stream entry may stay unwritten'),
   SVC_EVAL_LEASE_MS: whole(30_000, 1_000, 3_600_000, 'how long a worker holds an evaluation run without renewing; a run whose worker died resumes after it'),
   SVC_SESSION_IDLE_TIMEOUT_S: whole(1_800, 1, 7 * 86_400, 'a console session unused this long ends'),
@@ -287,6 +290,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     circuitFailureThreshold: e.SVC_CIRCUIT_FAILURES,
     circuitCooldownMs: e.SVC_CIRCUIT_COOLDOWN_MS,
     outcomeFlushMs: e.SVC_OUTCOME_FLUSH_MS,
+    piiTimeoutMs: e.SVC_PII_TIMEOUT_MS,
     outcomeLeaseMs: e.SVC_OUTCOME_LEASE_MS,
     evalLeaseMs: e.SVC_EVAL_LEASE_MS,
     role: e.SVC_ROLE,

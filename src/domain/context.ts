@@ -45,6 +45,8 @@ export interface Ctx {
   namedProjectId: string | null;
   /** The project the call turned out to address (for the operator's identity header); set only by tenancy.ts addressed(). */
   projectId: string | null;
+  /** Set by inference on a zero-retention project (CONTRACT §12): no content of the answer may be kept. */
+  zeroRetention?: boolean;
   now(): Date;
 }
 

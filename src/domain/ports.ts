@@ -8,6 +8,7 @@ import type { RoutingPorts } from './routing/ports.ts';
 import type { UsagePorts } from './usage/ports.ts';
 import type { WebhookPorts } from './webhooks/ports.ts';
 import type { OperatorPorts } from './operators/ports.ts';
+import type { PrivacyPorts } from './privacy/ports.ts';
 import type { TemplatePorts } from './templates/ports.ts';
 
 /**
@@ -26,5 +27,6 @@ export interface DomainPorts {
   inference: InferencePorts;
   webhooks: WebhookPorts;
   operators: OperatorPorts;
+  privacy: PrivacyPorts;
   templates: TemplatePorts;
 }

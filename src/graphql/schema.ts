@@ -9,6 +9,7 @@ import './budgets.ts';
 import './usage.ts';
 import './routing.ts';
 import './governance.ts';
+import './privacy.ts';
 import './operators.ts';
 import './evals.ts';
 import './templates.ts';

@@ -31,6 +31,7 @@ import { routeValidatorCompiler } from './route-validation.ts';
 import { approvalsRoutes } from '../rest/approvals.ts';
 import { evalsRoutes } from '../rest/evals.ts';
 import { governanceRoutes } from '../rest/governance.ts';
+import { privacyRoutes } from '../rest/privacy.ts';
 import { ssoRoutes } from '../rest/sso.ts';
 import { scimRoutes } from '../rest/scim.ts';
 import { operatorsRoutes } from '../rest/operators.ts';
@@ -149,6 +150,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   await app.register(usageRoutes);
   await app.register(routingRoutes);
   await app.register(governanceRoutes);
+  await app.register(privacyRoutes);
   await app.register(approvalsRoutes);
   await app.register(evalsRoutes);
   await app.register(ssoRoutes);

@@ -1,6 +1,7 @@
 import { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { CacheStatus, InferenceResult, InferenceStream, StreamEvent } from '../domain/inference/service.ts';
+import { keptAnswer } from '../http/hooks/idempotency.ts';
 
 /** How one surface writes a stream: svc events on /v1/inference, OpenAI chunks on /v1/chat/completions. */
 export interface StreamFormat {
@@ -75,7 +76,10 @@ export async function sendEventStream(
       reply.raw.off('close', onClose);
       if (idem) {
         try {
-          if (replay !== null) await store.complete(idem.scope, idem.key, 200, JSON.stringify(replay));
+          if (replay !== null) {
+            const kept = keptAnswer(req, 200, JSON.stringify(replay));
+            await store.complete(idem.scope, idem.key, kept.status, kept.body);
+          }
           else await store.abandon(idem.scope, idem.key);
         } catch (err) {
           log.error({ err }, 'could not settle the Idempotency-Key of a stream');

@@ -44,6 +44,16 @@ export const InferenceResponse = {
     },
     cost_usd: { type: 'number' },
     request_id: { type: 'string' },
+    // CONTRACT §11: what PII redaction replaced, by kind.
+    pii: {
+      type: 'object',
+      properties: {
+        redacted: {
+          type: 'object',
+          properties: { email: { type: 'integer' }, phone: { type: 'integer' }, card: { type: 'integer' }, iban: { type: 'integer' }, ssn: { type: 'integer' }, ip: { type: 'integer' } },
+        },
+      },
+    },
     // CONTRACT §10/§11: present only when a template was used / a JSON response_format was asked for.
     template_id: { type: 'string' },
     template_version: { type: 'integer' },

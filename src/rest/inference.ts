@@ -25,6 +25,7 @@ export function presentInference(r: InferenceResult) {
     usage: { prompt_tokens: r.promptTokens, completion_tokens: r.completionTokens, total_tokens: r.promptTokens + r.completionTokens },
     cost_usd: microsToUsd(r.costMicros),
     request_id: r.requestId,
+    ...(r.pii ? { pii: r.pii } : {}),
     ...templateFields(r),
   };
 }

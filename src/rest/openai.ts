@@ -62,6 +62,8 @@ export function presentChatCompletion(r: InferenceResult) {
     usage: usageOf(r),
     system_fingerprint: null,
     svc: svcOf(r),
+    // CONTRACT §11: what PII redaction replaced, when it ran.
+    ...(r.pii ? { pii: r.pii } : {}),
   };
 }
 

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { unixSeconds } from '../domain/context.ts';
 import { chatRequestOfResponse } from '../domain/inference/responses.ts';
+import { priorConversation } from '../domain/privacy/responses.ts';
 import { EmbeddingsRequest, ProjectQuery, ResponsesRequest } from '../domain/inference/schema.ts';
 import { createEmbeddings, createInference, streamInference, type InferenceResult, type InferenceStream } from '../domain/inference/service.ts';
 import { ticketOf } from '../http/hooks/rate-limit.ts';
@@ -60,9 +61,9 @@ function presentResponse(body: ResponsesRequest, head: Head, result: InferenceRe
     model: head.model,
     output: result ? outputItems(result) : [],
     parallel_tool_calls: body.parallel_tool_calls ?? true,
-    previous_response_id: null,
+    previous_response_id: body.previous_response_id ?? null,
     reasoning: { effort: body.reasoning?.effort ?? null, summary: null },
-    store: false,
+    store: body.store === true,
     temperature: body.temperature ?? 1,
     text: { format: body.text?.format ?? { type: 'text' } },
     tool_choice: body.tool_choice ?? 'auto',
@@ -199,7 +200,7 @@ export const responsesRoutes: FastifyPluginAsync = async (app) => {
     '/v1/responses',
     { schema: { body: ResponsesRequest, querystring: ProjectQuery }, validatorCompiler: typeboxValidator },
     async (req, reply) => {
-      const input = chatRequestOfResponse(req.body);
+      const input = chatRequestOfResponse(req.body, await priorConversation({ ...app.ports.privacy, projectReader: app.ports.inference.projects }, req.ctx, req.body));
       if (req.body.stream === true) {
         return sendEventStream(
           req,

@@ -177,7 +177,7 @@ describe('POST /v1/responses', () => {
   });
 
   it('refuses what needs retention or is not a function tool, naming the field', async () => {
-    expectError(await api.post('/v1/responses', { model: 'chat-1', input: 'x', store: true }), 400, 'invalid_request', 'store');
+    // store: true works under standard retention (test/privacy); an unknown previous response is still refused.
     expectError(await api.post('/v1/responses', { model: 'chat-1', input: 'x', previous_response_id: 'inf_x' }), 400, 'invalid_request', 'previous_response_id');
     expectError(await api.post('/v1/responses', { model: 'chat-1', input: 'x', tools: [{ type: 'web_search' }] }), 400, 'invalid_request', 'tools[0].type');
     expectError(await api.post('/v1/responses', { model: 'chat-1', input: [{ type: 'item_reference', id: 'msg_1' }] }), 400, 'invalid_request', 'input[0]');

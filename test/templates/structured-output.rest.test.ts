@@ -59,6 +59,13 @@ describe('structured output (response_format)', () => {
     expect(res.body.attempts).toBe(1);
   });
 
+  it('says attempts 0 for an answer from the response cache', async () => {
+    const first = await infer('cached? [mock:wrong_json=1]', { cache: true });
+    expect(first.body).toMatchObject({ attempts: 2, cache_hit: false });
+    const again = await infer('cached? [mock:wrong_json=1]', { cache: true });
+    expect(again.body).toMatchObject({ attempts: 0, cache_hit: true, message: first.body.message });
+  });
+
   it('re-asks with the validation errors until the answer validates, charging every attempt', async () => {
     const content = 'who? [mock:wrong_json=1]';
     const res = await infer(content);

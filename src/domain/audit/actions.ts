@@ -21,6 +21,8 @@ export const AUDIT_ACTIONS = {
   'webhook.delivery.failed': 'A delivery failed for 24 hours and stopped retrying.',
   'governance.update': 'The dual control list was changed.',
   'residency.update': 'The residency pin was set or lifted.',
+  'pii.update': "The project's PII redaction default was set.",
+  'retention.update': "The project's retention mode or period was set.",
   'approval.create': 'A guarded change was queued for a second key.',
   'approval.approve': 'A queued change was approved (and applied, or failed).',
   'approval.reject': 'A queued change was rejected.',

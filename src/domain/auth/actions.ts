@@ -58,6 +58,11 @@ export const ACTIONS = {
   'governance.read': ['governance:manage'],
   'governance.update': ['governance:manage'],
   'residency.update': ['governance:manage'],
+  // Privacy (CONTRACT §11, §12): the project's PII default and retention; reading retained inference.
+  'privacy.read': ['governance:manage'],
+  'pii.update': ['governance:manage'],
+  'retention.update': ['governance:manage'],
+  'inference.read': ['inference:read'],
   'approval.list': ['governance:manage', 'risk:approve'],
   'approval.read': ['governance:manage', 'risk:approve'],
   'approval.approve': ['governance:manage', 'risk:approve'],
@@ -122,4 +127,6 @@ export const GUARDED_ACTIONS: Partial<Record<Action, GuardedResource | 'governan
   'key.rotate': 'keys',
   'key.revoke': 'keys',
   'governance.update': 'governance',
+  'pii.update': 'pii',
+  'retention.update': 'retention',
 };

@@ -3,6 +3,7 @@ import * as keys from '../keys/service.ts';
 import * as rateLimits from '../rate-limits/service.ts';
 import * as routing from '../routing/service.ts';
 import * as webhooks from '../webhooks/service.ts';
+import * as privacy from '../privacy/settings.ts';
 import * as policy from './policy.ts';
 import { governed } from './guard.ts';
 
@@ -24,6 +25,8 @@ export const createKey = governed('key.create', null, keys.createKey);
 export const rotateKey = governed('key.rotate', 'keys', keys.rotateKey, ['key_id']);
 export const revokeKey = governed('key.revoke', 'keys', keys.revokeKey, ['key_id']);
 export const setResidency = governed('residency.update', 'projects', policy.setResidency, ['project_id']);
+export const setProjectPii = governed('pii.update', 'projects', privacy.setProjectPii, ['project_id']);
+export const setProjectRetention = governed('retention.update', 'projects', privacy.setProjectRetention, ['project_id']);
 export const setGovernancePolicy = governed('governance.update', null, policy.setGovernancePolicy, ['project_id']);
 
 export { registeredCall } from './guard.ts';

@@ -29,6 +29,14 @@ const READERS: Record<string, Reader> = {
     const p = await db.project.findUnique({ where: { id: projectId }, select: { region: true } });
     return p ? { region: p.region } : null;
   },
+  'pii.update': async (db, projectId) => {
+    const p = await db.project.findUnique({ where: { id: projectId }, select: { privacy: { select: { piiRedact: true } } } });
+    return p ? { redact: p.privacy?.piiRedact ?? false } : null;
+  },
+  'retention.update': async (db, projectId) => {
+    const p = await db.project.findUnique({ where: { id: projectId }, select: { privacy: { select: { retentionMode: true, retentionDays: true } } } });
+    return p ? { mode: p.privacy?.retentionMode ?? 'standard', days: p.privacy?.retentionDays ?? 30 } : null;
+  },
   'governance.update': async (db, projectId) => {
     const p = await db.project.findUnique({ where: { id: projectId }, select: { dualControl: true } });
     return p ? { dual_control: p.dualControl } : null;

@@ -2,6 +2,7 @@ import type { ProviderRegistry } from '../../providers/router.ts';
 import type { BudgetPorts } from '../budgets/ports.ts';
 import type { ProjectReader } from '../projects/ports.ts';
 import type { OutcomeSink } from '../usage/ports.ts';
+import type { InferencePrivacyPorts } from '../privacy/ports.ts';
 import type { ResponseCache } from './cache.ts';
 import type { TemplateReader } from '../templates/cache.ts';
 
@@ -20,6 +21,8 @@ export interface InferencePorts {
   outcomes: OutcomeSink;
   /** The budget check and the spend counters. */
   budgets: BudgetPorts;
+  /** PII redaction and retention (domain/privacy). */
+  privacy: InferencePrivacyPorts;
   /** Prompt templates, read through the in-process cache (CONTRACT §10). */
   templates: TemplateReader;
 }

@@ -23,18 +23,13 @@ function chatParts(parts: readonly InputContent[]): ContentPart[] {
  * pipeline and through every provider kind: `instructions` first as a system message, message items as messages,
  * function_call items as the assistant's tool_calls (consecutive calls in one message), function_call_output items
  * as tool messages, reasoning items dropped; function tools, tool_choice and text.format translated to their
- * chat-completions names. `store: true` and `previous_response_id` need retained responses (CONTRACT §12), which
- * the gateway does not keep yet: 400 naming them.
+ * chat-completions names. `prior`: the conversation of `previous_response_id` (domain/privacy/responses.ts, which
+ * also checks `store`), placed after the instructions and before the input.
  */
-export function chatRequestOfResponse(r: ResponsesRequest): InferenceRequest {
-  if (r.store === true) {
-    throw invalid('store', 'store: true needs retained responses, which this gateway does not offer yet: send store: false (or leave it out) and pass the whole conversation in input.');
-  }
-  if (r.previous_response_id != null) {
-    throw invalid('previous_response_id', 'previous_response_id needs a retained response, and this gateway retains none yet: pass the whole conversation in input.');
-  }
+export function chatRequestOfResponse(r: ResponsesRequest, prior: readonly ChatMessage[] = []): InferenceRequest {
   const messages: ChatMessage[] = [];
   if (r.instructions) messages.push({ role: 'system', content: r.instructions });
+  messages.push(...prior);
   if (typeof r.input === 'string') messages.push({ role: 'user', content: r.input });
   else if (r.input === undefined) {
     if (!r.template) throw invalid('input', 'Missing required parameter: input.');

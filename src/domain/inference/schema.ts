@@ -2,6 +2,7 @@ import { Type, type Static, type TSchema } from 'typebox';
 import { Compile } from 'typebox/compile';
 import type { TLocalizedValidationError } from 'typebox/error';
 import { SvcError } from '../../errors/svc-error.ts';
+import { PiiOption } from '../privacy/schema.ts';
 import { InferenceTemplate } from '../templates/schema.ts';
 
 /**
@@ -120,6 +121,7 @@ const SvcFields = {
   cache: Type.Optional(Cache),
   region: Opt(Region),
   metadata: Opt(Metadata),
+  pii: Opt(PiiOption),
 };
 
 /** POST /v1/chat/completions and POST /v1/inference: OpenAI's chat-completions request (CONTRACT §9) plus the svc fields. */

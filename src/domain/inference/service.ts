@@ -30,6 +30,8 @@ import { requireProjectId } from '../tenancy.ts';
 import { assertWithinBudget, chargeSpend, type SpendCharge } from '../budgets/service.ts';
 import { cacheKey, DEFAULT_CACHE_TTL_S, MAX_CACHE_TTL_S, type CachedAnswer } from './cache.ts';
 import { EmbeddingsRequest, InferenceRequest, parseInput } from './schema.ts';
+import { finishPrivacy, planPrivacy, restoreStream, retainedRecord, type PrivacyPlan, type RetainedResult } from '../privacy/stage.ts';
+import type { PiiCounts } from '../privacy/pii.ts';
 import { applyTemplate, type AppliedTemplate } from '../templates/inference-stage.ts';
 import { askUntilValid, failureMessage, NO_TALLY, outputCheck, type OutputCheck, type Tally } from './stages/structured-output.ts';
 
@@ -59,6 +61,8 @@ export interface InferenceResult {
   promptTokens: number;
   completionTokens: number;
   costMicros: bigint;
+  /** CONTRACT §11: what PII redaction replaced, when it ran. */
+  pii?: { redacted: PiiCounts };
   /** The prompt template the request used (CONTRACT §10). */
   template?: AppliedTemplate;
   /** With a JSON response_format: how many answers it took (CONTRACT §11). */
@@ -100,6 +104,8 @@ interface Validated {
   /** null: not asked (the routing policy may still cache); 0: never; else a TTL in seconds. */
   cacheTtlS: number | null;
   region: string | null;
+  /** CONTRACT §11: the request's pii option (domain/privacy). */
+  pii?: InferenceRequest['pii'];
   /** The answer's check for a JSON response_format (stages/structured-output.ts); null: none asked. */
   output?: OutputCheck | null;
 }
@@ -229,7 +235,7 @@ export function validateInference(ports: InferencePorts, ctx: Ctx, raw: Inferenc
     if (keys.length > 50) throw invalid('metadata', 'metadata may hold at most 50 keys.');
     for (const k of keys) if (k.length < 1 || k.length > 40) throw invalid('metadata', 'metadata keys must be 1 to 40 characters.');
   }
-  return { kind: 'chat', model: input.model, messages, maxTokens, sampling, options, extraTokens, cacheTtlS, region: input.region ?? null };
+  return { kind: 'chat', model: input.model, messages, maxTokens, sampling, options, extraTokens, cacheTtlS, region: input.region ?? null, pii: input.pii };
 }
 
 /** Tokens to reserve before the provider call: the messages' estimate, plus what their text does not show. */
@@ -245,6 +251,8 @@ class Tracker {
   model: string;
   route: string | null = null;
   region: string | null = null;
+  /** Redaction and retention (domain/privacy/stage.ts), from the plan step on. */
+  privacy: PrivacyPlan | null = null;
   template: AppliedTemplate | null = null;
   private recorded = false;
 
@@ -281,6 +289,7 @@ class Tracker {
     completionTokens?: number;
     costMicros?: bigint;
     spend?: SpendCharge | null;
+    result?: RetainedResult;
   }): Promise<void> {
     if (this.recorded) return;
     this.recorded = true;
@@ -301,6 +310,7 @@ class Tracker {
       createdAt: this.createdAt,
       eventId: newId('evt', this.createdAt.getTime()),
       spend: o.spend ?? null,
+      retained: this.privacy ? retainedRecord(this.ports.privacy, this.privacy, this.id, this.createdAt, o.status, o.result ?? null) : null,
       ...(this.template ? { templateId: this.template.id, templateVersion: this.template.version } : {}),
     });
   }
@@ -345,6 +355,7 @@ async function plan(ctx: Ctx, t: Tracker, v: Validated): Promise<Plan> {
     });
   }
   const region = project.region ?? v.region;
+  if (v.kind === 'chat') ({ plan: t.privacy, messages: v.messages } = planPrivacy(t.ports.privacy, ctx, project, v.model, v.messages, v.pii));
   const registry = t.ports.providers;
   let routes: Route[];
   let policyTtlS: number | null = null;
@@ -370,7 +381,7 @@ async function plan(ctx: Ctx, t: Tracker, v: Validated): Promise<Plan> {
   let ttlS: number | null = v.cacheTtlS === -1 ? (policyTtlS ?? DEFAULT_CACHE_TTL_S) : v.cacheTtlS === null ? policyTtlS : v.cacheTtlS;
   if (ttlS === 0) ttlS = null;
   const cache =
-    ttlS === null
+    ttlS === null || t.privacy?.zero
       ? null
       : { key: cacheKey({ model: v.model, region, messages: v.messages, maxTokens: v.maxTokens, sampling: v.sampling, options: v.options }), ttlS };
   return { routes, region, cache, projectBudgetMicros: project.budgetMicros };
@@ -478,8 +489,9 @@ async function serveHit(t: Tracker, answer: CachedAnswer): Promise<InferenceResu
   t.model = answer.model;
   t.route = answer.route;
   t.region = answer.region;
-  await Promise.all([t.ticket.keepRequestOnly(), t.record({ status: 'succeeded', errorCode: null, cacheHit: true })]);
-  return hitResult(t.ctx, t, answer);
+  const result = hitResult(t.ctx, t, answer);
+  await Promise.all([t.ticket.keepRequestOnly(), t.record({ status: 'succeeded', errorCode: null, cacheHit: true, result })]);
+  return result;
 }
 
 /** What a provider answered, with its tokens (counted by the gateway when the provider reported none). */
@@ -525,17 +537,7 @@ async function account(
           p.cache.ttlS,
         )
       : null;
-  const recorded = t.record({
-    status: outcome.status,
-    errorCode: outcome.status === 'failed' ? outcome.errorCode : null,
-    promptTokens,
-    completionTokens,
-    costMicros: cost,
-    spend: spend.charge,
-  });
-  const [, , , wasStored] = await Promise.all([settled, spend.added, recorded, stored]);
-  const status = wasStored === false ? 'unavailable' : cacheStatus;
-  return {
+  const result: InferenceResult = {
     id: t.id,
     requestId: ctx.requestId,
     createdAt: t.createdAt,
@@ -543,7 +545,7 @@ async function account(
     route: route.id,
     region: route.provider.region,
     cacheHit: false,
-    cacheStatus: status,
+    cacheStatus,
     content: answer.content,
     finishReason: answer.finishReason,
     toolCalls: answer.toolCalls,
@@ -554,6 +556,17 @@ async function account(
     costMicros: cost,
     ...(t.template ? { template: t.template } : {}),
   };
+  const recorded = t.record({
+    status: outcome.status,
+    errorCode: outcome.status === 'failed' ? outcome.errorCode : null,
+    promptTokens,
+    completionTokens,
+    costMicros: cost,
+    spend: spend.charge,
+    result,
+  });
+  const [, , , wasStored] = await Promise.all([settled, spend.added, recorded, stored]);
+  return wasStored === false ? { ...result, cacheStatus: 'unavailable' } : result;
 }
 
 /**
@@ -583,7 +596,7 @@ export async function createInference(
   try {
     const p = await plan(ctx, t, v);
     const { cached, reserved } = await admit(ctx, t, v, p);
-    if (cached.answer || !reserved) return await serveHit(t, cached.answer!);
+    if (cached.answer || !reserved) return finishPrivacy(t.privacy, withAttempts(v, await serveHit(t, cached.answer!), 0));
     const ask = async (messages: ChatMessage[]) => {
       const routed = await ports.providers.complete(p.routes, providerRequest(v, messages));
       t.tried(routed.route);
@@ -598,7 +611,7 @@ export async function createInference(
       await ticket.refund();
       throw err;
     }
-    if (!v.output) return await account(t, v, p, first.route, first, cached.status, { status: 'succeeded' });
+    if (!v.output) return finishPrivacy(t.privacy, await account(t, v, p, first.route, first, cached.status, { status: 'succeeded' }));
     // CONTRACT §11: re-asks while the answer does not validate; every attempt is charged in the one usage record.
     const run = await askUntilValid(v.output, v.messages, first, ask);
     const failed = run.error !== undefined ? errorCodeOf(run.error) : run.errors ? 'structured_output_failed' : null;
@@ -606,11 +619,17 @@ export async function createInference(
     if (run.error !== undefined) throw run.error;
     if (run.errors) throw new SvcError('structured_output_failed', { param: 'response_format', message: failureMessage(run.attempts, run.errors) });
     result.attempts = run.attempts;
-    return result;
+    return finishPrivacy(t.privacy, result);
   } catch (err) {
     await refuseOrRecord(t, err);
     throw err;
   }
+}
+
+/** CONTRACT §11: a JSON response_format's answer says how many it took (0: from the response cache). */
+function withAttempts(v: Validated, result: InferenceResult, attempts: number): InferenceResult {
+  if (v.output) result.attempts = attempts;
+  return result;
 }
 
 /** The provider request: options only when the request had any, so a plain request is what it always was. */
@@ -676,9 +695,9 @@ export async function streamInference(
     const admitted = await admit(ctx, t, v, p);
     cached = admitted.cached;
     if (cached.answer || !admitted.reserved) {
-      const result = await serveHit(t, cached.answer!);
+      const result = withAttempts(v, await serveHit(t, cached.answer!), 0);
       const { content: _c, finishReason: _f, promptTokens: _p, completionTokens: _ct, costMicros: _m, ...head } = result;
-      return { head, events: replayHit(result) };
+      return { head, events: restoreStream(t.privacy, replayHit(result)) };
     }
     try {
       routed = await ports.providers.openStream(p.routes, providerRequest(v), signal);
@@ -776,7 +795,7 @@ export async function streamInference(
     if (ended === 'ok') yield { type: 'done', result };
     else if (ended instanceof SvcError) yield { type: 'error', error: ended };
   }
-  return { head, events: relay() };
+  return { head, events: restoreStream(t.privacy, relay()) };
 }
 
 export interface EmbeddingsOutcome {

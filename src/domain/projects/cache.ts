@@ -12,6 +12,8 @@ export interface CachedProject {
   budgetMicros: bigint | null;
   /** The project's default routing policy (what `model: "auto"` uses), or null for the built-in cheapest-first. */
   defaultPolicy: { id: string; strategy: RoutingStrategy; targets: RoutingTarget[]; cacheTtlS: number | null } | null;
+  /** PII default and retention (CONTRACT §11, §12; domain/privacy): the defaults when the project never set them. */
+  privacy?: { piiRedact: boolean; retentionMode: string; retentionDays: number };
 }
 
 const CHANNEL = 'projects:changed';
@@ -36,6 +38,7 @@ export async function loadCachedProject(db: Db, projectId: string): Promise<Cach
         take: 1,
         select: { id: true, strategy: true, targets: true, cacheTtlS: true },
       },
+      privacy: { select: { piiRedact: true, retentionMode: true, retentionDays: true } },
     },
   });
   if (!row) return null;
@@ -53,6 +56,7 @@ export async function loadCachedProject(db: Db, projectId: string): Promise<Cach
           cacheTtlS: policy.cacheTtlS,
         }
       : null,
+    privacy: row.privacy ?? { piiRedact: false, retentionMode: 'standard', retentionDays: 30 },
   };
 }
 

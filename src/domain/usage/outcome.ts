@@ -1,3 +1,4 @@
+import type { RetainedRecord } from '../privacy/types.ts';
 import { microsToUsd } from '../../kernel/money.ts';
 
 /** How one inference ended: the usage record (CONTRACT §8) and the inference.completed event are made from it. */
@@ -25,6 +26,8 @@ export interface InferenceOutcome {
    * called) and the month charged; null when nothing was charged. budget_spend gets it with the outcome.
    */
   spend: { keyId: string | null; period: string } | null;
+  /** CONTRACT §12: the inference's retained record (sealed content, or the id alone); written with the usage record. */
+  retained?: RetainedRecord | null;
   /** The prompt template the inference used (CONTRACT §10); absent when none. */
   templateId?: string | null;
   templateVersion?: number | null;

@@ -4,6 +4,7 @@ import type { IdempotencyStore } from '../../domain/idempotency/store.ts';
 import { isId } from '../../db/ids.ts';
 import { SvcError, invalid } from '../../errors/svc-error.ts';
 import { addressed, idempotencyScope, projectIdOf } from '../../domain/tenancy.ts';
+import { errorBody } from '../error-body.ts';
 import { graphqlProjectId } from './graphql-project.ts';
 
 declare module 'fastify' {
@@ -66,6 +67,16 @@ function originalErrorRequestId(body: string): string | null {
   } catch {
     return null;
   }
+}
+
+/**
+ * What the store keeps of an answer. CONTRACT §12: a zero-retention project's answer holds content, so it is not kept:
+ * a replay answers 404 record_not_retained (and the call is still not executed twice).
+ */
+export function keptAnswer(req: FastifyRequest, status: number, body: string): { status: number; body: string } {
+  if (!req.ctx?.zeroRetention || status >= 300) return { status, body };
+  const message = 'The project keeps no content (zero retention): the first answer to this Idempotency-Key was not kept, and the request was not run again.';
+  return { status: 404, body: JSON.stringify(errorBody(req, 'record_not_retained', message, 'Idempotency-Key')) };
 }
 
 /** Statuses whose result is not kept: a retry with the same key should run again (CONTRACT §5, Stripe's rule). */
@@ -157,7 +168,8 @@ export function registerIdempotency(app: FastifyInstance, store: IdempotencyStor
     if (runAgain(reply.statusCode) || typeof payload !== 'string' || (req.routeOptions.url === '/graphql' && graphqlRunAgain(payload))) {
       await store.abandon(idem.scope, idem.key);
     } else {
-      await store.complete(idem.scope, idem.key, reply.statusCode, payload);
+      const kept = keptAnswer(req, reply.statusCode, payload);
+      await store.complete(idem.scope, idem.key, kept.status, kept.body);
     }
     return payload;
   };

@@ -3,6 +3,7 @@ import { applySpend } from '../../domain/budgets/service.ts';
 import type { BudgetAlert } from '../../domain/budgets/types.ts';
 import { enqueueEvents, type LeasedDelivery } from '../../domain/events/outbox.ts';
 import { inferenceCompletedData, type InferenceOutcome } from '../../domain/usage/outcome.ts';
+import { insertRetainedInferences } from '../../domain/privacy/store.ts';
 import { insertUsageRecords } from './store.ts';
 
 /**
@@ -29,6 +30,8 @@ export async function persistOutcomes(
       const fresh = await insertUsageRecords(tx, outcomes);
       const written = outcomes.filter((o) => fresh.has(o.requestId));
       if (written.length === 0) return { alerts: [], leased: [] };
+      // CONTRACT §12: the retained content (sealed) of the inferences, in the same transaction.
+      await insertRetainedInferences(tx, written);
       const { leased } = await enqueueEvents(
         tx,
         written.map((o) => ({ id: o.eventId, projectId: o.projectId, type: 'inference.completed', data: inferenceCompletedData(o), createdAt: o.createdAt })),

@@ -1,0 +1,212 @@
+import type { ChatMessage, ContentPart } from '../../providers/types.ts';
+import type { Ctx } from '../context.ts';
+import type { CachedProject } from '../projects/cache.ts';
+import { PiiRedaction, type PiiCounts, type StreamRestorer } from './pii.ts';
+import type { InferencePrivacyPorts } from './ports.ts';
+import type { RetainedRecord } from './types.ts';
+
+export type { RetainedRecord } from './types.ts';
+import { DEFAULT_RETENTION_DAYS, type PiiOption } from './schema.ts';
+
+const DAY_MS = 86_400_000;
+
+/** One inference's privacy: its redaction (null when off), whether to restore, and how its content is retained. */
+export interface PrivacyPlan {
+  redaction: PiiRedaction | null;
+  restore: boolean;
+  /** zero: no content anywhere (no cache, no retained record, no idempotent replay of the answer). */
+  zero: boolean;
+  retentionDays: number;
+  /** The request as retained (after redaction: what the provider saw). */
+  request: { model: string; messages: ChatMessage[] };
+}
+
+
+function redactMessages(redaction: PiiRedaction, messages: ChatMessage[]): ChatMessage[] {
+  return messages.map((m) => {
+    const content = m.content;
+    if (typeof content === 'string') return { ...m, content: redaction.redact(content) };
+    if (Array.isArray(content)) {
+      return {
+        ...m,
+        content: content.map((p: ContentPart) => (p.type === 'text' ? { ...p, text: redaction.redact(p.text) } : p)),
+      } as ChatMessage;
+    }
+    return m;
+  });
+}
+
+/**
+ * Runs in the pipeline's plan step, after the project is known and before the cache key, the reservation and the
+ * provider (CONTRACT §11): the request's `pii` option, else the project's default, decides the redaction. Returns the
+ * messages the rest of the pipeline (cache key included) uses. Throws pii_redaction_failed past SVC_PII_TIMEOUT_MS.
+ */
+export function planPrivacy(
+  ports: InferencePrivacyPorts,
+  ctx: Ctx,
+  project: CachedProject,
+  model: string,
+  messages: ChatMessage[],
+  option: PiiOption | null | undefined,
+): { plan: PrivacyPlan; messages: ChatMessage[] } {
+  const settings = project.privacy;
+  // The idempotency store then keeps no content of the answer either (http/hooks/idempotency.ts).
+  if (settings?.retentionMode === 'zero') ctx.zeroRetention = true;
+  const redact = option ? option.redact : (settings?.piiRedact ?? false);
+  let redaction: PiiRedaction | null = null;
+  let out = messages;
+  if (redact) {
+    redaction = new PiiRedaction({ timeoutMs: ports.piiTimeoutMs, now: ports.monotonicNow });
+    out = redactMessages(redaction, messages);
+  }
+  return {
+    plan: {
+      redaction,
+      restore: redact && option?.restore === true,
+      zero: settings?.retentionMode === 'zero',
+      retentionDays: settings?.retentionDays ?? DEFAULT_RETENTION_DAYS,
+      request: { model, messages: out },
+    },
+    messages: out,
+  };
+}
+
+/** What is retained of an answer: the result's fields (the retrieval presents them again). */
+export interface RetainedResult {
+  id: string;
+  requestId: string;
+  createdAt: Date;
+  model: string;
+  route: string;
+  region: string;
+  cacheHit: boolean;
+  content: string;
+  finishReason: string;
+  toolCalls?: unknown;
+  promptTokens: number;
+  completionTokens: number;
+  costMicros: bigint;
+}
+
+/** The sealed content of a retained inference (JSON inside the seal). */
+export interface RetainedContent {
+  request: { model: string; messages: ChatMessage[] };
+  response: (Omit<RetainedResult, 'createdAt' | 'costMicros'> & { createdAt: number; costMicros: string; pii?: { redacted: PiiCounts } }) | null;
+}
+
+/**
+ * The retained record of an inference (CONTRACT §12), sealed on the request path (one AES-GCM over a few KB) so that
+ * the outcome queue (a Redis stream) and the database hold only ciphertext. Zero retention: the id alone, no content.
+ */
+export function retainedRecord(
+  ports: InferencePrivacyPorts,
+  plan: PrivacyPlan,
+  inferenceId: string,
+  createdAt: Date,
+  status: 'succeeded' | 'failed',
+  result: RetainedResult | null,
+): RetainedRecord {
+  if (plan.zero) return { inferenceId, status, sealed: null, retainedUntil: null };
+  const content: RetainedContent = {
+    request: plan.request,
+    response: result
+      ? {
+          id: result.id,
+          requestId: result.requestId,
+          createdAt: result.createdAt.getTime(),
+          model: result.model,
+          route: result.route,
+          region: result.region,
+          cacheHit: result.cacheHit,
+          content: result.content,
+          finishReason: result.finishReason,
+          ...(result.toolCalls ? { toolCalls: result.toolCalls } : {}),
+          promptTokens: result.promptTokens,
+          completionTokens: result.completionTokens,
+          costMicros: result.costMicros.toString(),
+          ...(plan.redaction ? { pii: { redacted: { ...plan.redaction.counts } } } : {}),
+        }
+      : null,
+  };
+  return {
+    inferenceId,
+    status,
+    sealed: ports.sealer.seal(JSON.stringify(content), inferenceId),
+    retainedUntil: createdAt.getTime() + plan.retentionDays * DAY_MS,
+  };
+}
+
+interface RestorableCall {
+  function: { name: string; arguments: string };
+}
+
+interface Restorable {
+  content: string;
+  toolCalls?: RestorableCall[];
+  choices?: { content?: string | null; toolCalls?: RestorableCall[] }[];
+  pii?: { redacted: PiiCounts };
+}
+
+/** The answer as the caller gets it: originals restored when asked, and the redaction's counts. */
+export function finishPrivacy<R extends Restorable>(plan: PrivacyPlan | null | undefined, result: R): R {
+  const redaction = plan?.redaction;
+  if (!redaction) return result;
+  const out: R = { ...result, pii: { redacted: { ...redaction.counts } } };
+  if (plan.restore) {
+    const calls = <C extends RestorableCall>(list: C[] | undefined) =>
+      list?.map((c) => ({ ...c, function: { ...c.function, arguments: redaction.restoreInJson(c.function.arguments) } }));
+    out.content = redaction.restore(result.content);
+    if (result.toolCalls) out.toolCalls = calls(result.toolCalls);
+    if (result.choices) {
+      out.choices = result.choices.map((c) => ({
+        ...c,
+        ...(c.content ? { content: redaction.restore(c.content) } : {}),
+        ...(c.toolCalls ? { toolCalls: calls(c.toolCalls) } : {}),
+      }));
+    }
+  }
+  return out;
+}
+
+type StreamEventLike<R> =
+  | { type: 'delta'; content: string; choice?: number }
+  | { type: 'done'; result: R }
+  | { type: string };
+
+/**
+ * A streamed answer with the originals restored across chunk boundaries (a partial placeholder at a chunk's end
+ * waits for the next chunk), per choice; what is held back comes out before `done` or `error`.
+ */
+export async function* restoreStream<R extends Restorable, E extends StreamEventLike<R>>(
+  plan: PrivacyPlan | null | undefined,
+  events: AsyncGenerator<E>,
+): AsyncGenerator<E> {
+  const redaction = plan?.redaction;
+  if (!redaction) return yield* events;
+  const restorers = new Map<number, StreamRestorer>();
+  const restorer = (choice: number) => {
+    let r = restorers.get(choice);
+    if (!r) restorers.set(choice, (r = redaction.streamRestorer()));
+    return r;
+  };
+  for await (const e of events) {
+    if (plan.restore && e.type === 'delta') {
+      const d = e as E & { content: string; choice?: number };
+      const content = restorer(d.choice ?? 0).push(d.content);
+      if (content !== '') yield { ...d, content };
+      continue;
+    }
+    if (e.type === 'done' || e.type === 'error') {
+      for (const [choice, r] of restorers) {
+        const rest = r.flush();
+        if (rest !== '') yield { type: 'delta', content: rest, ...(choice ? { choice } : {}) } as unknown as E;
+      }
+      if (e.type === 'done') {
+        const d = e as E & { result: R };
+        yield { ...d, result: finishPrivacy(plan, d.result) };
+        continue;
+      }
+    }
+    yield e;
+  }
+}
