@@ -107,4 +107,25 @@ describe('assertions (the built-in mock echoes the last user message)', () => {
     const [r] = await allResults(api, created.body.id);
     expect(r).toMatchObject({ status: 'failed', passed: false });
   });
+
+  it('keeps no output for a zero-retention project (CONTRACT §12), but still judges every case', async () => {
+    const s = await evalProject(operator);
+    const api = client(t.app, s.secret);
+    const zero = await operator.put(`/v1/projects/${s.projectId}/retention`, { mode: 'zero' });
+    expect(zero.status, zero.raw).toBe(200);
+    const created = await api.post('/v1/evals', {
+      project_id: s.projectId,
+      name: 'zero',
+      model: 'mock-1',
+      cases: [
+        userCase('secret-marker-1 Paris', { type: 'contains', value: 'Paris' }),
+        userCase('secret-marker-2 Rome', { type: 'llm_judge', judge_model: 'mock-1', rubric: 'Names Paris.' }, { expected: 'Paris' }),
+      ],
+    });
+    expect(created.status, created.raw).toBe(200);
+    await testRunner(t).runPending();
+    const results = await allResults(api, created.body.id);
+    expect(results.map((r) => [r.status, r.output])).toEqual([['passed', null], ['failed', null]]);
+    expect(JSON.stringify(results)).not.toContain('secret-marker');
+  });
 });

@@ -34,7 +34,7 @@ export interface EvalRunnerOptions {
 
 /** What one model call of a case left: its answer or error, with its figures (stored for a replay after a restart). */
 type CallResult =
-  | { ok: true; content: string; requestId: string; promptTokens: number; completionTokens: number; costMicros: string; latencyMs: number }
+  | { ok: true; content: string; requestId: string; promptTokens: number; completionTokens: number; costMicros: string; latencyMs: number; dropped?: true }
   | { ok: false; code: string; message: string; requestId: string };
 
 /** Why the rest of a run stops: a cancel, the budget, a revoked key, or a lost lease. */
@@ -275,8 +275,22 @@ export class EvalRunner {
   /** One case: its call (and the judge's), its verdict, its row. Returns a Stop when the run must stop. */
   private async runCase(run: EvalRun, c: EvalCase, caller: Caller, stopping: () => boolean): Promise<Stop | null> {
     const input = c.input as unknown as StoredCaseInput;
-    const main = await this.call(run, c, 'main', this.inferenceInputOf(run, input), caller, stopping);
+    // CONTRACT §12 zero retention: no answer is stored, neither in the results nor in the idempotency store.
+    const zero = (await this.deps.ports.inference.projects.get(run.projectId))?.privacy?.retentionMode === 'zero';
+    const main = await this.call(run, c, 'main', this.inferenceInputOf(run, input), caller, stopping, zero);
     if (main === null) return null; // stopped while waiting out a 429: the case stays for the resume
+    if (main.ok && main.dropped) {
+      await this.finishCase(c, {
+        status: 'errored',
+        reason: 'interrupted: the worker stopped after the model answered, and the project keeps no answers (zero retention); the call was charged once and is not made again.',
+        requestId: main.requestId,
+        promptTokens: main.promptTokens,
+        completionTokens: main.completionTokens,
+        costMicros: BigInt(main.costMicros),
+      });
+      return null;
+    }
+    const shown = (output: string) => (zero ? undefined : output);
     if (!main.ok) {
       await this.finishCase(c, { status: 'errored', reason: `${main.code}: ${main.message}`, requestId: main.requestId });
       return main.code === 'budget_exceeded' ? { kind: 'failed', error: { code: main.code, message: main.message } } : null;
@@ -284,7 +298,7 @@ export class EvalRunner {
     const figures = { promptTokens: main.promptTokens, completionTokens: main.completionTokens, costMicros: BigInt(main.costMicros), latencyMs: main.latencyMs };
     if (input.assert.type !== 'llm_judge') {
       const v = judgeLocally(input.assert, input.expected ?? null, main.content);
-      await this.finishCase(c, { status: v.passed ? 'passed' : 'failed', reason: v.reason, output: main.content, requestId: main.requestId, ...figures });
+      await this.finishCase(c, { status: v.passed ? 'passed' : 'failed', reason: v.reason, output: shown(main.content), requestId: main.requestId, ...figures });
       return null;
     }
     const judgeInput: InferenceInput = {
@@ -293,10 +307,19 @@ export class EvalRunner {
       messages: judgeMessages({ rubric: input.assert.rubric!, expected: input.expected ?? null, output: main.content }),
       temperature: 0,
     } as InferenceInput;
-    const judged = await this.call(run, c, 'judge', judgeInput, caller, stopping);
+    const judged = await this.call(run, c, 'judge', judgeInput, caller, stopping, zero);
     if (judged === null) return null;
+    if (judged.ok && judged.dropped) {
+      await this.finishCase(c, {
+        status: 'errored',
+        reason: 'interrupted: the worker stopped after the judge answered, and the project keeps no answers (zero retention); the calls were charged once and are not made again.',
+        requestId: main.requestId,
+        ...figures,
+      });
+      return null;
+    }
     if (!judged.ok) {
-      await this.finishCase(c, { status: 'errored', reason: `judge ${judged.code}: ${judged.message}`, output: main.content, requestId: main.requestId, ...figures });
+      await this.finishCase(c, { status: 'errored', reason: `judge ${judged.code}: ${judged.message}`, output: shown(main.content), requestId: main.requestId, ...figures });
       return judged.code === 'budget_exceeded' ? { kind: 'failed', error: { code: judged.code, message: judged.message } } : null;
     }
     const withJudge = {
@@ -307,10 +330,10 @@ export class EvalRunner {
     };
     const verdict = parseJudgeVerdict(judged.content);
     if (!verdict) {
-      await this.finishCase(c, { status: 'errored', reason: `The judge gave no PASS/FAIL verdict: "${judged.content.slice(0, 200)}"`, output: main.content, requestId: main.requestId, ...withJudge });
+      await this.finishCase(c, { status: 'errored', reason: zero ? 'The judge gave no PASS/FAIL verdict.' : `The judge gave no PASS/FAIL verdict: "${judged.content.slice(0, 200)}"`, output: shown(main.content), requestId: main.requestId, ...withJudge });
       return null;
     }
-    await this.finishCase(c, { status: verdict.passed ? 'passed' : 'failed', reason: `judge: ${verdict.reason || (verdict.passed ? 'PASS' : 'FAIL')}`, output: main.content, requestId: main.requestId, ...withJudge });
+    await this.finishCase(c, { status: verdict.passed ? 'passed' : 'failed', reason: `judge: ${verdict.reason || (verdict.passed ? 'PASS' : 'FAIL')}`, output: shown(main.content), requestId: main.requestId, ...withJudge });
     return null;
   }
 
@@ -355,7 +378,16 @@ export class EvalRunner {
    * One model call of a case, at most once: replayed from the idempotency store when an earlier worker finished it;
    * a 429 rate_limit_exceeded waits for its window (Retry-After) and tries again as a new attempt. Null: stopped.
    */
-  private async call(run: EvalRun, c: EvalCase, part: 'main' | 'judge', input: InferenceInput, caller: Caller, stopping: () => boolean): Promise<CallResult | null> {
+  private async call(
+    run: EvalRun,
+    c: EvalCase,
+    part: 'main' | 'judge',
+    input: InferenceInput,
+    caller: Caller,
+    stopping: () => boolean,
+    /** Zero retention: the stored result keeps the figures, not the answer (a replay then reports the case interrupted). */
+    dropContent: boolean,
+  ): Promise<CallResult | null> {
     const { db, clock } = this.deps;
     const key = callKey(run.id, c.index, part);
     const hash = createHash('sha256').update(JSON.stringify(input)).digest('hex');
@@ -420,7 +452,7 @@ export class EvalRunner {
       // awaited; without, the in-process batch, written first (a quick local write). A restart then finds the answer,
       // or no charge, or (a crash in the instant between) a charge without an answer, which it reports, never repeats.
       if (!this.deps.redis) await this.deps.outcomes.flush({ timeoutMs: 5_000 });
-      await this.idem.complete(run.projectId, key, 200, JSON.stringify(result));
+      await this.idem.complete(run.projectId, key, 200, JSON.stringify(result.ok && dropContent ? { ...result, content: '', dropped: true } : result));
       return result;
     }
   }
