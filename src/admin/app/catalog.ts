@@ -84,7 +84,7 @@ export const EVENT_GROUPS: Group[] = [
   {
     area: 'Governance',
     entries: [
-      { name: 'policy.updated', description: 'A governance change was applied (limits, budget, routing).' },
+      { name: 'policy.updated', description: 'A governance change was applied (limits, budget, routing, residency, PII, retention).' },
       { name: 'approval.approved', description: 'Dual control approved.' },
       { name: 'approval.rejected', description: 'Dual control rejected.' },
     ],
