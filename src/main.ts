@@ -4,6 +4,7 @@ import { buildApp, buildHealthApp } from './http/app.ts';
 import { DRAIN_MARGIN_MS, drainOnClose } from './http/server-lifecycle.ts';
 import { startDailyUsageSummaries } from './jobs/daily-summary/daily-summary.ts';
 import { startApprovalExpiry } from './jobs/approvals/expiry.ts';
+import { startEvalRunner, type EvalRunner } from './jobs/eval-runner/runner.ts';
 import { startRetentionPurge } from './jobs/retention-purge/purge.ts';
 import { VerticalWorker } from './jobs/vertical-work/worker.ts';
 
@@ -47,6 +48,7 @@ async function main(): Promise<void> {
   const http = drainOnClose(app, { deadlineMs: config.routingTimeoutMs + DRAIN_MARGIN_MS, log: deps.log });
   let usageSummaries: { stop(): void } | null = null;
   let approvalExpiry: { stop(): void } | null = null;
+  let evalRunner: EvalRunner | null = null;
   let retentionPurge: { stop(): void } | null = null;
   let verticalWork: VerticalWorker | null = null;
 
@@ -60,7 +62,8 @@ async function main(): Promise<void> {
     retentionPurge?.stop();
     try {
       // Webhook attempts in flight finish (each within its deadline) while HTTP requests drain.
-      await Promise.all([http.close(), deps.webhooks.worker.stop(), verticalWork?.stop()]);
+      // An evaluation case in flight finishes (its result is written); the rest resume on the next start.
+      await Promise.all([http.close(), deps.webhooks.worker.stop(), evalRunner?.stop(), verticalWork?.stop()]);
       await closeDeps(deps);
       process.exit(0);
     } catch (err) {
@@ -81,6 +84,7 @@ async function main(): Promise<void> {
   await deps.webhooks.worker.start();
   usageSummaries = startDailyUsageSummaries(deps);
   approvalExpiry = startApprovalExpiry(deps);
+  evalRunner = startEvalRunner(deps);
   retentionPurge = startRetentionPurge(deps);
   verticalWork = new VerticalWorker(deps);
   verticalWork.start();

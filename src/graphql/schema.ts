@@ -11,6 +11,7 @@ import './routing.ts';
 import './governance.ts';
 import './privacy.ts';
 import './operators.ts';
+import './evals.ts';
 import './templates.ts';
 import './risk.ts';
 import './ops.ts';

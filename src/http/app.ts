@@ -29,6 +29,7 @@ import { rateLimitsRoutes } from '../rest/rate-limits.ts';
 import { parseJsonBodies } from './json-body.ts';
 import { routeValidatorCompiler } from './route-validation.ts';
 import { approvalsRoutes } from '../rest/approvals.ts';
+import { evalsRoutes } from '../rest/evals.ts';
 import { opsRoutes } from '../rest/ops.ts';
 import { riskRoutes } from '../rest/risk.ts';
 import { governanceRoutes } from '../rest/governance.ts';
@@ -153,6 +154,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   await app.register(governanceRoutes);
   await app.register(privacyRoutes);
   await app.register(approvalsRoutes);
+  await app.register(evalsRoutes);
   await app.register(riskRoutes);
   await app.register(opsRoutes);
   await app.register(ssoRoutes);

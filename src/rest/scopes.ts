@@ -50,6 +50,12 @@ export const ROUTE_ACTIONS: Record<string, RouteAction> = {
   'GET /v1/models/*': 'model.read',
   'GET /v1/usage': 'usage.read',
 
+  'POST /v1/evals': 'eval_run.create',
+  'GET /v1/evals': 'eval_run.list',
+  'GET /v1/evals/:eval_id': 'eval_run.read',
+  'GET /v1/evals/:eval_id/results': 'eval_run.read',
+  'POST /v1/evals/:eval_id/cancel': 'eval_run.cancel',
+
   'POST /v1/routing/policies': 'routing_policy.create',
   'GET /v1/routing/policies': 'routing_policy.read',
   'GET /v1/routing/policies/:policy_id': 'routing_policy.read',

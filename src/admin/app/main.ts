@@ -9,6 +9,7 @@ import { LimitsScreen } from './screens/limits.ts';
 import { OverviewScreen } from './screens/overview.ts';
 import { WebhooksScreen } from './screens/webhooks.ts';
 import { ApprovalsScreen } from './screens/approvals.ts';
+import { EvalsScreen } from './screens/evals.ts';
 import { PrivacyScreen } from './screens/privacy.ts';
 import { TemplatesScreen } from './screens/templates.ts';
 import { OpsScreen } from './screens/ops.ts';
@@ -36,6 +37,7 @@ const SCREENS: Screen[] = [
   { path: 'limits', title: 'Rate limits', scope: 'governance:manage', view: LimitsScreen },
   { path: 'audit', title: 'Audit log', scope: 'audit:read', view: AuditScreen },
   { path: 'approvals', title: 'Approvals', scope: 'governance:manage or risk:approve', view: ApprovalsScreen },
+  { path: 'evals', title: 'Evals', scope: 'evals:write or usage:read', view: EvalsScreen },
   { path: 'privacy', title: 'Privacy', scope: 'governance:manage or inference:read', view: PrivacyScreen },
   { path: 'templates', title: 'Templates', scope: 'templates:manage', view: TemplatesScreen },
   { path: 'risk', title: 'Risk', scope: 'risk:read or risk:write', view: RiskScreen },

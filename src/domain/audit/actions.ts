@@ -40,6 +40,9 @@ export const AUDIT_ACTIONS = {
   'operator_group.delete': 'SCIM deleted an operator group.',
   'operator_group.roles_update': "An operator group's roles per project were set.",
   'ip_allowlist.update': "A project's console IP allowlist was set.",
+  // Evaluation runs (CONTRACT §14).
+  'eval_run.create': 'An evaluation run was created (queued for the background worker).',
+  'eval_run.cancel': 'An evaluation run was canceled.',
   // Prompt templates (CONTRACT §10).
   'template.create': 'A prompt template was created (and its version 1 published).',
   'template.publish': 'A new version of a prompt template was published.',

@@ -73,6 +73,11 @@ export const ACTIONS = {
   'operator_group.roles_update': 'authenticated',
   'ip_allowlist.read': ['governance:manage'],
   'ip_allowlist.update': ['governance:manage'],
+  // Evaluation runs (CONTRACT §14: evals:write; reading also usage:read).
+  'eval_run.create': ['evals:write'],
+  'eval_run.list': ['evals:write', 'usage:read'],
+  'eval_run.read': ['evals:write', 'usage:read'],
+  'eval_run.cancel': ['evals:write'],
 
   // Prompt templates (CONTRACT §10): templates:manage; rendering also with inference:write (what inference renders).
   'template.create': ['templates:manage'],
