@@ -5,7 +5,9 @@ import { DRAIN_MARGIN_MS, drainOnClose } from './http/server-lifecycle.ts';
 import { startDailyUsageSummaries } from './jobs/daily-summary/daily-summary.ts';
 import { startApprovalExpiry } from './jobs/approvals/expiry.ts';
 import { startRagIndexer } from './jobs/rag-indexing/worker.ts';
+import { startEvalRunner, type EvalRunner } from './jobs/eval-runner/runner.ts';
 import { startRetentionPurge } from './jobs/retention-purge/purge.ts';
+import { VerticalWorker } from './jobs/vertical-work/worker.ts';
 
 async function main(): Promise<void> {
   // A signal that comes before the gateway is built (the first start's migrations, say) is held until startup has
@@ -48,7 +50,9 @@ async function main(): Promise<void> {
   let usageSummaries: { stop(): void } | null = null;
   let approvalExpiry: { stop(): void } | null = null;
   let ragIndexer: { stop(): Promise<void> } | null = null;
+  let evalRunner: EvalRunner | null = null;
   let retentionPurge: { stop(): void } | null = null;
+  let verticalWork: VerticalWorker | null = null;
 
   let closing = false;
   shutdown = async (signal: string) => {
@@ -61,6 +65,8 @@ async function main(): Promise<void> {
     try {
       // Webhook attempts in flight finish (each within its deadline) while HTTP requests drain.
       await Promise.all([http.close(), deps.webhooks.worker.stop(), ragIndexer?.stop()]);
+      // An evaluation case in flight finishes (its result is written); the rest resume on the next start.
+      await Promise.all([http.close(), deps.webhooks.worker.stop(), evalRunner?.stop(), verticalWork?.stop(), ragIndexer?.stop()]);
       await closeDeps(deps);
       process.exit(0);
     } catch (err) {
@@ -82,7 +88,10 @@ async function main(): Promise<void> {
   usageSummaries = startDailyUsageSummaries(deps);
   approvalExpiry = startApprovalExpiry(deps);
   ragIndexer = startRagIndexer(deps);
+  evalRunner = startEvalRunner(deps);
   retentionPurge = startRetentionPurge(deps);
+  verticalWork = new VerticalWorker(deps);
+  verticalWork.start();
 }
 
 void main();

@@ -12,7 +12,10 @@ import './governance.ts';
 import './privacy.ts';
 import './operators.ts';
 import './rag.ts';
+import './evals.ts';
 import './templates.ts';
+import './risk.ts';
+import './ops.ts';
 
 /** The whole control plane; scripts/print-schema.ts prints it to schema.graphql. */
 export const schema = builder.toSchema();

@@ -1,4 +1,5 @@
 import type { ProviderSpec } from './config-file.ts';
+import { mockJudgeVerdict, readJudgeQuestion } from '../kernel/eval-judge.ts';
 import {
   contentText,
   ProviderError,
@@ -114,6 +115,14 @@ export interface MockAnswer {
   toolCalls?: ToolCall[];
 }
 
+/** The question of an llm_judge call (its system message first, the question last), else null. */
+function judgeQuestionOf(messages: ChatMessage[]) {
+  const first = messages[0];
+  const last = messages[messages.length - 1];
+  if (!first || !last || first.role !== 'system' || last.role !== 'user') return null;
+  return readJudgeQuestion(contentText(first.content), contentText(last.content));
+}
+
 const lastOf = (messages: ChatMessage[], role: ChatMessage['role']) => {
   for (let i = messages.length - 1; i >= 0; i--) if (messages[i]!.role === role) return messages[i]!;
   return undefined;
@@ -160,6 +169,9 @@ export function mockAnswer(messages: ChatMessage[], maxTokens: number | undefine
     }
   }
   let text = last?.role === 'tool' ? contentText(last.content) : contentText(lastOf(messages, 'user')?.content ?? null);
+  // An evaluation's llm_judge call (kernel/eval-judge.ts): a deterministic verdict instead of the echo.
+  const judged = judgeQuestionOf(messages);
+  if (judged) text = mockJudgeVerdict(judged);
   const format = options?.response_format;
   const broken = format && format.type !== 'text' ? invalidJsonAsked(messages) : null;
   if (broken === 'bad') text = 'not json {';

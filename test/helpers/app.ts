@@ -148,6 +148,7 @@ export function client(app: FastifyInstance, defaultKey: string = MASTER_KEY) {
     get: (url: string, opts?: CallOptions) => call('GET', url, undefined, opts),
     post: (url: string, body?: unknown, opts?: CallOptions) => call('POST', url, body, opts),
     put: (url: string, body?: unknown, opts?: CallOptions) => call('PUT', url, body, opts),
+    patch: (url: string, body?: unknown, opts?: CallOptions) => call('PATCH', url, body, opts),
     delete: (url: string, opts?: CallOptions) => call('DELETE', url, undefined, opts),
   };
 }

@@ -10,8 +10,11 @@ import { OverviewScreen } from './screens/overview.ts';
 import { WebhooksScreen } from './screens/webhooks.ts';
 import { ApprovalsScreen } from './screens/approvals.ts';
 import { DocumentsScreen } from './screens/documents.ts';
+import { EvalsScreen } from './screens/evals.ts';
 import { PrivacyScreen } from './screens/privacy.ts';
 import { TemplatesScreen } from './screens/templates.ts';
+import { OpsScreen } from './screens/ops.ts';
+import { RiskScreen } from './screens/risk.ts';
 
 export interface Viewer {
   kind: 'operator' | 'key' | 'session';
@@ -36,8 +39,11 @@ const SCREENS: Screen[] = [
   { path: 'audit', title: 'Audit log', scope: 'audit:read', view: AuditScreen },
   { path: 'approvals', title: 'Approvals', scope: 'governance:manage or risk:approve', view: ApprovalsScreen },
   { path: 'documents', title: 'Documents', scope: 'rag:write', view: DocumentsScreen },
+  { path: 'evals', title: 'Evals', scope: 'evals:write or usage:read', view: EvalsScreen },
   { path: 'privacy', title: 'Privacy', scope: 'governance:manage or inference:read', view: PrivacyScreen },
   { path: 'templates', title: 'Templates', scope: 'templates:manage', view: TemplatesScreen },
+  { path: 'risk', title: 'Risk', scope: 'risk:read or risk:write', view: RiskScreen },
+  { path: 'ops', title: 'Ops', scope: 'ops:read or ops:write', view: OpsScreen },
 ];
 
 const VIEWER = `query Viewer { viewer { kind keyId projectId scopes } }`;

@@ -43,9 +43,31 @@ export const AUDIT_ACTIONS = {
   'rag_document.create': 'A RAG document was uploaded.',
   'rag_document.delete': 'A RAG document and its chunks were deleted.',
   'rag_settings.update': "A project's RAG embedding model was set.",
+  // Evaluation runs (CONTRACT §14).
+  'eval_run.create': 'An evaluation run was created (queued for the background worker).',
+  'eval_run.cancel': 'An evaluation run was canceled.',
   // Prompt templates (CONTRACT §10).
   'template.create': 'A prompt template was created (and its version 1 published).',
   'template.publish': 'A new version of a prompt template was published.',
+  // The verticals (CONTRACT §16).
+  'risk_case.create': 'A Risk case was opened.',
+  'risk_case.update': "A Risk case's fields were changed.",
+  'risk_case.close': 'A Risk case was closed with a disposition.',
+  'risk_evidence.create': 'Evidence was uploaded to a Risk case (its SHA-256 fixed).',
+  'risk_evidence.update': "A piece of evidence's metadata was changed.",
+  'risk_assessment.create': 'A model-drafted Risk assessment was requested.',
+  'risk_report.create': 'A model-drafted Risk report was requested.',
+  'risk_report.approve': 'A Risk report was approved (through dual control).',
+  'ops_incident.create': 'An Ops incident was opened.',
+  'ops_incident.close': 'An Ops incident was closed.',
+  'ops_timeline.create': "An entry was added to an incident's timeline.",
+  'ops_logs.ingest': 'Log lines were ingested.',
+  'ops_logs.query': 'Logs were queried (with a model summary).',
+  'ops_postmortem.create': 'A model-drafted post-mortem was requested.',
+  'ops_connector.create': 'An Ops connector was created.',
+  'ops_connector.update': 'An Ops connector was changed (enabled, name).',
+  'ops_connector.scan': 'An Ops connector was scanned.',
+  'ops_slo.create': 'An SLO was defined.',
 } as const satisfies Record<string, string>;
 
 export type AuditAction = keyof typeof AUDIT_ACTIONS;

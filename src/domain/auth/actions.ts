@@ -81,6 +81,11 @@ export const ACTIONS = {
   'rag.query': ['rag:write', 'inference:write'],
   'rag_settings.read': ['rag:write'],
   'rag_settings.update': ['rag:write'],
+  // Evaluation runs (CONTRACT §14: evals:write; reading also usage:read).
+  'eval_run.create': ['evals:write'],
+  'eval_run.list': ['evals:write', 'usage:read'],
+  'eval_run.read': ['evals:write', 'usage:read'],
+  'eval_run.cancel': ['evals:write'],
 
   // Prompt templates (CONTRACT §10): templates:manage; rendering also with inference:write (what inference renders).
   'template.create': ['templates:manage'],
@@ -88,6 +93,44 @@ export const ACTIONS = {
   'template.read': ['templates:manage'],
   'template.publish': ['templates:manage'],
   'template.render': ['templates:manage', 'inference:write'],
+  // The verticals (CONTRACT §16, spec §5.6): writes need <vertical>:write, reads :read or :write; model work also needs
+  // inference:write, which the service checks (domain/verticals/access.ts) as the scope table allows any one scope.
+  'risk_case.create': ['risk:write'],
+  'risk_case.list': ['risk:read', 'risk:write'],
+  'risk_case.read': ['risk:read', 'risk:write'],
+  'risk_case.update': ['risk:write'],
+  'risk_case.close': ['risk:write'],
+  'risk_evidence.create': ['risk:write'],
+  'risk_evidence.list': ['risk:read', 'risk:write'],
+  'risk_evidence.read': ['risk:read', 'risk:write'],
+  'risk_evidence.update': ['risk:write'],
+  'risk_assessment.create': ['risk:write'],
+  'risk_assessment.list': ['risk:read', 'risk:write'],
+  'risk_assessment.read': ['risk:read', 'risk:write'],
+  'risk_report.create': ['risk:write'],
+  'risk_report.list': ['risk:read', 'risk:write'],
+  'risk_report.read': ['risk:read', 'risk:write'],
+  // Always under dual control: another key (governance:manage or risk:approve) approves it (POST /v1/approvals/{id}/approve).
+  'risk_report.approve': ['risk:write', 'risk:approve'],
+  'ops_incident.create': ['ops:write'],
+  'ops_incident.list': ['ops:read', 'ops:write'],
+  'ops_incident.read': ['ops:read', 'ops:write'],
+  'ops_incident.close': ['ops:write'],
+  'ops_timeline.create': ['ops:write'],
+  'ops_logs.ingest': ['ops:write'],
+  'ops_logs.query': ['ops:write'],
+  'ops_log_query.read': ['ops:read', 'ops:write'],
+  'ops_postmortem.create': ['ops:write'],
+  'ops_postmortem.list': ['ops:read', 'ops:write'],
+  'ops_postmortem.read': ['ops:read', 'ops:write'],
+  'ops_connector.create': ['ops:write'],
+  'ops_connector.list': ['ops:read', 'ops:write'],
+  'ops_connector.read': ['ops:read', 'ops:write'],
+  'ops_connector.update': ['ops:write'],
+  'ops_connector.scan': ['ops:write'],
+  'ops_slo.create': ['ops:write'],
+  'ops_slo.list': ['ops:read', 'ops:write'],
+  'ops_slo.read': ['ops:read', 'ops:write'],
 } as const satisfies Record<string, ActionRule>;
 
 export type Action = keyof typeof ACTIONS;
@@ -116,7 +159,11 @@ export type GuardedResource = (typeof GUARDED_RESOURCES)[number];
  * approval (domain/governance/guard.ts). `governance` is the policy itself, guarded once its list is non-empty.
  * A new guarded action: one row here and one `governed(...)` line in domain/governance/guarded.ts.
  */
-export const GUARDED_ACTIONS: Partial<Record<Action, GuardedResource | 'governance'>> = {
+/** Guarded whatever the project's list says: a Risk report is always approved by a second key (CONTRACT §16). */
+export const ALWAYS_GUARDED = ['risk_reports'] as const;
+export type AlwaysGuarded = (typeof ALWAYS_GUARDED)[number];
+
+export const GUARDED_ACTIONS: Partial<Record<Action, GuardedResource | 'governance' | AlwaysGuarded>> = {
   'rate_limits.update': 'rate_limits',
   'budget.update': 'budget',
   'residency.update': 'residency',
@@ -132,4 +179,5 @@ export const GUARDED_ACTIONS: Partial<Record<Action, GuardedResource | 'governan
   'governance.update': 'governance',
   'pii.update': 'pii',
   'retention.update': 'retention',
+  'risk_report.approve': 'risk_reports',
 };

@@ -2,7 +2,7 @@ import type { Approval, Prisma } from '../../generated/prisma/client.ts';
 import type { Db } from '../../db/client.ts';
 import { newId } from '../../db/ids.ts';
 import { SvcError } from '../../errors/svc-error.ts';
-import { GUARDED_ACTIONS, type Action, type GuardedResource } from '../auth/actions.ts';
+import { ALWAYS_GUARDED, GUARDED_ACTIONS, type Action, type AlwaysGuarded, type GuardedResource } from '../auth/actions.ts';
 import { recordAudit } from '../audit/service.ts';
 import type { Ctx } from '../context.ts';
 import type { DomainPorts } from '../ports.ts';
@@ -20,7 +20,7 @@ type Service = (...args: any[]) => Promise<unknown>;
 /** A guarded action as registered by governed(): how to call its service again from a stored request. */
 export interface GuardedCall {
   action: Action;
-  resource: GuardedResource | 'governance';
+  resource: GuardedResource | 'governance' | AlwaysGuarded;
   /** The DomainPorts bundle the service takes first, or null when it takes only the Ctx. */
   bundle: keyof DomainPorts | null;
   /** The names of the service's id arguments after the Ctx (REST's path parameters), e.g. ['key_id']. */
@@ -62,6 +62,7 @@ function projectHint(ctx: Ctx, stored: StoredCall): string | null {
 }
 
 async function isGuarded(db: Db, projectId: string, resource: GuardedCall['resource']): Promise<boolean> {
+  if ((ALWAYS_GUARDED as readonly string[]).includes(resource)) return true;
   const list = await store.dualControlOf(db, projectId);
   if (list === null) return false; // no such project: the service answers not_found
   // CONTRACT §15: once the list is non-empty, changing it is itself guarded.

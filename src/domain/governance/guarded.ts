@@ -5,6 +5,7 @@ import * as routing from '../routing/service.ts';
 import * as webhooks from '../webhooks/service.ts';
 import * as privacy from '../privacy/settings.ts';
 import * as policy from './policy.ts';
+import * as risk from '../risk/service.ts';
 import { governed } from './guard.ts';
 
 /**
@@ -28,5 +29,8 @@ export const setResidency = governed('residency.update', 'projects', policy.setR
 export const setProjectPii = governed('pii.update', 'projects', privacy.setProjectPii, ['project_id']);
 export const setProjectRetention = governed('retention.update', 'projects', privacy.setProjectRetention, ['project_id']);
 export const setGovernancePolicy = governed('governance.update', null, policy.setGovernancePolicy, ['project_id']);
+
+// CONTRACT §16: always guarded (ALWAYS_GUARDED), whatever the project's dual control list says.
+export const approveRiskReport = governed('risk_report.approve', null, risk.approveRiskReport, ['report_id']);
 
 export { registeredCall } from './guard.ts';

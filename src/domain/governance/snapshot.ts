@@ -41,6 +41,11 @@ const READERS: Record<string, Reader> = {
     const p = await db.project.findUnique({ where: { id: projectId }, select: { dualControl: true } });
     return p ? { dual_control: p.dualControl } : null;
   },
+  // The report as the approver judges it (CONTRACT §16): its status and drafted content.
+  'risk_report.approve': async (db, projectId, params) => {
+    const r = await db.riskDraft.findFirst({ where: { id: params.report_id, projectId, kind: 'report' } });
+    return r ? { case_id: r.caseId, status: r.status, content: (r.content ?? null) as Prisma.InputJsonValue } : null;
+  },
   'routing_policy.update': (db, projectId, params) => policy(db, projectId, params.policy_id),
   'routing_policy.delete': (db, projectId, params) => policy(db, projectId, params.policy_id),
   'key.rotate': (db, projectId, params) => key(db, projectId, params.key_id),

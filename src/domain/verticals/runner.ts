@@ -1,0 +1,132 @@
+import type { Prisma, VerticalJob } from '../../generated/prisma/client.ts';
+import type { Db } from '../../db/client.ts';
+import { newId } from '../../db/ids.ts';
+import { SvcError } from '../../errors/svc-error.ts';
+import type { Clock } from '../../kernel/clock.ts';
+import { RateLimitTicket } from '../../limits/requests.ts';
+import { allows } from '../auth/actions.ts';
+import { OPERATOR_KEY_ID } from '../auth/service.ts';
+import { makeCtx, type Caller } from '../context.ts';
+import { createInference, type InferenceInput } from '../inference/service.ts';
+import { SCOPES, type Scope } from '../keys/scopes.ts';
+import { keyStatus } from '../keys/service.ts';
+import { workKind } from './kinds.ts';
+import type { VerticalPorts } from './ports.ts';
+import { promptView, renderMessages, schemaName, structuredResult } from './prompts.ts';
+import * as store from './store.ts';
+import type { WorkError } from './work.ts';
+
+/** A job is tried this many times (transient failures: rate limits, providers down) before it fails for good. */
+export const MAX_ATTEMPTS = 5;
+const RETRYABLE = new Set(['rate_limit_exceeded', 'model_unavailable', 'routing_timeout', 'internal_error']);
+/** 30 s, 1 min, 2 min, 4 min between tries. */
+export const retryDelayMs = (attempt: number) => Math.min(30_000 * 2 ** Math.max(attempt - 1, 0), 600_000);
+
+export interface WorkEnv {
+  db: Db;
+  clock: Clock;
+}
+
+export type JobOutcome = 'succeeded' | 'failed' | 'retrying' | 'lost';
+
+const pick = <T,>(o: Record<string, T>, names: string[]): Record<string, T> => Object.fromEntries(names.filter((n) => n in o).map((n) => [n, o[n]!]));
+
+/** The worker lost the job's lease to another worker (which now runs it): this run's result is dropped. */
+class LeaseLost extends Error {}
+
+/** The key that asked for the work, as it is now: revoked, expired or no longer allowed inference fails the job. */
+async function callerOf(db: Db, job: VerticalJob, now: Date): Promise<Caller> {
+  if (job.keyId === OPERATOR_KEY_ID) return { kind: 'operator', keyId: OPERATOR_KEY_ID, projectId: null, scopes: SCOPES };
+  const key = await db.apiKey.findFirst({ where: { id: job.keyId, projectId: job.projectId } });
+  if (!key || keyStatus(key, now) !== 'active') {
+    throw new SvcError('invalid_api_key', { message: `The key that asked for this work (${job.keyId}) is no longer active.` });
+  }
+  const scopes = key.scopes as Scope[];
+  if (!allows('inference.create', scopes)) {
+    throw new SvcError('insufficient_scope', { message: `The key that asked for this work (${job.keyId}) no longer holds inference:write.` });
+  }
+  return { kind: 'key', keyId: key.id, projectId: key.projectId, scopes, budgetMicros: key.budgetMicros };
+}
+
+const errorOf = (err: unknown): WorkError =>
+  err instanceof SvcError ? { code: err.code, message: err.message } : { code: 'internal_error', message: 'The model work failed unexpectedly.' };
+
+/**
+ * Runs one claimed job: renders its prompt (the project's own template of that name, else the built-in), calls the
+ * SAME inference pipeline as POST /v1/inference as the key that asked (its rate limits, budget, usage record, cost and
+ * inference.completed apply; model `auto` is the project's default routing), checks a structured answer against the
+ * prompt's schema, and writes the result onto the subject in the transaction that finishes the job. A transient
+ * failure puts the job back in the queue (MAX_ATTEMPTS tries); any other failure is written onto the subject.
+ */
+export async function runJob(ports: VerticalPorts, env: WorkEnv, job: VerticalJob): Promise<JobOutcome> {
+  const now = () => new Date(env.clock.now());
+  const kind = workKind(job.kind);
+  const inferenceIds: string[] = [];
+  try {
+    if (!kind) throw new Error(`no vertical work kind ${job.kind}`);
+    const caller = await callerOf(env.db, job, now());
+    if (kind.started) await env.db.$transaction((tx) => kind.started!(tx, job, now()));
+    const template = kind.prompt;
+    const own = await ports.prompts.find(env.db, job.projectId, template.name);
+    const variables = await kind.variables(env.db, job);
+    const ctx = makeCtx(env, { requestId: newId('req', env.clock.now()), caller, ip: null, headerProjectId: job.projectId });
+    const ticket = new RateLimitTicket(ports.limiter, env.clock, caller);
+    ticket.defer();
+    const format = template.schema
+      ? { response_format: { type: 'json_schema' as const, json_schema: { name: schemaName(template), schema: template.schema, strict: true } } }
+      : {};
+    const common = { project_id: job.projectId, metadata: { vertical_job_id: job.id, vertical_work: job.kind }, ...format };
+    // The project's own template of the prompt's name: rendered by the pipeline's template stage, as any templated call.
+    const request: InferenceInput = own
+      ? { ...common, model: own.model ?? template.model ?? 'auto', template: { id: own.templateId, version: own.version, variables: pick(promptView(variables), own.variables) } }
+      : {
+          ...common,
+          model: template.model ?? 'auto',
+          messages: renderMessages(template, variables),
+          ...(template.params?.temperature !== undefined ? { temperature: template.params.temperature } : {}),
+          ...(template.params?.max_tokens !== undefined ? { max_tokens: template.params.max_tokens } : {}),
+        };
+    const answer = await createInference(ports.inference, ctx, ticket, request);
+    inferenceIds.push(answer.id);
+    const result = structuredResult(template, answer.content);
+    await env.db.$transaction(async (tx) => {
+      const at = now();
+      if (!(await store.finish(tx, job, { status: 'succeeded', result: result as Prisma.InputJsonValue, inferenceIds, now: at }))) throw new LeaseLost();
+      await kind.completed(tx, job, result, at);
+    });
+    return 'succeeded';
+  } catch (err) {
+    if (err instanceof LeaseLost) return 'lost';
+    const error = errorOf(err);
+    const transient = !(err instanceof SvcError) || RETRYABLE.has(err.code);
+    // The key's rate limits apply to its work: refused by them, the job waits for the window (Retry-After) and the
+    // try is not counted, so a burst of work beyond the limit is spread out rather than failed.
+    if (err instanceof SvcError && err.code === 'rate_limit_exceeded' && kind) {
+      const retryAfterS = Number(err.headers?.['Retry-After'] ?? 0) || 1;
+      await store.requeue(env.db, job, new Date(now().getTime() + retryAfterS * 1000), error as unknown as Prisma.InputJsonObject, now(), true);
+      return 'retrying';
+    }
+    if (transient && kind && job.attempts < MAX_ATTEMPTS) {
+      await store.requeue(env.db, job, new Date(now().getTime() + retryDelayMs(job.attempts)), error as unknown as Prisma.InputJsonObject, now());
+      return 'retrying';
+    }
+    const finished = await env.db.$transaction(async (tx) => {
+      const at = now();
+      if (!(await store.finish(tx, job, { status: 'failed', error: error as unknown as Prisma.InputJsonObject, inferenceIds, now: at }))) return false;
+      await kind?.failed(tx, job, error, at);
+      return true;
+    });
+    return finished ? 'failed' : 'lost';
+  }
+}
+
+/** Claims the due jobs (leased for `leaseMs`) and runs them one after the other; returns what became of each. */
+export async function runDueJobs(ports: VerticalPorts, env: WorkEnv, opts: { leaseMs: number; batch: number }): Promise<JobOutcome[]> {
+  const now = new Date(env.clock.now());
+  const jobs = await store.claimDue(env.db, now, new Date(now.getTime() + opts.leaseMs), opts.batch);
+  const outcomes: JobOutcome[] = [];
+  for (const job of jobs) outcomes.push(await runJob(ports, env, job));
+  return outcomes;
+}
+
+export { nextDueMs } from './store.ts';

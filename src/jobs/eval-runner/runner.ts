@@ -1,0 +1,498 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { EvalCase, EvalRun } from '../../generated/prisma/client.ts';
+import type { Deps } from '../../deps.ts';
+import { SvcError } from '../../errors/svc-error.ts';
+import { makeCtx, type Caller } from '../../domain/context.ts';
+import { OPERATOR_KEY_ID } from '../../domain/auth/service.ts';
+import { SCOPES, type Scope } from '../../domain/keys/scopes.ts';
+import { keyStatus } from '../../domain/keys/service.ts';
+import { judgeLocally } from '../../domain/evals/assertions.ts';
+import { finishEvalRun, refreshCanceledSummary, type StoredCaseInput } from '../../domain/evals/service.ts';
+import {
+  PrismaIdempotencyStore,
+  RedisIdempotencyStore,
+  SealedIdempotencyStore,
+  type IdempotencyStore,
+} from '../../domain/idempotency/store.ts';
+import { createInference, type InferenceInput } from '../../domain/inference/service.ts';
+import { judgeMessages, parseJudgeVerdict } from '../../kernel/eval-judge.ts';
+import { RateLimitTicket } from '../../limits/requests.ts';
+
+type RunnerDeps = Pick<Deps, 'db' | 'clock' | 'log' | 'limiter' | 'ports' | 'outcomes' | 'redis' | 'config' | 'webhooks'>;
+
+export interface EvalRunnerOptions {
+  /** How long a claimed run stays this worker's without a renewal (CONTRACT §14 resume: another worker takes it after). */
+  leaseMs?: number;
+  /** How often the worker looks for queued runs (wall time). */
+  pollMs?: number;
+  /** Runs worked on at once by this process (default 4). */
+  maxRuns?: number;
+  /** Waits out a 429's Retry-After. Tests inject one that moves their clock instead of sleeping. */
+  sleep?: (ms: number) => Promise<void>;
+  idempotency?: IdempotencyStore;
+}
+
+/** What one model call of a case left: its answer or error, with its figures (stored for a replay after a restart). */
+type CallResult =
+  | { ok: true; content: string; requestId: string; promptTokens: number; completionTokens: number; costMicros: string; latencyMs: number; dropped?: true }
+  | { ok: false; code: string; message: string; requestId: string };
+
+/** Why the rest of a run stops: a cancel, the budget, a revoked key, or a lost lease. */
+interface Stop {
+  kind: 'canceled' | 'failed' | 'lost';
+  error?: { code: string; message: string };
+}
+
+const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
+const base32 = (bytes: Buffer, n: number) => [...bytes.subarray(0, n)].map((b) => ALPHABET[b & 31]).join('');
+
+/**
+ * A case's request id, the same after a restart: the run's time part, then a hash of (run, case, call, attempt), so
+ * that the usage records of one case can be found by its prefix (`req_` + 22 characters) and no two attempts share one.
+ */
+export function caseRequestId(runId: string, index: number, part: 'main' | 'judge', attempt: number): string {
+  const casePart = base32(createHash('sha256').update(`${runId}:${index}`).digest(), 12);
+  const tail = base32(createHash('sha256').update(`${runId}:${index}:${part}:${attempt}`).digest(), 4);
+  return `req_${runId.slice(4, 14)}${casePart}${tail}`;
+}
+
+/** The Idempotency-Key of one call of a case (in the run's project's namespace, CONTRACT §5). */
+const callKey = (runId: string, index: number, part: string) => `svc-eval:${runId}:${index}:${part}`;
+
+/**
+ * The evaluation worker (CONTRACT §14). Claims a queued or abandoned run with a lease (renewed while it runs), runs its
+ * unfinished cases `concurrency` at a time through createInference, the same pipeline as POST /v1/inference, as the
+ * key that created the run (its scopes, windows and budget), and ends it with eval.run.completed.
+ *
+ * At most one charge per case: before a call, the case's Idempotency-Key (run, case, call) is begun in the gateway's
+ * idempotency store and the attempt's request id written on the case; the answer is stored there once the usage record
+ * is written. After a restart, a finished call is replayed from the store (nothing runs again), a call cut off before
+ * its usage record existed is run again, and one whose usage record exists but whose answer was lost is reported
+ * errored rather than paid twice. A finished case is never run again.
+ */
+export class EvalRunner {
+  readonly owner = `wrk_${randomBytes(6).toString('hex')}`;
+  private readonly leaseMs: number;
+  private readonly pollMs: number;
+  private readonly sleep: (ms: number) => Promise<void>;
+  private readonly idem: IdempotencyStore;
+  private timer: NodeJS.Timeout | null = null;
+  private readonly active = new Set<Promise<void>>();
+  private claiming = false;
+  /** The runs this process is working on. */
+  private readonly working = new Set<string>();
+  private readonly sleepers = new Set<() => void>();
+  private readonly maxRuns: number;
+  private stopped = false;
+
+  constructor(
+    private readonly deps: RunnerDeps,
+    opts: EvalRunnerOptions = {},
+  ) {
+    this.leaseMs = opts.leaseMs ?? deps.config.evalLeaseMs;
+    this.pollMs = opts.pollMs ?? 1_000;
+    this.maxRuns = opts.maxRuns ?? 4;
+    // A shutdown ends a wait at once: the case stays unfinished and resumes on the next start.
+    this.sleep =
+      opts.sleep ??
+      ((ms) =>
+        new Promise<void>((resolve) => {
+          const wake = () => {
+            clearTimeout(timer);
+            this.sleepers.delete(wake);
+            resolve();
+          };
+          const timer = setTimeout(wake, ms);
+          timer.unref();
+          this.sleepers.add(wake);
+        }));
+    this.idem =
+      opts.idempotency ??
+      new SealedIdempotencyStore(
+        deps.redis ? new RedisIdempotencyStore(deps.redis, deps.config.redisPrefix) : new PrismaIdempotencyStore(deps.db),
+        deps.webhooks.secretBox,
+      );
+  }
+
+  /**
+   * Polls for claimable runs and works on up to `maxRuns` at once (one tenant's long run does not hold the others
+   * back); each run has its own `concurrency`.
+   */
+  start(): void {
+    const fill = () => {
+      if (this.stopped || this.claiming) return;
+      this.claiming = true;
+      void (async () => {
+        try {
+          while (!this.stopped && this.active.size < this.maxRuns) {
+            const run = await this.claim();
+            if (!run) break;
+            const working: Promise<void> = this.runOne(run)
+              .catch((err) => this.deps.log.error({ err, eval_id: run.id }, 'eval runner: a run failed to proceed; it resumes once its lease passes'))
+              .finally(() => {
+                this.active.delete(working);
+                fill();
+              });
+            this.active.add(working);
+          }
+        } catch (err) {
+          this.deps.log.error({ err }, 'eval runner: claiming failed; retrying');
+        } finally {
+          this.claiming = false;
+        }
+      })();
+    };
+    this.timer = setInterval(fill, this.pollMs);
+    this.timer.unref();
+    fill();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+    for (const wake of [...this.sleepers]) wake();
+    await Promise.all([...this.active]);
+  }
+
+  private now(): Date {
+    return new Date(this.deps.clock.now());
+  }
+
+  /** Runs every run it can claim until none is left; returns how many it ran. */
+  async runPending(): Promise<number> {
+    let ran = 0;
+    for (;;) {
+      if (this.stopped) return ran;
+      const run = await this.claim();
+      if (!run) return ran;
+      await this.runOne(run);
+      ran++;
+    }
+  }
+
+  /** A queued run, or a running one whose lease has passed (its worker died): conditional, so one worker wins it. */
+  private async claim(): Promise<EvalRun | null> {
+    const now = this.now();
+    const free = { OR: [{ leaseUntil: null }, { leaseUntil: { lt: now } }] };
+    // Never a run this process is working on: its lease may have passed while the event loop was held up (an embedded
+    // database is synchronous), and a second worker on the same run would make the same calls again.
+    const candidates = await this.deps.db.evalRun.findMany({
+      where: { status: { in: ['queued', 'running'] }, ...free, ...(this.working.size > 0 ? { id: { notIn: [...this.working] } } : {}) },
+      orderBy: { id: 'asc' },
+      take: 5,
+      select: { id: true, startedAt: true },
+    });
+    for (const c of candidates) {
+      const { count } = await this.deps.db.evalRun.updateMany({
+        where: { id: c.id, status: { in: ['queued', 'running'] }, ...free },
+        data: { status: 'running', leaseOwner: this.owner, leaseUntil: new Date(now.getTime() + this.leaseMs), startedAt: c.startedAt ?? now },
+      });
+      if (count === 1) return this.deps.db.evalRun.findUnique({ where: { id: c.id } });
+    }
+    return null;
+  }
+
+  /** Renews the lease; false when the run is no longer this worker's (canceled, or taken over). */
+  private async renew(run: EvalRun): Promise<boolean> {
+    const { count } = await this.deps.db.evalRun.updateMany({
+      where: { id: run.id, status: 'running', leaseOwner: this.owner },
+      data: { leaseUntil: new Date(this.deps.clock.now() + this.leaseMs) },
+    });
+    return count === 1;
+  }
+
+  /** The creating key as it is now; null (the run fails) when it was revoked or has expired. */
+  private async callerOf(run: EvalRun): Promise<Caller | null> {
+    if (run.keyId === OPERATOR_KEY_ID) return { kind: 'operator', keyId: OPERATOR_KEY_ID, projectId: null, scopes: SCOPES };
+    const key = await this.deps.db.apiKey.findFirst({ where: { id: run.keyId, projectId: run.projectId } });
+    if (!key || keyStatus(key, this.now()) !== 'active') return null;
+    return { kind: 'key', keyId: key.id, projectId: key.projectId, scopes: key.scopes as Scope[], budgetMicros: key.budgetMicros };
+  }
+
+  private async runOne(run: EvalRun): Promise<void> {
+    this.working.add(run.id);
+    try {
+      await this.work(run);
+    } finally {
+      this.working.delete(run.id);
+    }
+  }
+
+  private async work(run: EvalRun): Promise<void> {
+    const { db } = this.deps;
+    const state: { stop: Stop | null } = { stop: null };
+    const keyGone = (): Stop => ({
+      kind: 'failed',
+      error: { code: 'invalid_api_key', message: `The key that created this run (${run.keyId}) was revoked or has expired.` },
+    });
+    const queue = await db.evalCase.findMany({ where: { runId: run.id, status: { in: ['pending', 'started'] } }, orderBy: { index: 'asc' } });
+    const worker = async () => {
+      for (;;) {
+        if (state.stop || this.stopped) return;
+        const c = queue.shift();
+        if (!c) return;
+        // Before each case: still this worker's and not canceled (renewing the lease), and the key still valid.
+        if (!(await this.renew(run))) {
+          const current = await db.evalRun.findUnique({ where: { id: run.id }, select: { status: true } });
+          state.stop ??= { kind: current?.status === 'canceled' ? 'canceled' : 'lost' };
+          return;
+        }
+        const caller = await this.callerOf(run);
+        if (!caller) {
+          state.stop ??= keyGone();
+          return;
+        }
+        const result = await this.runCase(run, c, caller, () => state.stop !== null || this.stopped);
+        if (result) state.stop ??= result;
+      }
+    };
+    // The lease is also renewed on a timer: one slow case (a provider near its timeout, then a judge call) must not let
+    // it pass while this worker is alive, or another worker would take the run over and make the same calls.
+    const keepAlive = setInterval(() => void this.renew(run).catch(() => undefined), Math.max(250, Math.floor(this.leaseMs / 3)));
+    keepAlive.unref();
+    try {
+      await Promise.all(Array.from({ length: Math.max(1, run.concurrency) }, worker));
+    } finally {
+      clearInterval(keepAlive);
+    }
+    if (this.stopped && !state.stop) return; // shutting down: the lease passes and a worker resumes the run
+    if (state.stop?.kind === 'lost') return;
+    if (state.stop?.kind === 'canceled') {
+      await refreshCanceledSummary(db, run);
+      return;
+    }
+    if (state.stop?.kind === 'failed') {
+      // CONTRACT §14: budget_exceeded (or a revoked key) fails the remaining cases and the run.
+      await db.evalCase.updateMany({
+        where: { runId: run.id, status: { in: ['pending', 'started'] } },
+        data: { status: 'errored', reason: `${state.stop.error!.code}: ${state.stop.error!.message}`, finishedAt: this.now() },
+      });
+    }
+    const ended = await finishEvalRun(db, run, this.owner, this.now(), state.stop?.kind === 'failed' ? { status: 'failed', error: state.stop.error } : { status: 'completed' });
+    if (ended) this.deps.log.info({ eval_id: run.id, status: state.stop ? 'failed' : 'completed' }, 'evaluation run ended');
+  }
+
+  /** One case: its call (and the judge's), its verdict, its row. Returns a Stop when the run must stop. */
+  private async runCase(run: EvalRun, c: EvalCase, caller: Caller, stopping: () => boolean): Promise<Stop | null> {
+    const input = c.input as unknown as StoredCaseInput;
+    // CONTRACT §12 zero retention: no answer is stored, neither in the results nor in the idempotency store.
+    const zero = (await this.deps.ports.inference.projects.get(run.projectId))?.privacy?.retentionMode === 'zero';
+    const main = await this.call(run, c, 'main', this.inferenceInputOf(run, input), caller, stopping, zero);
+    if (main === null) return null; // stopped while waiting out a 429: the case stays for the resume
+    if (main.ok && main.dropped) {
+      await this.finishCase(c, {
+        status: 'errored',
+        reason: 'interrupted: the worker stopped after the model answered, and the project keeps no answers (zero retention); the call was charged once and is not made again.',
+        requestId: main.requestId,
+        promptTokens: main.promptTokens,
+        completionTokens: main.completionTokens,
+        costMicros: BigInt(main.costMicros),
+      });
+      return null;
+    }
+    const shown = (output: string) => (zero ? undefined : output);
+    if (!main.ok) {
+      await this.finishCase(c, { status: 'errored', reason: `${main.code}: ${main.message}`, requestId: main.requestId });
+      return main.code === 'budget_exceeded' ? { kind: 'failed', error: { code: main.code, message: main.message } } : null;
+    }
+    const figures = { promptTokens: main.promptTokens, completionTokens: main.completionTokens, costMicros: BigInt(main.costMicros), latencyMs: main.latencyMs };
+    if (input.assert.type !== 'llm_judge') {
+      const v = judgeLocally(input.assert, input.expected ?? null, main.content);
+      await this.finishCase(c, { status: v.passed ? 'passed' : 'failed', reason: v.reason, output: shown(main.content), requestId: main.requestId, ...figures });
+      return null;
+    }
+    const judgeInput: InferenceInput = {
+      model: input.assert.judge_model!,
+      project_id: run.projectId,
+      messages: judgeMessages({ rubric: input.assert.rubric!, expected: input.expected ?? null, output: main.content }),
+      temperature: 0,
+    } as InferenceInput;
+    const judged = await this.call(run, c, 'judge', judgeInput, caller, stopping, zero);
+    if (judged === null) return null;
+    if (judged.ok && judged.dropped) {
+      await this.finishCase(c, {
+        status: 'errored',
+        reason: 'interrupted: the worker stopped after the judge answered, and the project keeps no answers (zero retention); the calls were charged once and are not made again.',
+        requestId: main.requestId,
+        ...figures,
+      });
+      return null;
+    }
+    if (!judged.ok) {
+      await this.finishCase(c, { status: 'errored', reason: `judge ${judged.code}: ${judged.message}`, output: shown(main.content), requestId: main.requestId, ...figures });
+      return judged.code === 'budget_exceeded' ? { kind: 'failed', error: { code: judged.code, message: judged.message } } : null;
+    }
+    const withJudge = {
+      ...figures,
+      promptTokens: figures.promptTokens + judged.promptTokens,
+      completionTokens: figures.completionTokens + judged.completionTokens,
+      costMicros: figures.costMicros + BigInt(judged.costMicros),
+    };
+    const verdict = parseJudgeVerdict(judged.content);
+    if (!verdict) {
+      await this.finishCase(c, { status: 'errored', reason: zero ? 'The judge gave no PASS/FAIL verdict.' : `The judge gave no PASS/FAIL verdict: "${judged.content.slice(0, 200)}"`, output: shown(main.content), requestId: main.requestId, ...withJudge });
+      return null;
+    }
+    await this.finishCase(c, { status: verdict.passed ? 'passed' : 'failed', reason: `judge: ${verdict.reason || (verdict.passed ? 'PASS' : 'FAIL')}`, output: shown(main.content), requestId: main.requestId, ...withJudge });
+    return null;
+  }
+
+  /**
+   * The inference request of a case: a model run sends the case's messages; a template run sends
+   * `template: {id, version, variables}` (the version pinned at creation), its messages appended, the run's model if
+   * it named one (else the template's).
+   */
+  private inferenceInputOf(run: EvalRun, input: StoredCaseInput): InferenceInput {
+    const template = run.template as { id: string; version: number } | null;
+    if (!template) return { model: run.model!, project_id: run.projectId, messages: input.messages } as InferenceInput;
+    return {
+      project_id: run.projectId,
+      template: { id: template.id, version: template.version, variables: input.variables ?? {} },
+      ...(run.model ? { model: run.model } : {}),
+      ...(input.messages ? { messages: input.messages } : {}),
+    } as InferenceInput;
+  }
+
+  private async finishCase(
+    c: EvalCase,
+    r: { status: 'passed' | 'failed' | 'errored'; reason: string; output?: string; requestId?: string; promptTokens?: number; completionTokens?: number; costMicros?: bigint; latencyMs?: number },
+  ): Promise<void> {
+    // Only a case not finished yet (a cancel marks unfinished cases skipped; the result of a call already made still counts).
+    await this.deps.db.evalCase.updateMany({
+      where: { id: c.id, status: { in: ['pending', 'started', 'skipped'] } },
+      data: {
+        status: r.status,
+        reason: r.reason.slice(0, 2000),
+        output: r.output ?? null,
+        requestId: r.requestId ?? null,
+        promptTokens: r.promptTokens ?? 0,
+        completionTokens: r.completionTokens ?? 0,
+        costMicros: r.costMicros ?? 0n,
+        latencyMs: r.latencyMs ?? null,
+        finishedAt: this.now(),
+      },
+    });
+  }
+
+  /**
+   * One model call of a case, at most once: replayed from the idempotency store when an earlier worker finished it;
+   * a 429 rate_limit_exceeded waits for its window (Retry-After) and tries again as a new attempt. Null: stopped.
+   */
+  private async call(
+    run: EvalRun,
+    c: EvalCase,
+    part: 'main' | 'judge',
+    input: InferenceInput,
+    caller: Caller,
+    stopping: () => boolean,
+    /** Zero retention: the stored result keeps the figures, not the answer (a replay then reports the case interrupted). */
+    dropContent: boolean,
+  ): Promise<CallResult | null> {
+    const { db, clock } = this.deps;
+    const key = callKey(run.id, c.index, part);
+    const hash = createHash('sha256').update(JSON.stringify(input)).digest('hex');
+    // A case this worker resumes: its last attempt of this call was begun by a worker that stopped.
+    let resuming = c.status === 'started' && c.requestId !== null && c.requestId === caseRequestId(run.id, c.index, part, c.attempts);
+    for (;;) {
+      if (stopping()) return null;
+      const begun = await this.idem.begin(run.projectId, key, hash, clock.now());
+      if (begun.kind === 'replay') return JSON.parse(begun.body) as CallResult;
+      // "running" (the worker died during the call) or, past the store's lease, begun afresh: was it charged?
+      if (begun.kind === 'conflict' || resuming) {
+        resuming = false;
+        const lost = await this.chargedAndLost(run, c, key);
+        if (lost) return lost;
+        if (begun.kind === 'conflict') {
+          await this.idem.abandon(run.projectId, key);
+          continue;
+        }
+      }
+      const row = await db.evalCase.update({
+        where: { id: c.id },
+        data: { status: 'started', attempts: { increment: 1 }, attemptStartedAt: this.now() },
+        select: { attempts: true },
+      });
+      const requestId = caseRequestId(run.id, c.index, part, row.attempts);
+      await db.evalCase.update({ where: { id: c.id }, data: { requestId } });
+      // Still this worker's run right before the provider is asked: a worker that stalled and lost its lease meanwhile
+      // leaves the call to the one that took the run over.
+      if (!(await this.renew(run))) return null;
+      const ctx = makeCtx({ db, clock }, { requestId, caller, ip: null, headerProjectId: run.projectId });
+      const ticket = new RateLimitTicket(this.deps.limiter, clock, caller);
+      ticket.defer();
+      const started = performance.now();
+      let result: CallResult;
+      try {
+        const r = await createInference(this.deps.ports.inference, ctx, ticket, input);
+        result = {
+          ok: true,
+          content: r.content,
+          requestId,
+          promptTokens: r.promptTokens,
+          completionTokens: r.completionTokens,
+          costMicros: r.costMicros.toString(),
+          latencyMs: Math.round(performance.now() - started),
+        };
+      } catch (err) {
+        if (!(err instanceof SvcError)) {
+          await this.idem.abandon(run.projectId, key);
+          throw err;
+        }
+        if (err.code === 'rate_limit_exceeded') {
+          // Nothing was charged: the window is waited out and the call made again (CONTRACT §14).
+          await this.idem.abandon(run.projectId, key);
+          const seconds = Number(err.headers?.['Retry-After'] ?? '1');
+          await this.sleep(Math.max(1, Number.isFinite(seconds) ? seconds : 1) * 1000);
+          if (!(await this.renew(run))) return null; // canceled (or taken over) meanwhile
+          continue;
+        }
+        result = { ok: false, code: err.code, message: err.message, requestId };
+      }
+      // The answer is kept as soon as its usage record is durable: with Redis, the outcome stream entry createInference
+      // awaited; without, the in-process batch, written first (a quick local write). A restart then finds the answer,
+      // or no charge, or (a crash in the instant between) a charge without an answer, which it reports, never repeats.
+      if (!this.deps.redis) await this.deps.outcomes.flush({ timeoutMs: 5_000 });
+      await this.idem.complete(run.projectId, key, 200, JSON.stringify(result.ok && dropContent ? { ...result, content: '', dropped: true } : result));
+      return result;
+    }
+  }
+
+  /**
+   * The attempt a stopped worker began: if it left a usage record, it was charged and its answer is lost, so the call
+   * is reported errored (`interrupted`) rather than paid twice (the key completed with that result). Null: it was not
+   * charged, so the call may be made again. Before concluding that, the record is looked for until a call begun at the
+   * attempt's start has surely ended (SVC_ROUTING_TIMEOUT_MS after it: a worker that lost its lease while stalled
+   * may still be in that call) and, with Redis, until the outcome stream's entries of a dead consumer have been taken
+   * over and written (SVC_OUTCOME_LEASE_MS).
+   */
+  private async chargedAndLost(run: EvalRun, c: EvalCase, key: string): Promise<CallResult | null> {
+    const current = await this.deps.db.evalCase.findUnique({ where: { id: c.id }, select: { requestId: true, attemptStartedAt: true } });
+    const requestId = current?.requestId ?? null;
+    const { config } = this.deps;
+    const margin = 2_000;
+    const callEnds = current?.attemptStartedAt ? current.attemptStartedAt.getTime() + config.routingTimeoutMs + margin - this.deps.clock.now() : 0;
+    const streamTakeover = this.deps.redis ? config.outcomeLeaseMs + 3_000 : 0;
+    const until = Date.now() + Math.min(Math.max(callEnds, streamTakeover, 0), config.routingTimeoutMs + margin + streamTakeover);
+    for (;;) {
+      const record = requestId ? await this.deps.db.usageRecord.findFirst({ where: { requestId, projectId: run.projectId } }) : null;
+      if (record && record.status === 'succeeded') {
+        const lost: CallResult = {
+          ok: false,
+          code: 'interrupted',
+          message: 'The worker stopped after the model answered and before the answer was stored; the call was charged once and is not made again.',
+          requestId: requestId!,
+        };
+        await this.idem.complete(run.projectId, key, 200, JSON.stringify(lost));
+        return lost;
+      }
+      if (record || Date.now() >= until) return null;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+}
+
+export function startEvalRunner(deps: RunnerDeps, opts: EvalRunnerOptions = {}): EvalRunner {
+  const runner = new EvalRunner(deps, opts);
+  runner.start();
+  return runner;
+}
