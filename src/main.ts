@@ -64,7 +64,6 @@ async function main(): Promise<void> {
     retentionPurge?.stop();
     try {
       // Webhook attempts in flight finish (each within its deadline) while HTTP requests drain.
-      await Promise.all([http.close(), deps.webhooks.worker.stop(), ragIndexer?.stop()]);
       // An evaluation case in flight finishes (its result is written); the rest resume on the next start.
       await Promise.all([http.close(), deps.webhooks.worker.stop(), evalRunner?.stop(), verticalWork?.stop(), ragIndexer?.stop()]);
       await closeDeps(deps);
