@@ -217,20 +217,25 @@ function App() {
 
   useEffect(() => {
     if (key) return;
+    // The session is asked for only where a sign-in other than the API key is configured (no 401 in a console
+    // that has none).
     auth<{ methods: string[] }>('/auth/methods')
-      .then((m) => setMethods(m.methods))
-      .catch((err) => setError(err));
-    auth<SsoSession>('/auth/session')
-      .then((s) => {
-        sso.setCsrf(s.csrf_token);
-        // A project remembered by this tab from another sign-in may not be one of this operator's.
-        if (!s.projects.some((p) => p.project_id === session.project())) {
-          session.setProject(null);
-          setProject(null);
-        }
-        setSsoSession(s);
+      .then((m) => {
+        setMethods(m.methods);
+        if (!m.methods.some((method) => method !== 'api_key')) return;
+        return auth<SsoSession>('/auth/session')
+          .then((s) => {
+            sso.setCsrf(s.csrf_token);
+            // A project remembered by this tab from another sign-in may not be one of this operator's.
+            if (!s.projects.some((p) => p.project_id === session.project())) {
+              session.setProject(null);
+              setProject(null);
+            }
+            setSsoSession(s);
+          })
+          .catch(() => undefined);
       })
-      .catch(() => undefined)
+      .catch((err) => setError(err))
       .finally(() => setSsoChecked(true));
   }, [key]);
 

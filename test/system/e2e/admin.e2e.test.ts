@@ -63,6 +63,8 @@ describe('the admin console', () => {
     const chart = page.locator('.usage-chart');
     await chart.locator('canvas').waitFor();
     const today = new Date(t.clock.now()).toISOString().slice(0, 10);
+    // The screen list grew (templates, documents, evals, verticals): the chart may start below the fold.
+    await chart.scrollIntoViewIfNeeded();
     const box = (await chart.locator('.u-over').boundingBox())!;
     await page.mouse.move(box.x + box.width - 4, box.y + box.height - 10);
     const tip = chart.getByRole('tooltip');
