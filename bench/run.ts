@@ -293,7 +293,7 @@ async function main(): Promise<void> {
     const key = await api(base, 'POST', '/v1/keys', MASTER, {
       project_id: projectId,
       name,
-      scopes: ['inference:write', 'keys:manage', 'governance:manage'],
+      scopes: ['inference:write', 'keys:manage', 'governance:manage', 'templates:manage'],
     });
     const secret = key.body.secret as string;
     if (webhook) {
@@ -320,6 +320,21 @@ async function main(): Promise<void> {
     headers: auth(p.secret),
     body: inferenceBody(p.projectId, cache),
     gateway: true,
+  });
+  // A templated and a PII-redacted inference beside the plain one (issue 18): the cost of each stage on the hot path.
+  const template = await api(base, 'POST', '/v1/templates', plain.secret, {
+    project_id: plain.projectId,
+    name: 'bench-template',
+    messages: [
+      { role: 'system', content: 'You answer in one word.' },
+      { role: 'user', content: 'Say {{word}}.' },
+    ],
+    variables: [{ name: 'word' }],
+  });
+  if (template.status !== 200) notes.push(`templated: no template (POST /v1/templates answered ${template.status})`);
+  const variant = (id: string, name: string, extra: Record<string, unknown>): Scenario => ({
+    ...gw(id, name, plain, false),
+    body: JSON.stringify({ model: 'bench-model', project_id: plain.projectId, ...extra }),
   });
   const all: Scenario[] = [
     {
@@ -353,6 +368,13 @@ async function main(): Promise<void> {
     gw('uncached-webhook', 'gateway POST /v1/inference, uncached, webhook on inference.completed', hooked, false),
     gw('cached', 'gateway POST /v1/inference, cached (hit), no webhook', plain, true),
     gw('cached-webhook', 'gateway POST /v1/inference, cached (hit), webhook on inference.completed', hooked, true),
+    variant('templated', 'gateway POST /v1/inference, uncached, from a template (one variable)', {
+      template: { id: template.body?.id, variables: { word: 'ping' } },
+    }),
+    variant('pii', 'gateway POST /v1/inference, uncached, PII redacted and restored (e-mail and phone in a 200-byte prompt)', {
+      messages: [{ role: 'user', content: 'Write to jane.doe@example.com or call +1 415 555 0100 about order 5521, and say ping back.' }],
+      pii: { redact: true, restore: true },
+    }),
   ];
   if (before) {
     // The same gateway scenarios on the earlier version's api process, each right after this version's.

@@ -64,9 +64,15 @@ export interface KeywordHit {
  * search box reads it (websearch_to_tsquery: every word, "quoted phrases", -exclusions, OR), ranked by ts_rank + 1.
  * When those are fewer than `limit`, the chunks with any of the query's words (stemmed, stop words dropped: a question
  * asked in a sentence still finds the chunks that answer it) fill the rest, ranked by ts_rank over those words (below
- * 1). The second, wider search runs only when needed: on a large corpus "any word" can match most chunks, and each
- * match is ranked. Only the project's chunks, only the named documents when given.
+ * 1). The second, wider search runs only when needed, and ranks at most ANY_WORD_CANDIDATES of its matches: on a large
+ * corpus "any word" can match most chunks. Only the project's chunks, only the named documents when given.
  */
+/**
+ * How many "any word" matches are ranked at most: the fill-in step stays bounded on a large corpus (where a common word
+ * matches most chunks) at the price of ranking a sample of them, not all.
+ */
+const ANY_WORD_CANDIDATES = 2_000;
+
 export async function keywordSearch(db: Db | Tx, projectId: string, query: string, documentIds: string[] | null, limit: number): Promise<KeywordHit[]> {
   const docs = documentIds ? Prisma.sql`AND c.document_id = ANY(${documentIds}::text[])` : Prisma.empty;
   const whole = await db.$queryRaw<KeywordHit[]>`
@@ -84,8 +90,11 @@ export async function keywordSearch(db: Db | Tx, projectId: string, query: strin
         ), ' | ')) AS words
     )
     SELECT c.id AS "chunkId", c.document_id AS "documentId", ts_rank(c.tsv, q.words)::float8 AS score
-    FROM rag_chunks c, q
-    WHERE c.project_id = ${projectId} AND c.tsv @@ q.words AND NOT (c.tsv @@ q.whole) ${docs}
+    FROM (
+      SELECT c.id, c.document_id, c.tsv FROM rag_chunks c, q
+      WHERE c.project_id = ${projectId} AND c.tsv @@ q.words AND NOT (c.tsv @@ q.whole) ${docs}
+      LIMIT ${ANY_WORD_CANDIDATES}
+    ) c, q
     ORDER BY score DESC, c.id
     LIMIT ${limit - whole.length}`;
   return [...whole, ...any];
