@@ -1,5 +1,6 @@
 import type { Deps } from '../../deps.ts';
 import { expireOverdueApprovals } from '../../domain/governance/approvals.ts';
+import { startSweep } from '../sweep.ts';
 
 type ExpiryDeps = Pick<Deps, 'db' | 'clock' | 'log'>;
 
@@ -9,21 +10,9 @@ type ExpiryDeps = Pick<Deps, 'db' | 'clock' | 'log'>;
  * they are overdue anyway (the status is computed), and approving one is refused; the sweep writes the trail.
  */
 export function startApprovalExpiry(deps: ExpiryDeps, everyMs = 60_000): { stop(): void } {
-  let running = false;
-  const tick = async () => {
-    if (running) return;
-    running = true;
-    try {
-      const n = await expireOverdueApprovals(deps.db, new Date(deps.clock.now()));
-      if (n > 0) deps.log.info({ approvals: n }, 'approvals expired');
-    } catch (err) {
-      deps.log.error({ err }, 'approval expiry failed; retrying next minute');
-    } finally {
-      running = false;
-    }
-  };
-  const timer = setInterval(() => void tick(), everyMs);
-  timer.unref();
-  void tick();
-  return { stop: () => clearInterval(timer) };
+  return startSweep(
+    deps.log,
+    { run: () => expireOverdueApprovals(deps.db, new Date(deps.clock.now())), done: (n) => [{ approvals: n }, 'approvals expired'], failed: 'approval expiry failed; retrying next minute' },
+    everyMs,
+  );
 }

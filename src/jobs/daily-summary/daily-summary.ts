@@ -4,6 +4,7 @@ import type { Deps } from '../../deps.ts';
 import { enqueueEvent } from '../../domain/events/outbox.ts';
 import { utcDate } from '../../domain/usage/service.ts';
 import { dayTotals, hasMarker, insertMarker } from './store.ts';
+import { startSweep } from '../sweep.ts';
 
 const DAY_MS = 86_400_000;
 /** A day is summarised this long after it ends, so that inferences still running at midnight are counted in it. */
@@ -51,21 +52,9 @@ export async function emitDailyUsageSummaries(deps: SummaryDeps, nowMs: number =
 
 /** Checks every minute (wall time) whether a day is due on the injected clock. */
 export function startDailyUsageSummaries(deps: SummaryDeps, everyMs = 60_000): { stop(): void } {
-  let running = false;
-  const tick = async () => {
-    if (running) return;
-    running = true;
-    try {
-      const n = await emitDailyUsageSummaries(deps);
-      if (n > 0) deps.log.info({ projects: n }, 'usage.daily_summary emitted');
-    } catch (err) {
-      deps.log.error({ err }, 'usage.daily_summary failed; retrying next minute');
-    } finally {
-      running = false;
-    }
-  };
-  const timer = setInterval(() => void tick(), everyMs);
-  timer.unref();
-  void tick();
-  return { stop: () => clearInterval(timer) };
+  return startSweep(
+    deps.log,
+    { run: () => emitDailyUsageSummaries(deps), done: (n) => [{ projects: n }, 'usage.daily_summary emitted'], failed: 'usage.daily_summary failed; retrying next minute' },
+    everyMs,
+  );
 }

@@ -1,5 +1,6 @@
 import type { Deps } from '../../deps.ts';
 import { purgeExpiredContent } from '../../domain/privacy/store.ts';
+import { startSweep } from '../sweep.ts';
 
 type PurgeDeps = Pick<Deps, 'db' | 'clock' | 'log'>;
 
@@ -22,21 +23,9 @@ export async function purgeExpiredRetention(deps: Pick<Deps, 'db' | 'clock'>): P
 
 /** The background worker's retention sweep, every minute (wall time) and once at start. */
 export function startRetentionPurge(deps: PurgeDeps, everyMs = 60_000): { stop(): void } {
-  let running = false;
-  const tick = async () => {
-    if (running) return;
-    running = true;
-    try {
-      const n = await purgeExpiredRetention(deps);
-      if (n > 0) deps.log.info({ records: n }, 'retained content purged');
-    } catch (err) {
-      deps.log.error({ err }, 'retention purge failed; retrying next minute');
-    } finally {
-      running = false;
-    }
-  };
-  const timer = setInterval(() => void tick(), everyMs);
-  timer.unref();
-  void tick();
-  return { stop: () => clearInterval(timer) };
+  return startSweep(
+    deps.log,
+    { run: () => purgeExpiredRetention(deps), done: (n) => [{ records: n }, 'retained content purged'], failed: 'retention purge failed; retrying next minute' },
+    everyMs,
+  );
 }
