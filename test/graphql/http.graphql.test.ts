@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { MASTER_KEY, buildTestApp, client, createTestDatabase, seedProject, type Client, type TestApp, type TestDatabase } from '../helpers/app.ts';
 import { expectGqlError, gqlClient, type Gql } from './gql.ts';
+import { lastUsedWritten } from '../helpers/sql-log.ts';
 
 let db: TestDatabase;
 let t: TestApp;
@@ -172,6 +173,7 @@ describe('protection', () => {
     // webhooks → edges → node → deliveries → edges → node → webhook → url: depth 8, allowed.
     const ok = await gql(`{ keys { edges { cursor } } webhooks { edges { node { ${deliveriesOf('webhook { url }')} } } } }`, {}, { key: secret });
     expect(ok.body.errors).toBeUndefined();
+    await lastUsedWritten(statements);
 
     statements = [];
     // … → webhook → deliveries → edges → node → id: depth 11.

@@ -5,6 +5,7 @@ import { buildTestApp, client, createTestDatabase, seedProject, type Client, typ
 import { REDIS_URL, uniqueName } from '../helpers/services.ts';
 import { expectError } from '../helpers/expect.ts';
 import { user, writeProvidersFile } from './fixtures.ts';
+import { lastUsedWritten } from '../helpers/sql-log.ts';
 
 /**
  * The hot path budget (issue 7): once warm, an uncached inference runs no SQL statement on the request path. Keys,
@@ -78,6 +79,7 @@ describe('the request path of an uncached inference', () => {
     // Warm-up: caches filled, budget counters seeded, the key's last_used_at written.
     for (const body of bodies) expect((await p.budgeted.post('/v1/inference', body)).status).toBe(200);
     await t.deps.outcomes.flush();
+    await lastUsedWritten(statements);
 
     const N = 100;
     t.deps.outcomes.pause();
