@@ -123,9 +123,13 @@ describe('the console signed in through OpenID Connect (chromium, oidc-provider)
     await screenshot(page, 'sso-03-project-ip-refused');
 
     // Idle: the gateway's clock moves past the idle timeout; the next call finds the session ended.
+    // The picker loads its projects with the session: the clock moves only once they are shown, or that load itself
+    // would find the session idle and the button would never appear.
     await page.getByRole('button', { name: 'Switch project' }).click();
+    const openPayments = page.getByRole('button', { name: 'Open Payments' });
+    await openPayments.waitFor();
     t.clock.advance((IDLE_S + 1) * 1000);
-    await page.getByRole('button', { name: 'Open Payments' }).click();
+    await openPayments.click();
     const notice = page.getByTestId('signin-notice');
     await notice.waitFor();
     expect(await notice.textContent()).toContain('idle timeout');
