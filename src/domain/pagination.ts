@@ -81,3 +81,21 @@ export async function paginate<T>(query: PageQuery, source: PageSource<T>, maxLi
   });
   return { data: rows.slice(0, q.limit), hasMore: rows.length > q.limit, limit: q.limit };
 }
+
+/** The two reads of a Prisma model that a list by id needs (a model delegate such as `ctx.db.riskCase` is one). */
+export interface RowsById<T> {
+  findMany(args: { where: object; orderBy: { id: 'asc' | 'desc' }; take: number }): Promise<T[]>;
+  count(args: { where: object }): Promise<number>;
+}
+
+/**
+ * The usual list: one model's rows under `where` (which carries the project filter), paged by id, newest first.
+ * `select` (e.g. `{ omit: … }`) is spread into the row query.
+ */
+export function pageById<T>(query: PageQuery, rows: RowsById<T>, where: object, select: object = {}): Promise<Page<T>> {
+  return paginate(query, {
+    cursorField: 'id',
+    fetch: ({ cursor, order, take }) => rows.findMany({ ...select, where: cursor ? { AND: [where, { id: cursor }] } : where, orderBy: { id: order }, take }),
+    exists: async (id) => (await rows.count({ where: { AND: [where, { id }] } })) > 0,
+  });
+}

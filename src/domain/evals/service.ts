@@ -7,7 +7,7 @@ import { recordAudit } from '../audit/service.ts';
 import type { Ctx } from '../context.ts';
 import { enqueueEvent } from '../events/outbox.ts';
 import type { InferencePorts } from '../inference/ports.ts';
-import { paginate, type Page } from '../pagination.ts';
+import { pageById, type Page } from '../pagination.ts';
 import { addressed, requireProjectId, visibleProjectId } from '../tenancy.ts';
 import { parseInput } from '../validation.ts';
 import { checkAssert } from './assertions.ts';
@@ -113,11 +113,7 @@ export async function listEvalRuns(ctx: Ctx, raw: unknown): Promise<Page<EvalRun
   const query = parseInput(ListEvalRunsQuery, raw);
   const projectId = await visibleProjectId(ctx, query.project_id);
   const where: Prisma.EvalRunWhereInput = { ...(projectId !== undefined ? { projectId } : {}), ...(query.status ? { status: query.status } : {}) };
-  const page = await paginate(query, {
-    cursorField: 'id',
-    fetch: ({ cursor, order, take }) => ctx.db.evalRun.findMany({ where: cursor ? { AND: [where, { id: cursor }] } : where, orderBy: { id: order }, take }),
-    exists: async (id) => (await ctx.db.evalRun.count({ where: { AND: [where, { id }] } })) > 0,
-  });
+  const page = await pageById(query, ctx.db.evalRun, where);
   return { ...page, data: await Promise.all(page.data.map((r) => withSummary(ctx.db, r))) };
 }
 

@@ -8,7 +8,7 @@ import type { Caller, Ctx } from '../context.ts';
 import { enqueueEvent } from '../events/outbox.ts';
 import { SCOPES, type Scope } from '../keys/scopes.ts';
 import { keyStatus } from '../keys/service.ts';
-import { paginate, type Page, type PageQuery } from '../pagination.ts';
+import { pageById, type Page, type PageQuery } from '../pagination.ts';
 import type { DomainPorts } from '../ports.ts';
 import { addressed, visibleProjectId } from '../tenancy.ts';
 import { argumentsOf, type StoredCall } from './guard.ts';
@@ -32,12 +32,7 @@ export async function listApprovals(ctx: Ctx, input: unknown): Promise<Page<Appr
   const status = query.status as ApprovalStatus | undefined;
   const projectId = await visibleProjectId(ctx, query.project_id);
   const where: Prisma.ApprovalWhereInput = { ...(projectId !== undefined ? { projectId } : {}), ...store.statusWhere(status, ctx.now()) };
-  return paginate(query, {
-    cursorField: 'id',
-    fetch: ({ cursor, order, take }) =>
-      ctx.db.approval.findMany({ where: cursor ? { AND: [where, { id: cursor }] } : where, orderBy: { id: order }, take }),
-    exists: async (id) => (await ctx.db.approval.count({ where: { AND: [where, { id }] } })) > 0,
-  });
+  return pageById(query, ctx.db.approval, where);
 }
 
 /** Another project's approval looks absent (404), as every other object. */

@@ -5,7 +5,7 @@ import { SvcError, invalid } from '../../errors/svc-error.ts';
 import { recordAudit } from '../audit/service.ts';
 import type { Ctx } from '../context.ts';
 import { enqueueEvent } from '../events/outbox.ts';
-import { paginate, type Page, type PageQuery } from '../pagination.ts';
+import { pageById, type Page } from '../pagination.ts';
 import { addressed, visibleProjectId } from '../tenancy.ts';
 import { parseInput } from '../validation.ts';
 import { assertMayRunModelWork, notFound, readProject, writeProject } from '../verticals/access.ts';
@@ -39,15 +39,6 @@ const only = <W extends object>(projectId: string | undefined, extra: W): W & { 
   ...extra,
 });
 
-/** A paginated list of one model's rows under `where` (ids are the cursors, newest first). */
-function pageOf<T>(query: PageQuery, find: (args: { where: object; orderBy: { id: 'asc' | 'desc' }; take: number }) => Promise<T[]>, count: (args: { where: object }) => Promise<number>, where: object): Promise<Page<T>> {
-  return paginate(query, {
-    cursorField: 'id',
-    fetch: ({ cursor, order, take }) => find({ where: cursor ? { AND: [where, { id: cursor }] } : where, orderBy: { id: order }, take }),
-    exists: async (id) => (await count({ where: { AND: [where, { id }] } })) > 0,
-  });
-}
-
 // ---- incidents and their timeline ----
 
 async function addEntry(tx: Tx, ctx: Ctx, incident: { id: string; projectId: string }, kind: string, message: string): Promise<OpsTimelineEntry> {
@@ -76,7 +67,7 @@ export async function openIncident(ctx: Ctx, raw: unknown): Promise<OpsIncident>
 export async function listIncidents(ctx: Ctx, raw: unknown): Promise<Page<OpsIncident>> {
   const query = parseInput(ListIncidentsQuery, raw);
   const projectId = await visibleProjectId(ctx, query.project_id);
-  return pageOf(query, (a) => ctx.db.opsIncident.findMany(a), (a) => ctx.db.opsIncident.count(a), only(projectId, query.status ? { status: query.status } : {}));
+  return pageById(query, ctx.db.opsIncident, only(projectId, query.status ? { status: query.status } : {}));
 }
 
 export async function getIncident(ctx: Ctx, incidentId: string): Promise<OpsIncident> {
@@ -127,7 +118,7 @@ export async function addTimelineEntry(ctx: Ctx, incidentId: string, raw: unknow
 export async function listTimeline(ctx: Ctx, incidentId: string, raw: unknown): Promise<Page<OpsTimelineEntry>> {
   const query = parseInput(ListTimelineQuery, raw ?? {});
   const incident = await getIncident(ctx, incidentId);
-  return pageOf(query, (a) => ctx.db.opsTimelineEntry.findMany(a), (a) => ctx.db.opsTimelineEntry.count(a), { projectId: incident.projectId, incidentId: incident.id });
+  return pageById(query, ctx.db.opsTimelineEntry, { projectId: incident.projectId, incidentId: incident.id });
 }
 
 // ---- logs ----
@@ -246,7 +237,7 @@ export async function draftPostmortem(ctx: Ctx, incidentId: string, raw: unknown
 export async function listPostmortems(ctx: Ctx, raw: unknown): Promise<Page<OpsDraft>> {
   const query = parseInput(ListPostmortemsQuery, raw);
   const projectId = await visibleProjectId(ctx, query.project_id);
-  return pageOf(query, (a) => ctx.db.opsDraft.findMany(a), (a) => ctx.db.opsDraft.count(a), only(projectId, { kind: 'postmortem', ...(query.incident_id ? { incidentId: query.incident_id } : {}) }));
+  return pageById(query, ctx.db.opsDraft, only(projectId, { kind: 'postmortem', ...(query.incident_id ? { incidentId: query.incident_id } : {}) }));
 }
 
 // ---- connectors ----
@@ -268,7 +259,7 @@ export async function createConnector(ctx: Ctx, raw: unknown): Promise<OpsConnec
 export async function listConnectors(ctx: Ctx, raw: unknown): Promise<Page<OpsConnector>> {
   const query = parseInput(ListQuery, raw);
   const projectId = await visibleProjectId(ctx, query.project_id);
-  return pageOf(query, (a) => ctx.db.opsConnector.findMany(a), (a) => ctx.db.opsConnector.count(a), only(projectId, {}));
+  return pageById(query, ctx.db.opsConnector, only(projectId, {}));
 }
 
 export async function getConnector(ctx: Ctx, connectorId: string): Promise<OpsConnector> {
@@ -399,7 +390,7 @@ export async function createSlo(ctx: Ctx, raw: unknown): Promise<SloStatus> {
 export async function listSlos(ctx: Ctx, raw: unknown): Promise<Page<SloStatus>> {
   const query = parseInput(ListQuery, raw);
   const projectId = await visibleProjectId(ctx, query.project_id);
-  const page = await pageOf(query, (a) => ctx.db.opsSlo.findMany(a), (a) => ctx.db.opsSlo.count(a), only(projectId, {}));
+  const page = await pageById(query, ctx.db.opsSlo, only(projectId, {}));
   const now = ctx.now();
   const data: SloStatus[] = [];
   for (const slo of page.data) data.push(await sloStatus(ctx.db, slo, now));

@@ -3,7 +3,7 @@ import { newId } from '../../db/ids.ts';
 import { SvcError, invalid } from '../../errors/svc-error.ts';
 import { recordAudit } from '../audit/service.ts';
 import type { Ctx } from '../context.ts';
-import { paginate, type Page } from '../pagination.ts';
+import { pageById, type Page } from '../pagination.ts';
 import { addressed, requireProjectId, visibleProjectId } from '../tenancy.ts';
 import { parseInput } from '../validation.ts';
 import { extractDocumentText } from './extract.ts';
@@ -99,12 +99,7 @@ export async function listDocuments(ctx: Ctx, input: unknown): Promise<Page<RagD
     ...(projectId !== undefined ? { projectId } : {}),
     ...(query.status !== undefined ? { status: query.status } : {}),
   };
-  return paginate(query, {
-    cursorField: 'id',
-    fetch: ({ cursor, order, take }) =>
-      ctx.db.ragDocument.findMany({ where: cursor ? { AND: [where, { id: cursor }] } : where, orderBy: { id: order }, take }),
-    exists: async (id) => (await ctx.db.ragDocument.count({ where: { AND: [where, { id }] } })) > 0,
-  });
+  return pageById(query, ctx.db.ragDocument, where);
 }
 
 /** Another project's document looks absent (404). */

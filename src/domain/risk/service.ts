@@ -6,7 +6,7 @@ import { SvcError, invalid } from '../../errors/svc-error.ts';
 import { recordAudit } from '../audit/service.ts';
 import type { Ctx } from '../context.ts';
 import { enqueueEvent } from '../events/outbox.ts';
-import { paginate, type Page } from '../pagination.ts';
+import { pageById, type Page } from '../pagination.ts';
 import { addressed, visibleProjectId } from '../tenancy.ts';
 import { parseInput } from '../validation.ts';
 import { assertMayRunModelWork, notFound, readProject, writeProject } from '../verticals/access.ts';
@@ -74,11 +74,7 @@ export async function listRiskCases(ctx: Ctx, raw: unknown): Promise<Page<RiskCa
   const query = parseInput(ListRiskCasesQuery, raw);
   const projectId = await visibleProjectId(ctx, query.project_id);
   const where: Prisma.RiskCaseWhereInput = listWhere(projectId, query.status ? { status: query.status } : {});
-  return paginate(query, {
-    cursorField: 'id',
-    fetch: ({ cursor, order, take }) => ctx.db.riskCase.findMany({ where: cursor ? { AND: [where, { id: cursor }] } : where, orderBy: { id: order }, take }),
-    exists: async (id) => (await ctx.db.riskCase.count({ where: { AND: [where, { id }] } })) > 0,
-  });
+  return pageById(query, ctx.db.riskCase, where);
 }
 
 export async function getRiskCase(ctx: Ctx, caseId: string): Promise<RiskCase> {
@@ -182,11 +178,7 @@ export async function listRiskEvidence(ctx: Ctx, caseId: string, raw: unknown): 
   const query = parseInput(ListEvidenceQuery, raw);
   const c = await getRiskCase(ctx, caseId);
   const where: Prisma.RiskEvidenceWhereInput = { projectId: c.projectId, caseId: c.id };
-  return paginate(query, {
-    cursorField: 'id',
-    fetch: ({ cursor, order, take }) => ctx.db.riskEvidence.findMany({ where: cursor ? { AND: [where, { id: cursor }] } : where, orderBy: { id: order }, take, omit: NO_BYTES }),
-    exists: async (id) => (await ctx.db.riskEvidence.count({ where: { AND: [where, { id }] } })) > 0,
-  });
+  return pageById(query, ctx.db.riskEvidence, where, { omit: NO_BYTES });
 }
 
 export async function getRiskEvidence(ctx: Ctx, evidenceId: string): Promise<RiskEvidence> {
@@ -260,11 +252,7 @@ export async function listRiskDrafts(ctx: Ctx, kind: DraftKind, raw: unknown): P
   const query = parseInput(ListDraftsQuery, raw);
   const projectId = await visibleProjectId(ctx, query.project_id);
   const where: Prisma.RiskDraftWhereInput = listWhere(projectId, { kind, ...(query.case_id ? { caseId: query.case_id } : {}) });
-  return paginate(query, {
-    cursorField: 'id',
-    fetch: ({ cursor, order, take }) => ctx.db.riskDraft.findMany({ where: cursor ? { AND: [where, { id: cursor }] } : where, orderBy: { id: order }, take }),
-    exists: async (id) => (await ctx.db.riskDraft.count({ where: { AND: [where, { id }] } })) > 0,
-  });
+  return pageById(query, ctx.db.riskDraft, where);
 }
 
 export async function getRiskDraft(ctx: Ctx, kind: DraftKind, draftId: string): Promise<RiskDraft> {
