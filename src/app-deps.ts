@@ -311,7 +311,9 @@ async function connectRedis(url: string, log: Logger): Promise<Redis> {
     connectTimeout: 5_000,
     enableAutoPipelining: true,
     // PING is the health probe (limits/redis-health.ts, /readyz): sent at once, never queued behind a stuck pipeline.
-    autoPipeliningIgnoredCommands: ['ping'],
+    // svcBatch is the hot path's per-turn script call (limits/redis-batch.ts): batched already, it needs no Pipeline
+    // object of ioredis's around it (one per turn, allocated and walked for a single command).
+    autoPipeliningIgnoredCommands: ['ping', 'svcBatch'],
   });
   // Errors are the health state's to report (/readyz, "When Redis fails"), not an unhandled event.
   redis.on('error', (err: Error) => log.debug({ err: err.message }, 'redis connection error'));

@@ -22,24 +22,28 @@ export const BATCH_LUA = `
 local SCALE = 60000
 
 -- L: the rate limiter (limits/redis-store.ts; MemoryLimitStore.apply is the same arithmetic).
--- KEYS: cfg, then one per bucket. ARGV: now, mode, rpm, tpm, burst, version, then per bucket: kind, cost.
+-- KEYS: cfg, then one per bucket. ARGV: ONE string, comma-separated: now, mode, rpm, tpm, burst, version, then per
+-- bucket: kind, cost (one argument instead of 6 + 2 per bucket: each argument is encoded, sent and parsed apart).
+-- Returns one string, comma-separated: allowed, rpm, tpm, burst, version, then per bucket: used, applied.
 local function limit(k, nk, a)
-  local now = tonumber(ARGV[a])
-  local force = ARGV[a + 1] == 'force'
-  local rpm, tpm, burst, ver = tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5])
+  local p = {}
+  for x in string.gmatch(ARGV[a], '[^,]+') do p[#p + 1] = x end
+  local now = tonumber(p[1])
+  local force = p[2] == 'force'
+  local rpm, tpm, burst, ver = tonumber(p[3]), tonumber(p[4]), tonumber(p[5]), tonumber(p[6])
   local cfg = redis.call('HMGET', KEYS[k], 'rpm', 'tpm', 'burst', 'v')
   local published = tonumber(cfg[4])
   if published and published >= ver then
     rpm, tpm, burst, ver = tonumber(cfg[1]), tonumber(cfg[2]), tonumber(cfg[3]), published
   elseif ver > 0 then
-    redis.call('HSET', KEYS[k], 'rpm', ARGV[a + 2], 'tpm', ARGV[a + 3], 'burst', ARGV[a + 4], 'v', ARGV[a + 5])
+    redis.call('HSET', KEYS[k], 'rpm', p[3], 'tpm', p[4], 'burst', p[5], 'v', p[6])
   end
   local n = nk - 1
   local used, cost, cap, rate, last = {}, {}, {}, {}, {}
   local allowed = 1
   for i = 1, n do
-    local kind = ARGV[a + 4 + 2 * i]
-    local c = tonumber(ARGV[a + 5 + 2 * i])
+    local kind = p[5 + 2 * i]
+    local c = tonumber(p[6 + 2 * i])
     if kind == 'r' then cap[i] = (rpm + burst) * SCALE; rate[i] = rpm else cap[i] = tpm * SCALE; rate[i] = tpm end
     local s = redis.call('HMGET', KEYS[k + i], 'u', 't', 'v')
     local u, t = 0, now
@@ -56,7 +60,7 @@ local function limit(k, nk, a)
     end
     used[i], cost[i], last[i] = u, c, t
   end
-  local out = { tostring(allowed), ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5] }
+  local out = { tostring(allowed), p[3], p[4], p[5], p[6] }
   if published and published >= ver then
     out[2], out[3], out[4], out[5] = cfg[1], cfg[2], cfg[3], cfg[4]
   end
@@ -74,7 +78,7 @@ local function limit(k, nk, a)
     out[4 + 2 * i] = string.format('%.0f', u)
     out[5 + 2 * i] = string.format('%.0f', cost[i])
   end
-  return out
+  return table.concat(out, ',')
 end
 
 -- A: INCRBY ARGV[a] on each counter that exists (budget counters; missing ones stay missing).
@@ -94,14 +98,15 @@ local OPS = {
   X = function(k, nk, a, na) return redis.call('XADD', KEYS[k], '*', unpack(ARGV, a, a + na - 1)) end,
 }
 
--- ARGV: per operation its code, key count and argument count, then its arguments; KEYS: every operation's keys in order.
--- Returns per operation: 1 and the result, or 0 and the error message.
+-- ARGV: per operation one header "<code><key count>,<argument count>" (e.g. "L5,1"), then its arguments; KEYS: every
+-- operation's keys in order. Returns per operation: 1 and the result, or 0 and the error message.
 local out = {}
 local k, a = 1, 1
 local op = 0
 while a <= #ARGV do
-  local code, nk, na = ARGV[a], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
-  a = a + 3
+  local code, nk, na = string.match(ARGV[a], '^(%a)(%d+),(%d+)$')
+  nk, na = tonumber(nk), tonumber(na)
+  a = a + 1
   local ok, res = pcall(OPS[code], k, nk, a, na)
   op = op + 1
   if ok then
@@ -180,7 +185,7 @@ export class RedisBatch {
     const keys: string[] = [];
     const argv: (string | number)[] = [];
     for (const p of ops) {
-      argv.push(p.op, p.keys.length, p.args.length);
+      argv.push(`${p.op}${p.keys.length},${p.args.length}`);
       for (const k of p.keys) keys.push(k);
       for (const a of p.args) argv.push(a);
     }

@@ -22,9 +22,10 @@ type LimitCommands = {
  *
  * KEYS      the scope's published limits (hash rpm, tpm, burst, v), then one bucket per window: hash u (used, scaled
  *           units), t (last update, ms), v (limits version)
- * ARGV      now_ms, mode ("take" | "force"), rpm, tpm, burst, version, then per bucket: kind ("r" | "t"), cost
- * Returns   allowed, rpm, tpm, burst, version, then per bucket: used, applied (all as strings: Lua numbers would be
- *           truncated to integers on the way out, and %.0f keeps integers above 1e14 exact).
+ * ARGV      one string, comma-separated: now_ms, mode ("take" | "force"), rpm, tpm, burst, version, then per bucket:
+ *           kind ("r" | "t"), cost
+ * Returns   one string, comma-separated: allowed, rpm, tpm, burst, version, then per bucket: used, applied (numbers as
+ *           text: Lua numbers would be truncated to integers on the way out, and %.0f keeps integers above 1e14 exact).
  *
  * Mirrors MemoryLimitStore.apply line for line; the shared test suite holds both to the same numbers.
  */
@@ -51,11 +52,15 @@ export class RedisLimitStore implements LimitStore {
   }
 
   async apply(req: ApplyRequest): Promise<ApplyResult> {
-    const keys = [this.key(req.scope, 'cfg'), ...req.buckets.map((b) => this.key(req.scope, b.id))];
+    const keys = [this.key(req.scope, 'cfg')];
     const l = req.limits;
-    const args: (string | number)[] = [req.nowMs, req.mode, l.requestsPerMinute, l.tokensPerMinute, l.burst, l.version];
-    for (const b of req.buckets) args.push(b.resource === 'requests' ? 'r' : 't', Math.trunc(b.cost));
-    const out = await this.batch.run<string[]>('L', keys, args);
+    // One argument (BATCH_LUA's `L`): every argument of a command is encoded, sent and parsed on its own.
+    let packed = `${req.nowMs},${req.mode},${l.requestsPerMinute},${l.tokensPerMinute},${l.burst},${l.version}`;
+    for (const b of req.buckets) {
+      keys.push(this.key(req.scope, b.id));
+      packed += `,${b.resource === 'requests' ? 'r' : 't'},${Math.trunc(b.cost)}`;
+    }
+    const out = (await this.batch.run<string>('L', keys, [packed])).split(',');
     const num = (i: number) => Number(out[i]);
     return {
       allowed: out[0] === '1',

@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createSecretKey, randomBytes, randomFillSync, type KeyObject } from 'node:crypto';
 import { existsSync, linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { decodeKey } from '../config/config.ts';
@@ -12,18 +12,41 @@ export interface SecretBox {
 
 export const KEY_FILE_NAME = 'webhook-secrets.key';
 
+/**
+ * IVs: 12 random bytes each, drawn from a 4 KiB buffer refilled by the CSPRNG (the source randomBytes uses): retained
+ * inference content is sealed on the request path, once per inference, where a randomBytes call each was measurable.
+ */
+const ivPool = Buffer.allocUnsafe(4092);
+let ivOffset = ivPool.length;
+function nextIv(): Buffer {
+  if (ivOffset + 12 > ivPool.length) {
+    randomFillSync(ivPool);
+    ivOffset = 0;
+  }
+  // A copy: the pool is overwritten when refilled, and the IV is written out with the ciphertext.
+  const iv = Buffer.from(ivPool.subarray(ivOffset, ivOffset + 12));
+  ivOffset += 12;
+  return iv;
+}
+
 /** AES-256-GCM; stored as `iv.tag.ciphertext`, each base64url (prisma/schema.prisma, Webhook.secretEncrypted). */
 export class AesGcmSecretBox implements SecretBox {
-  constructor(private readonly key: Buffer) {
+  /** Imported once: a raw key Buffer would be imported again by every createCipheriv. */
+  private readonly key: KeyObject;
+
+  constructor(key: Buffer) {
     if (key.length !== 32) throw new Error('the webhook secret key must be 32 bytes');
+    this.key = createSecretKey(key);
   }
 
   seal(plaintext: string, aad: string): string {
-    const iv = randomBytes(12);
+    const iv = nextIv();
     const cipher = createCipheriv('aes-256-gcm', this.key, iv);
     cipher.setAAD(Buffer.from(aad, 'utf8'));
-    const ct = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
-    return [iv, cipher.getAuthTag(), ct].map((b) => b.toString('base64url')).join('.');
+    const head = cipher.update(plaintext, 'utf8');
+    const tail = cipher.final();
+    const ct = tail.length === 0 ? head : Buffer.concat([head, tail]);
+    return `${iv.toString('base64url')}.${cipher.getAuthTag().toString('base64url')}.${ct.toString('base64url')}`;
   }
 
   open(sealed: string, aad: string): string {
