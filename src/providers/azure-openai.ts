@@ -1,7 +1,7 @@
 import type { ProviderSpec, SecretValue } from './config-file.ts';
 import { chatBody, ChatChunkStream, fromChatCompletion } from './openai-wire.ts';
 import { sseData } from './sse.ts';
-import { ProviderError, type Completion, type EmbeddingRequest, type EmbeddingResult, type Provider, type ProviderRequest, type StreamPart } from './types.ts';
+import { type ProviderSignal, ProviderError, type Completion, type EmbeddingRequest, type EmbeddingResult, type Provider, type ProviderRequest, type StreamPart } from './types.ts';
 import { basePath, Upstream } from './upstream.ts';
 
 /**
@@ -60,7 +60,7 @@ export class AzureOpenAIProvider implements Provider {
     return { vectors, usage: Number.isInteger(prompt) && prompt >= 0 ? { promptTokens: prompt } : null };
   }
 
-  private send(model: string, operation: string, body: unknown, stream: boolean, signal: AbortSignal) {
+  private send(model: string, operation: string, body: unknown, stream: boolean, signal: ProviderSignal) {
     const deployment = encodeURIComponent(this.deployments.get(model) ?? model);
     const path = `${this.base}/openai/deployments/${deployment}/${operation}?api-version=${encodeURIComponent(this.apiVersion)}`;
     const headers: Record<string, string> = { 'content-type': 'application/json', accept: stream ? 'text/event-stream' : 'application/json' };

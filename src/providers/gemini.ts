@@ -1,7 +1,7 @@
 import type { ProviderSpec, SecretValue } from './config-file.ts';
 import { sseData } from './sse.ts';
 import { argumentsObject, dataUrl, firstUnsupported, mergeTurns, newCallId, systemPrompt } from './translate.ts';
-import {
+import { type ProviderSignal,
   contentText,
   ProviderError,
   type ChatMessage,
@@ -275,7 +275,7 @@ export class GeminiProvider implements Provider {
     return /^(models|tunedModels)\//.test(model) ? model : `models/${model}`;
   }
 
-  private send(req: { model: string; signal: AbortSignal } & Partial<Req>, method: string, body: unknown, stream = false) {
+  private send(req: { model: string; signal: ProviderSignal } & Partial<Req>, method: string, body: unknown, stream = false) {
     if (req.messages) {
       const field = this.unsupported(req as Req);
       if (field) throw new ProviderError('rejected', `${this.name}: kind gemini cannot carry ${field}`, 400);

@@ -1,6 +1,6 @@
 import type { ProviderSpec } from './config-file.ts';
 import { mockJudgeVerdict, readJudgeQuestion } from '../kernel/eval-judge.ts';
-import {
+import { type ProviderSignal,
   contentText,
   ProviderError,
   type ChatMessage,
@@ -225,7 +225,7 @@ const promptTokens = (messages: ChatMessage[]) => messages.reduce((n, m) => n + 
 const completionTokens = (a: MockAnswer) =>
   approxTokens(a.content) + (a.toolCalls ?? []).reduce((n, c) => n + approxTokens(c.function.name + c.function.arguments), 0);
 
-function abortError(signal: AbortSignal): Error {
+function abortError(signal: ProviderSignal): Error {
   return signal.reason instanceof Error ? signal.reason : new DOMException('The operation was aborted.', 'AbortError');
 }
 

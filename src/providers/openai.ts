@@ -1,7 +1,7 @@
 import { Pool, errors as undiciErrors, type Dispatcher } from 'undici';
 import type { ProviderSpec, SecretValue } from './config-file.ts';
 import { sseData } from './sse.ts';
-import {
+import { type ProviderSignal,
   ProviderError,
   type Choice,
   type Completion,
@@ -82,7 +82,7 @@ function upstreamMessage(body: string): string {
   return body.slice(0, 300);
 }
 
-function abortReason(signal: AbortSignal, err: unknown): unknown {
+function abortReason(signal: ProviderSignal, err: unknown): unknown {
   return signal.aborted ? (signal.reason ?? err) : err;
 }
 
@@ -258,7 +258,7 @@ export class OpenAIProvider implements Provider {
     return this.post(this.path, payload, stream, req.signal);
   }
 
-  private async post(path: string, payload: Record<string, unknown>, stream: boolean, signal: AbortSignal): Promise<Dispatcher.ResponseData> {
+  private async post(path: string, payload: Record<string, unknown>, stream: boolean, signal: ProviderSignal): Promise<Dispatcher.ResponseData> {
     const headers: Record<string, string> = {
       'content-type': 'application/json',
       accept: stream ? 'text/event-stream' : 'application/json',

@@ -1,3 +1,4 @@
+import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
 import type { Clock } from '../kernel/clock.ts';
 import { picosPerToken, type PicoPrice } from '../kernel/money.ts';
@@ -12,6 +13,7 @@ import {
   type EmbeddingResult,
   type Provider,
   type ProviderRequest,
+  type ProviderSignal,
   type StreamPart,
 } from './types.ts';
 
@@ -77,9 +79,25 @@ export class RoutingError extends SvcError {
 
 type HopEnd = 'client' | 'deadline' | 'hop' | null;
 
+/**
+ * A hop's abort signal: what undici and the adapters read of one (ProviderSignal), as an EventEmitter rather than an
+ * AbortController with EventTarget listeners on every provider call.
+ */
+class HopSignal extends EventEmitter {
+  aborted = false;
+  reason: unknown = undefined;
+
+  abort(reason: unknown): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.reason = reason;
+    this.emit('abort');
+  }
+}
+
 /** The signal of one provider call: the client leaving, the hop's own timeout, or the routing deadline aborts it. */
 class Hop {
-  private readonly controller = new AbortController();
+  private readonly controller = new HopSignal();
   private timer: NodeJS.Timeout | null;
   ended: HopEnd = null;
   private readonly onClientAbort = () => this.abort('client');
@@ -94,8 +112,8 @@ class Hop {
     else client?.addEventListener('abort', this.onClientAbort, { once: true });
   }
 
-  get signal(): AbortSignal {
-    return this.controller.signal;
+  get signal(): HopSignal {
+    return this.controller;
   }
 
   private abort(why: Exclude<HopEnd, null>): void {
@@ -283,7 +301,7 @@ export class ProviderRegistry {
     routes: readonly Route[],
     client: AbortSignal | undefined,
     stream: boolean,
-    call: (route: Route, signal: AbortSignal) => Promise<T>,
+    call: (route: Route, signal: ProviderSignal) => Promise<T>,
   ): Promise<Routed<T> & { hop?: Hop }> {
     const deadline = performance.now() + this.opts.routingTimeoutMs;
     const attempts: string[] = [];

@@ -1,8 +1,16 @@
+import type { EventEmitter } from 'node:events';
 /**
  * The one interface every model provider adapter implements. The gateway's internal request is OpenAI's
  * chat-completions request (its public surface is OpenAI-compatible); each adapter translates it to and from its own
  * wire format (kinds `openai`, `mock`, `azure_openai`, `anthropic`, `gemini`, `bedrock`).
  */
+
+/**
+ * What a provider call reads of its abort signal: whether and why it was aborted, and its 'abort' event (undici takes
+ * an EventEmitter as a request's signal as well as an AbortSignal). The router's hops use the lighter EventEmitter
+ * form (router.ts, HopSignal): an AbortController and its EventTarget listeners per provider call were measurable.
+ */
+export type ProviderSignal = AbortSignal | (EventEmitter & { readonly aborted: boolean; readonly reason: unknown });
 
 export type ProviderKind = 'openai' | 'mock' | 'azure_openai' | 'anthropic' | 'gemini' | 'bedrock';
 
@@ -77,7 +85,7 @@ export interface ProviderRequest {
   sampling: Sampling;
   options?: ChatOptions;
   /** Aborts the call (client gone, hop timeout, routing timeout); undici tears the upstream request down. */
-  signal: AbortSignal;
+  signal: ProviderSignal;
 }
 
 export interface ProviderUsage {
@@ -122,7 +130,7 @@ export interface EmbeddingRequest {
   input: string[];
   dimensions?: number;
   user?: string;
-  signal: AbortSignal;
+  signal: ProviderSignal;
 }
 
 export interface EmbeddingResult {

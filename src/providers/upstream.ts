@@ -1,6 +1,6 @@
 import { Pool, type Dispatcher } from 'undici';
 import { redactCredentials, transportError } from './openai.ts';
-import { ProviderError, type StreamPart } from './types.ts';
+import { type ProviderSignal, ProviderError, type StreamPart } from './types.ts';
 
 /** Statuses that say the request itself is wrong: the same request would fail on every provider (as kind openai). */
 const REJECTED = new Set([400, 413, 422]);
@@ -35,7 +35,7 @@ export function errorMessage(body: string): string {
   return body.slice(0, 300);
 }
 
-function abortReason(signal: AbortSignal, err: unknown): unknown {
+function abortReason(signal: ProviderSignal, err: unknown): unknown {
   return signal.aborted ? (signal.reason ?? err) : err;
 }
 
@@ -78,7 +78,7 @@ export class Upstream {
     return redactAll(text, this.secrets());
   }
 
-  async post(path: string, headers: Record<string, string>, body: string, signal: AbortSignal): Promise<Dispatcher.ResponseData> {
+  async post(path: string, headers: Record<string, string>, body: string, signal: ProviderSignal): Promise<Dispatcher.ResponseData> {
     let res: Dispatcher.ResponseData;
     try {
       res = await this.pool.request({ method: 'POST', path, headers, body, signal });
@@ -93,7 +93,7 @@ export class Upstream {
   }
 
   /** The whole JSON body of a 2xx answer. */
-  async json(res: Dispatcher.ResponseData, signal: AbortSignal): Promise<any> {
+  async json(res: Dispatcher.ResponseData, signal: ProviderSignal): Promise<any> {
     let text: string;
     try {
       text = await res.body.text();
@@ -113,7 +113,7 @@ export class Upstream {
    */
   stream<E>(
     res: Dispatcher.ResponseData,
-    signal: AbortSignal,
+    signal: ProviderSignal,
     frames: (body: AsyncIterable<Uint8Array>) => AsyncIterable<E>,
     translator: StreamTranslator<E>,
   ): AsyncIterable<StreamPart> {
