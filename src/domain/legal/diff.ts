@@ -139,16 +139,23 @@ export function unifiedDiff(text: string, replacements: Replacement[], file: str
     const segment = text.slice(from, to);
     const changed = applyReplacements(segment, group.map((g) => ({ start: g.r.start - from, end: g.r.end - from, text: g.r.text })));
     // A region ending before the end of the text ends with its newline, so its lines compare as whole lines.
-    regions.push({ first, last, ops: lineDiff(splitLines(segment), splitLines(changed)) });
+    const ops = lineDiff(splitLines(segment), splitLines(changed));
+    // Lines the LCS kept are context: the region starts and ends at its first and last changed line.
+    let head = 0;
+    while (head < ops.length && ops[head]!.op === ' ') head++;
+    let tail = 0;
+    while (tail < ops.length - head && ops[ops.length - 1 - tail]!.op === ' ') tail++;
+    if (head < ops.length) regions.push({ first: first + head, last: last - tail, ops: ops.slice(head, ops.length - tail) });
     group = [];
   };
   for (const t of touched) {
     const open = group.length > 0 ? Math.max(...group.map((g) => g.last)) : -1;
-    if (group.length > 0 && t.first > open) flush();
+    // Replacements on the same or adjacent lines are one region (one block of removed, then added, lines).
+    if (group.length > 0 && t.first > open + 1) flush();
     group.push(t);
   }
   flush();
-  const live = regions.filter((r) => r.ops.some((o) => o.op !== ' '));
+  const live = regions;
   if (live.length === 0) return '';
 
   const out: string[] = [`--- a/${file}`, `+++ b/${file}`];
