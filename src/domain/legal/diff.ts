@@ -130,10 +130,11 @@ export function unifiedDiff(text: string, replacements: Replacement[], file: str
   });
   const regions: Region[] = [];
   let group: typeof touched = [];
+  let open = -1; // the group's last touched line
   const flush = () => {
     if (group.length === 0) return;
     const first = group[0]!.first;
-    const last = Math.max(...group.map((g) => g.last));
+    const last = open;
     const from = starts[first]!;
     const to = last + 1 < starts.length ? starts[last + 1]! : text.length;
     const segment = text.slice(from, to);
@@ -149,14 +150,14 @@ export function unifiedDiff(text: string, replacements: Replacement[], file: str
     group = [];
   };
   for (const t of touched) {
-    const open = group.length > 0 ? Math.max(...group.map((g) => g.last)) : -1;
     // Replacements on the same or adjacent lines are one region (one block of removed, then added, lines).
     if (group.length > 0 && t.first > open + 1) flush();
     group.push(t);
+    open = Math.max(group.length === 1 ? -1 : open, t.last);
   }
   flush();
+  if (regions.length === 0) return '';
   const live = regions;
-  if (live.length === 0) return '';
 
   const out: string[] = [`--- a/${file}`, `+++ b/${file}`];
   const show = (o: DiffOp) => {
