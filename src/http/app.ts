@@ -33,6 +33,7 @@ import { approvalsRoutes } from '../rest/approvals.ts';
 import { evalsRoutes } from '../rest/evals.ts';
 import { opsRoutes } from '../rest/ops.ts';
 import { riskRoutes } from '../rest/risk.ts';
+import { legalRoutes } from '../rest/legal.ts';
 import { governanceRoutes } from '../rest/governance.ts';
 import { privacyRoutes } from '../rest/privacy.ts';
 import { ssoRoutes } from '../rest/sso.ts';
@@ -158,6 +159,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   await app.register(evalsRoutes);
   await app.register(riskRoutes);
   await app.register(opsRoutes);
+  await app.register(legalRoutes);
   await app.register(ssoRoutes);
   await app.register(scimRoutes);
   await app.register(operatorsRoutes);

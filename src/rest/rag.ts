@@ -1,11 +1,8 @@
-import multipart from '@fastify/multipart';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyRequest } from 'fastify';
 import type { Prisma, RagDocument } from '../generated/prisma/client.ts';
 import { unixOrNull, unixSeconds } from '../domain/context.ts';
 import { ProjectIdParams } from '../domain/projects/schema.ts';
 import { contentTypeOf } from '../domain/rag/extract.ts';
-import { MAX_DOCUMENT_BYTES } from '../domain/rag/limits.ts';
 import { DocumentIdParams, ListDocumentsQuery, RagQuery, SetRagSettings, UploadDocument, UploadFields } from '../domain/rag/schema.ts';
 import {
   createDocument,
@@ -22,6 +19,7 @@ import {
 import { parseInput } from '../domain/validation.ts';
 import { invalid } from '../errors/svc-error.ts';
 import { sendList } from './list.ts';
+import { acceptUploads, readForm, UPLOAD_JSON_BODY_LIMIT } from './uploads.ts';
 
 /** CONTRACT §13's document object. */
 export function presentDocument(d: RagDocument) {
@@ -49,42 +47,6 @@ export function presentRagSettings(s: RagSettingsView) {
   return { object: 'svc.rag_settings' as const, project_id: s.projectId, embedding_model: s.embeddingModel, updated_at: unixOrNull(s.updatedAt) };
 }
 
-/** A JSON upload's body may be as large as the largest plan's document, plus room for the other fields. */
-const JSON_BODY_LIMIT = MAX_DOCUMENT_BYTES + 1024 * 1024;
-
-interface Form {
-  fields: Record<string, string>;
-  file: { data: Buffer; bytes: number; filename: string; mimetype: string } | null;
-}
-
-/**
- * The multipart form: one file in `file`, and text fields. The file is read up to the largest plan's limit plus one
- * byte (multipart's own fileSize limit, not thrown): anything longer is over every plan, and the service answers
- * 413 document_too_large for the project's plan.
- */
-async function readForm(req: FastifyRequest): Promise<Form> {
-  const form: Form = { fields: {}, file: null };
-  for await (const part of req.parts()) {
-    if (part.type === 'file') {
-      if (part.fieldname !== 'file' || form.file) {
-        part.file.resume();
-        throw invalid(part.fieldname, 'Send one file, in the form field "file".');
-      }
-      const chunks: Buffer[] = [];
-      let bytes = 0;
-      for await (const c of part.file) {
-        bytes += (c as Buffer).length;
-        chunks.push(c as Buffer);
-      }
-      if (part.file.truncated) bytes = MAX_DOCUMENT_BYTES + 1;
-      form.file = { data: Buffer.concat(chunks), bytes, filename: part.filename, mimetype: part.mimetype };
-    } else {
-      form.fields[part.fieldname] = String(part.value);
-    }
-  }
-  return form;
-}
-
 function metadataOf(raw: string | undefined): Prisma.InputJsonObject {
   if (raw === undefined || raw === '') return {};
   let parsed: unknown;
@@ -100,13 +62,13 @@ function metadataOf(raw: string | undefined): Prisma.InputJsonObject {
 
 export const ragRoutes: FastifyPluginAsyncTypebox = async (app) => {
   // Scoped to this plugin: only the upload route reads multipart bodies.
-  await app.register(multipart, { throwFileSizeLimit: false, limits: { fileSize: MAX_DOCUMENT_BYTES, files: 1, fields: 10, fieldSize: 64 * 1024 } });
+  await acceptUploads(app);
 
   app.post(
     '/v1/rag/documents',
     {
-      bodyLimit: JSON_BODY_LIMIT,
-      // A JSON body over JSON_BODY_LIMIT is over every plan: 413 document_too_large, param content (error-handler.ts).
+      bodyLimit: UPLOAD_JSON_BODY_LIMIT,
+      // A JSON body over UPLOAD_JSON_BODY_LIMIT is over every plan: 413 document_too_large, param content (error-handler.ts).
       config: { bodyTooLarge: { code: 'document_too_large', param: 'content' } },
       schema: {
         consumes: ['application/json', 'multipart/form-data'],

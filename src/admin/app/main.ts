@@ -15,6 +15,7 @@ import { PrivacyScreen } from './screens/privacy.ts';
 import { TemplatesScreen } from './screens/templates.ts';
 import { OpsScreen } from './screens/ops.ts';
 import { RiskScreen } from './screens/risk.ts';
+import { LegalScreen } from './screens/legal.ts';
 
 export interface Viewer {
   kind: 'operator' | 'key' | 'session';
@@ -44,6 +45,7 @@ const SCREENS: Screen[] = [
   { path: 'templates', title: 'Templates', scope: 'templates:manage', view: TemplatesScreen },
   { path: 'risk', title: 'Risk', scope: 'risk:read or risk:write', view: RiskScreen },
   { path: 'ops', title: 'Ops', scope: 'ops:read or ops:write', view: OpsScreen },
+  { path: 'legal', title: 'Legal', scope: 'legal:read or legal:write', view: LegalScreen },
 ];
 
 const VIEWER = `query Viewer { viewer { kind keyId projectId scopes } }`;

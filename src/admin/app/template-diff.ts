@@ -42,3 +42,22 @@ export function lineDiff(a: string[], b: string[]): { op: ' ' | '-' | '+'; line:
   while (j < m) out.push({ op: '+', line: b[j++]! });
   return out;
 }
+
+/** A line of a unified diff as the screens show it: removed, added, context, or a hunk header (`@`). */
+export type PatchLine = { op: ' ' | '-' | '+' | '@'; line: string };
+
+/**
+ * A unified diff (a Legal redline's `diff`, computed by the gateway) as the same lines the template diff shows: its
+ * `---`/`+++` file header left out, `\ No newline at end of file` kept as context.
+ */
+export function patchLines(diff: string): PatchLine[] {
+  const out: PatchLine[] = [];
+  for (const raw of diff.split('\n')) {
+    if (raw === '' || raw.startsWith('--- ') || raw.startsWith('+++ ')) continue;
+    const op = raw[0];
+    if (op === '@') out.push({ op: '@', line: raw });
+    else if (op === '-' || op === '+' || op === ' ') out.push({ op, line: raw.slice(1) });
+    else out.push({ op: ' ', line: raw });
+  }
+  return out;
+}

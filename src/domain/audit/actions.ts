@@ -68,6 +68,12 @@ export const AUDIT_ACTIONS = {
   'ops_connector.update': 'An Ops connector was changed (enabled, name).',
   'ops_connector.scan': 'An Ops connector was scanned.',
   'ops_slo.create': 'An SLO was defined.',
+  'legal_matter.create': 'A Legal matter was opened.',
+  'legal_matter.update': "A Legal matter's fields were changed.",
+  'legal_matter.close': 'A Legal matter was closed (no more writes under it).',
+  'legal_contract.create': 'A contract was added to a Legal matter (its text fixed, with its SHA-256).',
+  'legal_mapping.create': 'A model mapping of a contract into named fields was requested.',
+  'legal_redline.create': 'A model redline of a contract was requested.',
 } as const satisfies Record<string, string>;
 
 export type AuditAction = keyof typeof AUDIT_ACTIONS;

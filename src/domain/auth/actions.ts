@@ -131,6 +131,21 @@ export const ACTIONS = {
   'ops_slo.create': ['ops:write'],
   'ops_slo.list': ['ops:read', 'ops:write'],
   'ops_slo.read': ['ops:read', 'ops:write'],
+  // Legal (CONTRACT §16): model work (mappings, redlines) also needs inference:write (verticals/access.ts).
+  'legal_matter.create': ['legal:write'],
+  'legal_matter.list': ['legal:read', 'legal:write'],
+  'legal_matter.read': ['legal:read', 'legal:write'],
+  'legal_matter.update': ['legal:write'],
+  'legal_matter.close': ['legal:write'],
+  'legal_contract.create': ['legal:write'],
+  'legal_contract.list': ['legal:read', 'legal:write'],
+  'legal_contract.read': ['legal:read', 'legal:write'],
+  'legal_mapping.create': ['legal:write'],
+  'legal_mapping.list': ['legal:read', 'legal:write'],
+  'legal_mapping.read': ['legal:read', 'legal:write'],
+  'legal_redline.create': ['legal:write'],
+  'legal_redline.list': ['legal:read', 'legal:write'],
+  'legal_redline.read': ['legal:read', 'legal:write'],
 } as const satisfies Record<string, ActionRule>;
 
 export type Action = keyof typeof ACTIONS;

@@ -1,0 +1,51 @@
+import multipart from '@fastify/multipart';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { MAX_DOCUMENT_BYTES } from '../domain/rag/limits.ts';
+import { invalid } from '../errors/svc-error.ts';
+
+/**
+ * Document uploads (RAG documents, Legal contracts): JSON with the text, or a multipart form with one file. Both are
+ * held to the project's plan limit by the service (domain/rag/limits.ts: 413 document_too_large); here they are only
+ * kept from growing past the largest plan's.
+ */
+
+/** A JSON upload's body may be as large as the largest plan's document, plus room for the other fields. */
+export const UPLOAD_JSON_BODY_LIMIT = MAX_DOCUMENT_BYTES + 1024 * 1024;
+
+/** Reads multipart bodies in the plugin that calls it (and only there): one file, a few text fields. */
+export async function acceptUploads(app: FastifyInstance): Promise<void> {
+  await app.register(multipart, { throwFileSizeLimit: false, limits: { fileSize: MAX_DOCUMENT_BYTES, files: 1, fields: 10, fieldSize: 64 * 1024 } });
+}
+
+export interface Form {
+  fields: Record<string, string>;
+  file: { data: Buffer; bytes: number; filename: string; mimetype: string } | null;
+}
+
+/**
+ * The multipart form: one file in `file`, and text fields. The file is read up to the largest plan's limit plus one
+ * byte (multipart's own fileSize limit, not thrown): anything longer is over every plan, and the service answers
+ * 413 document_too_large for the project's plan.
+ */
+export async function readForm(req: FastifyRequest): Promise<Form> {
+  const form: Form = { fields: {}, file: null };
+  for await (const part of req.parts()) {
+    if (part.type === 'file') {
+      if (part.fieldname !== 'file' || form.file) {
+        part.file.resume();
+        throw invalid(part.fieldname, 'Send one file, in the form field "file".');
+      }
+      const chunks: Buffer[] = [];
+      let bytes = 0;
+      for await (const c of part.file) {
+        bytes += (c as Buffer).length;
+        chunks.push(c as Buffer);
+      }
+      if (part.file.truncated) bytes = MAX_DOCUMENT_BYTES + 1;
+      form.file = { data: Buffer.concat(chunks), bytes, filename: part.filename, mimetype: part.mimetype };
+    } else {
+      form.fields[part.fieldname] = String(part.value);
+    }
+  }
+  return form;
+}
