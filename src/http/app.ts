@@ -28,6 +28,7 @@ import { rateLimitRequest, registerRateLimitHeaders } from './hooks/rate-limit.t
 import { budgetsRoutes } from '../rest/budgets.ts';
 import { rateLimitsRoutes } from '../rest/rate-limits.ts';
 import { parseJsonBodies } from './json-body.ts';
+import { lazyRequestLogger } from './request-logger.ts';
 import { routeValidatorCompiler } from './route-validation.ts';
 import { approvalsRoutes } from '../rest/approvals.ts';
 import { evalsRoutes } from '../rest/evals.ts';
@@ -87,8 +88,10 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   const listenBase = deps.config.publicUrl ?? `http://${deps.config.host}:${deps.config.port}`;
   const app = Fastify({
     loggerInstance: deps.log as FastifyBaseLogger,
-    // Requests are not logged one by one (hot path); errors are logged by the error handler.
+    // Requests are not logged one by one (hot path); errors are logged by the error handler, with the request's id by
+    // a child logger made only then (request-logger.ts).
     logController: new LogController({ disableRequestLogging: true }),
+    childLoggerFactory: lazyRequestLogger,
     genReqId: () => newId('req'),
     bodyLimit: deps.config.bodyLimitBytes,
     trustProxy: false,
