@@ -16,6 +16,7 @@ import './evals.ts';
 import './templates.ts';
 import './risk.ts';
 import './ops.ts';
+import './dev.ts';
 
 /** The whole control plane; scripts/print-schema.ts prints it to schema.graphql. */
 export const schema = builder.toSchema();

@@ -32,6 +32,7 @@ import { routeValidatorCompiler } from './route-validation.ts';
 import { approvalsRoutes } from '../rest/approvals.ts';
 import { evalsRoutes } from '../rest/evals.ts';
 import { opsRoutes } from '../rest/ops.ts';
+import { devRoutes } from '../rest/dev.ts';
 import { riskRoutes } from '../rest/risk.ts';
 import { governanceRoutes } from '../rest/governance.ts';
 import { privacyRoutes } from '../rest/privacy.ts';
@@ -158,6 +159,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   await app.register(evalsRoutes);
   await app.register(riskRoutes);
   await app.register(opsRoutes);
+  await app.register(devRoutes);
   await app.register(ssoRoutes);
   await app.register(scimRoutes);
   await app.register(operatorsRoutes);

@@ -45,7 +45,9 @@ function nextRandom(ms: number): Uint8Array {
 
 export type IdPrefix = 'prj' | 'key' | 'req' | 'aud' | 'evt' | 'wh' | 'del' | 'att' | 'inf' | 'pol' | 'apr' | 'opr' | 'grp' | 'ses' | 'tpl' | 'evr' | 'evc'
   // The verticals (CONTRACT §16): model-work jobs, Risk and Ops objects.
-  | 'vjb' | 'cas' | 'evi' | 'rsa' | 'rpt' | 'inc' | 'tle' | 'log' | 'lgq' | 'pmt' | 'con' | 'slo' | 'doc' | 'chk';
+  | 'vjb' | 'cas' | 'evi' | 'rsa' | 'rpt' | 'inc' | 'tle' | 'log' | 'lgq' | 'pmt' | 'con' | 'slo' | 'doc' | 'chk'
+  // Dev: repositories, their files, reviews, pull-request summaries, test generations.
+  | 'rep' | 'rfl' | 'rev' | 'prs' | 'tst';
 
 /** Whether `value` has the form of an id newId makes with this prefix. */
 export function isId(prefix: IdPrefix, value: string): boolean {

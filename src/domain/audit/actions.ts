@@ -68,6 +68,13 @@ export const AUDIT_ACTIONS = {
   'ops_connector.update': 'An Ops connector was changed (enabled, name).',
   'ops_connector.scan': 'An Ops connector was scanned.',
   'ops_slo.create': 'An SLO was defined.',
+  'dev_repository.create': 'A Dev repository was created.',
+  'dev_repository.update': "A Dev repository's fields were changed (comments_allowed, name, …).",
+  'dev_repository.index': "Files of a Dev repository were posted for (re)indexing.",
+  'dev_question.create': 'A question was asked about a Dev repository (answered by the model).',
+  'dev_review.create': 'A model review of a diff was requested.',
+  'dev_pull_request_summary.create': 'A model summary of a pull request was requested.',
+  'dev_test.create': 'A model-generated test file was requested.',
 } as const satisfies Record<string, string>;
 
 export type AuditAction = keyof typeof AUDIT_ACTIONS;
