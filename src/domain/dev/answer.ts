@@ -12,7 +12,7 @@ import type { PromptSource } from '../verticals/ports.ts';
 import type { DevPorts } from './ports.ts';
 import { ANSWER_PROMPT } from './prompts.ts';
 import { AskQuestion, DEFAULT_TOP_K } from './schema.ts';
-import { findRepository, getRepository } from './service.ts';
+import { findRepository, viewOfRepository } from './service.ts';
 
 export interface FileCitation {
   /** The source's number in the prompt: the answer cites it as [n]. */
@@ -62,7 +62,7 @@ export async function askRepository(ports: DevPorts, ctx: Ctx, repositoryId: str
   const input = parseInput(AskQuestion, raw);
   assertMayRunModelWork(ctx);
   const repo = await findRepository(ctx, repositoryId);
-  const view = await getRepository(ctx, repo.id);
+  const view = await viewOfRepository(ctx, repo);
   if (view.status !== 'ready') {
     throw new SvcError('repository_not_indexed', {
       param: 'repository_id',

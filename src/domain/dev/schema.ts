@@ -28,7 +28,7 @@ const Diff = Type.String({ minLength: 1, description: 'The change as a unified d
 export const FilePath = Type.String({
   minLength: 1,
   maxLength: MAX_PATH_CHARS,
-  pattern: '^(?!/)(?!.*(^|/)\\.{1,2}(/|$))(?!.*//)[^\\u0000\\\\]*[^/]$',
+  pattern: '^(?!/)(?!.*(^|/)\\.{1,2}(/|$))(?!.*//)[^\\u0000\\\\]*[^/\\u0000\\\\]$',
   description: 'The file\'s path in the repository, relative and / separated (src/app.ts).',
   ...says(`must be a relative path of at most ${MAX_PATH_CHARS} characters, / separated, without . or .. segments`),
 });

@@ -124,9 +124,13 @@ export async function findRepository(ctx: Ctx, repositoryId: string, param = 're
   return row;
 }
 
-export async function getRepository(ctx: Ctx, repositoryId: string): Promise<RepositoryView> {
-  const row = await findRepository(ctx, repositoryId);
+/** A repository row with its files' indexing state. */
+export async function viewOfRepository(ctx: Ctx, row: DevRepository): Promise<RepositoryView> {
   return (await viewsOf(ctx.db, [row]))[0]!;
+}
+
+export async function getRepository(ctx: Ctx, repositoryId: string): Promise<RepositoryView> {
+  return viewOfRepository(ctx, await findRepository(ctx, repositoryId));
 }
 
 /** Audits dev_repository.update with the fields changed. */
@@ -150,7 +154,7 @@ export async function updateRepository(ctx: Ctx, repositoryId: string, raw: unkn
     await recordAudit(tx, ctx, 'dev_repository.update', { projectId: updated.projectId, targetId: updated.id, data: changes });
     return updated;
   });
-  return (await viewsOf(ctx.db, [row]))[0]!;
+  return viewOfRepository(ctx, row);
 }
 
 // ---- files ----
@@ -192,25 +196,25 @@ export async function postRepositoryFiles(ports: Pick<DevPorts, 'rag'>, ctx: Ctx
     return { path: f.path, content: f.content, bytes, sha256: sha256(f.content) };
   });
 
-  const existing = await ctx.db.devRepositoryFile.findMany({
-    where: { projectId: repo.projectId, repositoryId: repo.id, ...(input.replace ? {} : { path: { in: [...seen] } }) },
-    select: { id: true, path: true, sha256: true, documentId: true },
-  });
-  const byPath = new Map(existing.map((f) => [f.path, f]));
-  const failed = new Set(
-    [...(await documentStates(ctx.db, repo.projectId, existing.filter((f) => seen.has(f.path)).map((f) => f.documentId))).values()]
-      .filter((d) => d.status === 'failed')
-      .map((d) => d.id),
-  );
-  const changed = posted.filter((f) => {
-    const before = byPath.get(f.path);
-    return !before || before.sha256 !== f.sha256 || failed.has(before.documentId);
-  });
-  const removed = input.replace ? existing.filter((f) => !seen.has(f.path)) : [];
   const now = ctx.now();
 
   await ctx.db.$transaction(
     async (tx) => {
+      // One posting at a time per repository (concurrent ones wait here): each reads the files the previous one left.
+      await tx.$queryRaw`SELECT id FROM dev_repositories WHERE id = ${repo.id} FOR UPDATE`;
+      const existing = await tx.devRepositoryFile.findMany({
+        where: { projectId: repo.projectId, repositoryId: repo.id, ...(input.replace ? {} : { path: { in: [...seen] } }) },
+        select: { id: true, path: true, sha256: true, documentId: true },
+      });
+      const byPath = new Map(existing.map((f) => [f.path, f]));
+      const states = await documentStates(tx, repo.projectId, existing.filter((f) => seen.has(f.path)).map((f) => f.documentId));
+      const failed = new Set([...states.values()].filter((d) => d.status === 'failed').map((d) => d.id));
+      const changed = posted.filter((f) => {
+        const before = byPath.get(f.path);
+        return !before || before.sha256 !== f.sha256 || failed.has(before.documentId);
+      });
+      const removed = input.replace ? existing.filter((f) => !seen.has(f.path)) : [];
+
       const replaced = changed.flatMap((f) => (byPath.has(f.path) ? [byPath.get(f.path)!.documentId] : []));
       await dropRepositoryDocuments(tx, repo.projectId, repo.id, [...replaced, ...removed.map((f) => f.documentId)]);
       if (removed.length) await tx.devRepositoryFile.deleteMany({ where: { projectId: repo.projectId, id: { in: removed.map((f) => f.id) } } });
