@@ -304,6 +304,29 @@ describe('reviews', () => {
   });
 });
 
+describe('idempotency', () => {
+  it('replays a review and a question under the same Idempotency-Key without queuing or asking again', async () => {
+    const p = await verticalProject(operator, DEV);
+    const api = as(p.secret);
+    const repo = await readyRepository(t, api);
+    const body = { repository_id: repo.id, diff: DIFF, title: 'Once' };
+    const first = await api.post('/v1/dev/reviews', body, { headers: { 'idempotency-key': 'review-1' } });
+    const again = await api.post('/v1/dev/reviews', body, { headers: { 'idempotency-key': 'review-1' } });
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.body).toEqual(first.body);
+    expect(await t.deps.db.devTask.count({ where: { projectId: p.projectId } })).toBe(1);
+    expectError(await api.post('/v1/dev/reviews', { ...body, title: 'Twice' }, { headers: { 'idempotency-key': 'review-1' } }), 409, 'idempotency_conflict');
+
+    const question = { question: 'What does refundAmount return?' };
+    const asked = await api.post(`/v1/dev/repositories/${repo.id}/questions`, question, { headers: { 'idempotency-key': 'q-1' } });
+    const replay = await api.post(`/v1/dev/repositories/${repo.id}/questions`, question, { headers: { 'idempotency-key': 'q-1' } });
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+    expect(replay.body.id).toBe(asked.body.id);
+    await t.deps.outcomes.flush();
+    expect(await t.deps.db.usageRecord.count({ where: { projectId: p.projectId } })).toBe(1);
+  });
+});
+
 describe('pull-request summaries', () => {
   it('summarizes in the background, with or without a repository; dev.pull_request.summarized reaches a receiver', async () => {
     const p = await verticalProject(operator, DEV);
