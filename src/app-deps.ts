@@ -30,6 +30,7 @@ import { createEmbeddings } from './domain/inference/service.ts';
 import type { InferencePorts } from './domain/inference/ports.ts';
 import type { RagPorts } from './domain/rag/ports.ts';
 import { RateLimitTicket } from './limits/requests.ts';
+import { projectTemplates } from './domain/verticals/ports.ts';
 
 export const LOG_REDACT_PATHS = [
   'req.headers.authorization',
@@ -280,6 +281,16 @@ export function composePorts(deps: Omit<Deps, 'ports'>): DomainPorts {
         absoluteTimeoutMs: deps.config.operators.absoluteTimeoutMs,
         consoleAllowlist: new CidrList(deps.config.operators.consoleAllowlist),
       },
+    },
+    // Dev's model work on the request path (a question's answer): the pipeline, the limiter, the project's prompts.
+    dev: {
+      inference,
+      rag,
+      get limiter() {
+        return deps.limiter;
+      },
+      prompts: projectTemplates,
+      clock: deps.clock,
     },
   };
 }

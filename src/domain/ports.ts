@@ -11,6 +11,7 @@ import type { OperatorPorts } from './operators/ports.ts';
 import type { RagPorts } from './rag/ports.ts';
 import type { PrivacyPorts } from './privacy/ports.ts';
 import type { TemplatePorts } from './templates/ports.ts';
+import type { DevPorts } from './dev/ports.ts';
 
 /**
  * Every capability's ports, composed once in src/app-deps.ts and handed to the adapters (REST: `app.ports`, GraphQL:
@@ -31,4 +32,5 @@ export interface DomainPorts {
   rag: RagPorts;
   privacy: PrivacyPorts;
   templates: TemplatePorts;
+  dev: DevPorts;
 }

@@ -17,6 +17,7 @@ import './templates.ts';
 import './risk.ts';
 import './ops.ts';
 import './legal.ts';
+import './dev.ts';
 
 /** The whole control plane; scripts/print-schema.ts prints it to schema.graphql. */
 export const schema = builder.toSchema();

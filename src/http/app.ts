@@ -33,6 +33,7 @@ import { routeValidatorCompiler } from './route-validation.ts';
 import { approvalsRoutes } from '../rest/approvals.ts';
 import { evalsRoutes } from '../rest/evals.ts';
 import { opsRoutes } from '../rest/ops.ts';
+import { devRoutes } from '../rest/dev.ts';
 import { riskRoutes } from '../rest/risk.ts';
 import { legalRoutes } from '../rest/legal.ts';
 import { governanceRoutes } from '../rest/governance.ts';
@@ -163,6 +164,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   await app.register(riskRoutes);
   await app.register(opsRoutes);
   await app.register(legalRoutes);
+  await app.register(devRoutes);
   await app.register(ssoRoutes);
   await app.register(scimRoutes);
   await app.register(operatorsRoutes);

@@ -63,9 +63,10 @@ export function registerErrorHandling(app: FastifyInstance): void {
     }
     switch (fe.code) {
       case 'FST_ERR_CTP_BODY_TOO_LARGE': {
-        // A route may name its own code for it (the RAG upload: document_too_large, param content).
-        const own = (req.routeOptions.config as { bodyTooLarge?: { code: 'document_too_large'; param: string } } | undefined)?.bodyTooLarge;
-        if (own) return send(reply, 413, own.code, ERRORS[own.code].message, own.param);
+        // A route may name its own code for it (the RAG upload: 413 document_too_large, param content; a Dev diff: 409
+        // diff_too_large, param diff), with that code's status.
+        const own = (req.routeOptions.config as { bodyTooLarge?: { code: 'document_too_large' | 'diff_too_large'; param: string } } | undefined)?.bodyTooLarge;
+        if (own) return send(reply, ERRORS[own.code].http, own.code, ERRORS[own.code].message, own.param);
         return send(reply, 413, 'invalid_request', 'The request body is larger than the limit.', null);
       }
       case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':

@@ -47,7 +47,9 @@ export type IdPrefix = 'prj' | 'key' | 'req' | 'aud' | 'evt' | 'wh' | 'del' | 'a
   // The verticals (CONTRACT §16): model-work jobs, Risk and Ops objects.
   | 'vjb' | 'cas' | 'evi' | 'rsa' | 'rpt' | 'inc' | 'tle' | 'log' | 'lgq' | 'pmt' | 'con' | 'slo' | 'doc' | 'chk'
   // Legal: matters, contracts, mappings, redlines.
-  | 'mat' | 'ctr' | 'map' | 'red';
+  | 'mat' | 'ctr' | 'map' | 'red'
+  // Dev: repositories, their files, reviews, pull-request summaries, test generations.
+  | 'rep' | 'rfl' | 'rev' | 'prs' | 'tst';
 
 /** Whether `value` has the form of an id newId makes with this prefix. */
 export function isId(prefix: IdPrefix, value: string): boolean {

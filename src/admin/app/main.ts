@@ -14,6 +14,7 @@ import { EvalsScreen } from './screens/evals.ts';
 import { PrivacyScreen } from './screens/privacy.ts';
 import { TemplatesScreen } from './screens/templates.ts';
 import { OpsScreen } from './screens/ops.ts';
+import { DevScreen } from './screens/dev.ts';
 import { RiskScreen } from './screens/risk.ts';
 import { LegalScreen } from './screens/legal.ts';
 
@@ -46,6 +47,7 @@ const SCREENS: Screen[] = [
   { path: 'risk', title: 'Risk', scope: 'risk:read or risk:write', view: RiskScreen },
   { path: 'ops', title: 'Ops', scope: 'ops:read or ops:write', view: OpsScreen },
   { path: 'legal', title: 'Legal', scope: 'legal:read or legal:write', view: LegalScreen },
+  { path: 'dev', title: 'Dev', scope: 'dev:read or dev:write', view: DevScreen },
 ];
 
 const VIEWER = `query Viewer { viewer { kind keyId projectId scopes } }`;

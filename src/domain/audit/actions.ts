@@ -74,6 +74,13 @@ export const AUDIT_ACTIONS = {
   'legal_contract.create': 'A contract was added to a Legal matter (its text fixed, with its SHA-256).',
   'legal_mapping.create': 'A model mapping of a contract into named fields was requested.',
   'legal_redline.create': 'A model redline of a contract was requested.',
+  'dev_repository.create': 'A Dev repository was created.',
+  'dev_repository.update': "A Dev repository's fields were changed (comments_allowed, name, …).",
+  'dev_repository.index': "Files of a Dev repository were posted for (re)indexing.",
+  'dev_question.create': 'A question was asked about a Dev repository (answered by the model).',
+  'dev_review.create': 'A model review of a diff was requested.',
+  'dev_pull_request_summary.create': 'A model summary of a pull request was requested.',
+  'dev_test.create': 'A model-generated test file was requested.',
 } as const satisfies Record<string, string>;
 
 export type AuditAction = keyof typeof AUDIT_ACTIONS;

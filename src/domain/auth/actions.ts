@@ -146,6 +146,22 @@ export const ACTIONS = {
   'legal_redline.create': ['legal:write'],
   'legal_redline.list': ['legal:read', 'legal:write'],
   'legal_redline.read': ['legal:read', 'legal:write'],
+  // Dev: Q&A, reviews, summaries and tests are model work (also inference:write, checked by the service).
+  'dev_repository.create': ['dev:write'],
+  'dev_repository.list': ['dev:read', 'dev:write'],
+  'dev_repository.read': ['dev:read', 'dev:write'],
+  'dev_repository.update': ['dev:write'],
+  'dev_repository.index': ['dev:write'],
+  'dev_question.create': ['dev:write'],
+  'dev_review.create': ['dev:write'],
+  'dev_review.list': ['dev:read', 'dev:write'],
+  'dev_review.read': ['dev:read', 'dev:write'],
+  'dev_pull_request_summary.create': ['dev:write'],
+  'dev_pull_request_summary.list': ['dev:read', 'dev:write'],
+  'dev_pull_request_summary.read': ['dev:read', 'dev:write'],
+  'dev_test.create': ['dev:write'],
+  'dev_test.list': ['dev:read', 'dev:write'],
+  'dev_test.read': ['dev:read', 'dev:write'],
 } as const satisfies Record<string, ActionRule>;
 
 export type Action = keyof typeof ACTIONS;

@@ -96,6 +96,7 @@ export async function listDocuments(ctx: Ctx, input: unknown): Promise<Page<RagD
   const query = parseInput(ListDocumentsQuery, input);
   const projectId = await visibleProjectId(ctx, query.project_id);
   const where: Prisma.RagDocumentWhereInput = {
+    repositoryId: null,
     ...(projectId !== undefined ? { projectId } : {}),
     ...(query.status !== undefined ? { status: query.status } : {}),
   };
@@ -192,6 +193,8 @@ interface Search {
   modeParam: string;
   /** Prefix of the other fields' names in errors: '' (the query) or 'rag.' (the inference option). */
   prefix: string;
+  /** The project's own documents (null), or one Dev repository's files (domain/rag/repositories.ts). */
+  repositoryId: string | null;
 }
 
 async function search(ports: RagPorts, ctx: Ctx, s: Search): Promise<RagChunkResult[]> {
@@ -208,12 +211,14 @@ async function search(ports: RagPorts, ctx: Ctx, s: Search): Promise<RagChunkRes
     documents = found;
   }
   const depth = mode === 'hybrid' ? Math.max(s.topK * FUSION_DEPTH, 20) : s.topK;
-  const keyword = mode === 'vector' ? [] : await store.keywordSearch(ctx.db, s.projectId, s.query, s.documentIds, depth);
+  const keyword = mode === 'vector' ? [] : await store.keywordSearch(ctx.db, s.projectId, s.query, s.documentIds, depth, s.repositoryId);
   let ranked: Scored[];
   if (mode === 'keyword') ranked = keyword;
   else {
     const [vector] = await ports.embed(ctx, s.projectId, settings.embeddingModel!, [s.query]);
-    const matrix = await vectorCache.get(s.projectId, settings.version, () => store.loadVectors(ctx.db, s.projectId));
+    // A repository's vectors are a matrix of their own; the project's version moves for both.
+    const cacheKey = s.repositoryId === null ? s.projectId : `${s.projectId}/${s.repositoryId}`;
+    const matrix = await vectorCache.get(cacheKey, settings.version, () => store.loadVectors(ctx.db, s.projectId, s.repositoryId));
     const nearest = topK(matrix, vector!, depth, documents);
     ranked = mode === 'vector' ? nearest : fuse([keyword, nearest], s.topK);
   }
@@ -242,6 +247,7 @@ export async function queryChunks(ports: RagPorts, ctx: Ctx, raw: unknown): Prom
     mode: input.mode,
     modeParam: 'mode',
     prefix: '',
+    repositoryId: null,
   });
 }
 
@@ -254,5 +260,13 @@ export function searchForInference(
   topK: number | undefined,
   documentIds: string[] | undefined,
 ): Promise<RagChunkResult[]> {
-  return search(ports, ctx, { projectId, query, topK: topK ?? DEFAULT_TOP_K, documentIds: documentIds ?? null, mode: undefined, modeParam: 'rag', prefix: 'rag.' });
+  return search(ports, ctx, { projectId, query, topK: topK ?? DEFAULT_TOP_K, documentIds: documentIds ?? null, mode: undefined, modeParam: 'rag', prefix: 'rag.', repositoryId: null });
+}
+
+/**
+ * One Dev repository's files (domain/rag/repositories.ts), in the project's default mode (hybrid with an embedding
+ * model, the query embedded through the inference pipeline as the caller; else keyword). Best first.
+ */
+export function searchRepository(ports: RagPorts, ctx: Ctx, projectId: string, repositoryId: string, query: string, topK: number): Promise<RagChunkResult[]> {
+  return search(ports, ctx, { projectId, query, topK, documentIds: null, mode: undefined, modeParam: 'mode', prefix: '', repositoryId });
 }

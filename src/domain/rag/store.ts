@@ -7,9 +7,16 @@ import type { StoredVector } from './vectors.ts';
 /** The text search configuration of the tsvector column and of every query (both must agree). */
 const TS_CONFIG = 'english';
 
+/** The project's own documents: a Dev repository's files (repository_id set) are not among them. */
 export function findDocument(db: Db | Tx, documentId: string, projectId: string | undefined): Promise<RagDocument | null> {
-  return db.ragDocument.findFirst({ where: { id: documentId, ...(projectId !== undefined ? { projectId } : {}) } });
+  return db.ragDocument.findFirst({ where: { id: documentId, repositoryId: null, ...(projectId !== undefined ? { projectId } : {}) } });
 }
+
+/**
+ * Which chunks a search reads: the project's own documents (null), or one Dev repository's files. Chunks carry their
+ * document's repository_id, so the filter needs no join.
+ */
+const inScope = (repositoryId: string | null) => (repositoryId === null ? Prisma.sql`AND c.repository_id IS NULL` : Prisma.sql`AND c.repository_id = ${repositoryId}`);
 
 /** The project's embedding model and index version (0 and null before anything was set). */
 export async function settingsOf(db: Db | Tx, projectId: string): Promise<{ embeddingModel: string | null; version: number; updatedAt: Date | null }> {
@@ -29,7 +36,7 @@ export interface NewChunk {
   embedding: Uint8Array | null;
 }
 
-/** In statements of at most 500 rows; the tsvector is computed by the database from the same text. */
+/** In statements of at most 500 rows; the tsvector is computed by the database from the same text; repository_id is the document's. */
 export async function insertChunks(tx: Tx, documentId: string, projectId: string, chunks: NewChunk[]): Promise<void> {
   for (let i = 0; i < chunks.length; i += 500) {
     const rows = chunks.slice(i, i + 500).map(
@@ -37,8 +44,9 @@ export async function insertChunks(tx: Tx, documentId: string, projectId: string
         Prisma.sql`(${c.id}, ${c.ordinal}::int, ${c.text}, ${c.embedding}::bytea, ${c.embedding ? c.embedding.byteLength / 4 : null}::int)`,
     );
     await tx.$executeRaw`
-      INSERT INTO rag_chunks (id, document_id, project_id, ordinal, text, tsv, embedding, dims)
-      SELECT v.id, ${documentId}, ${projectId}, v.ordinal, v.text, to_tsvector(${TS_CONFIG}::regconfig, v.text), v.embedding, v.dims
+      INSERT INTO rag_chunks (id, document_id, project_id, ordinal, text, tsv, embedding, dims, repository_id)
+      SELECT v.id, ${documentId}, ${projectId}, v.ordinal, v.text, to_tsvector(${TS_CONFIG}::regconfig, v.text), v.embedding, v.dims,
+        (SELECT d.repository_id FROM rag_documents d WHERE d.id = ${documentId})
       FROM (VALUES ${Prisma.join(rows)}) AS v(id, ordinal, text, embedding, dims)`;
   }
 }
@@ -73,8 +81,15 @@ export interface KeywordHit {
  */
 const ANY_WORD_CANDIDATES = 2_000;
 
-export async function keywordSearch(db: Db | Tx, projectId: string, query: string, documentIds: string[] | null, limit: number): Promise<KeywordHit[]> {
-  const docs = documentIds ? Prisma.sql`AND c.document_id = ANY(${documentIds}::text[])` : Prisma.empty;
+export async function keywordSearch(
+  db: Db | Tx,
+  projectId: string,
+  query: string,
+  documentIds: string[] | null,
+  limit: number,
+  repositoryId: string | null = null,
+): Promise<KeywordHit[]> {
+  const docs = Prisma.sql`${documentIds ? Prisma.sql`AND c.document_id = ANY(${documentIds}::text[])` : Prisma.empty} ${inScope(repositoryId)}`;
   const whole = await db.$queryRaw<KeywordHit[]>`
     SELECT c.id AS "chunkId", c.document_id AS "documentId", (ts_rank(c.tsv, q) + 1)::float8 AS score
     FROM rag_chunks c, websearch_to_tsquery(${TS_CONFIG}::regconfig, ${query}) q
@@ -100,10 +115,10 @@ export async function keywordSearch(db: Db | Tx, projectId: string, query: strin
   return [...whole, ...any];
 }
 
-export function loadVectors(db: Db | Tx, projectId: string): Promise<StoredVector[]> {
+export function loadVectors(db: Db | Tx, projectId: string, repositoryId: string | null = null): Promise<StoredVector[]> {
   return db.$queryRaw<StoredVector[]>`
-    SELECT id, document_id AS "documentId", embedding FROM rag_chunks
-    WHERE project_id = ${projectId} AND embedding IS NOT NULL ORDER BY id`;
+    SELECT c.id, c.document_id AS "documentId", c.embedding FROM rag_chunks c
+    WHERE c.project_id = ${projectId} AND c.embedding IS NOT NULL ${inScope(repositoryId)} ORDER BY c.id`;
 }
 
 export interface ChunkRow {
@@ -124,7 +139,7 @@ export function chunksByIds(db: Db | Tx, projectId: string, ids: string[]): Prom
 
 /** The documents among `ids` that the project has (the others are refused as not found). */
 export async function existingDocuments(db: Db | Tx, projectId: string, ids: string[]): Promise<Set<string>> {
-  const rows = await db.ragDocument.findMany({ where: { projectId, id: { in: ids } }, select: { id: true } });
+  const rows = await db.ragDocument.findMany({ where: { projectId, repositoryId: null, id: { in: ids } }, select: { id: true } });
   return new Set(rows.map((r) => r.id));
 }
 

@@ -1,0 +1,184 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { unixOrNull, unixSeconds } from '../domain/context.ts';
+import { askRepository, type Answer } from '../domain/dev/answer.ts';
+import { DIFF_BODY_LIMIT } from '../domain/dev/limits.ts';
+import {
+  AskQuestion,
+  CreateRepository,
+  CreateReview,
+  GenerateTest,
+  ListFilesQuery,
+  ListRepositoriesQuery,
+  ListTasksQuery,
+  PostFiles,
+  RepositoryIdParams,
+  ReviewIdParams,
+  SummarizePullRequest,
+  SummaryIdParams,
+  TestIdParams,
+  UpdateRepository,
+} from '../domain/dev/schema.ts';
+import {
+  createRepository,
+  createReview,
+  generateTest,
+  getRepository,
+  getTask,
+  listRepositories,
+  listRepositoryFiles,
+  listTasks,
+  postRepositoryFiles,
+  summarizePullRequest,
+  updateRepository,
+  type DevTaskView,
+  type FileView,
+  type RepositoryView,
+} from '../domain/dev/service.ts';
+import type { ReviewResult } from '../domain/dev/work.ts';
+import { MAX_DOCUMENT_BYTES } from '../domain/rag/limits.ts';
+import { ticketOf } from '../http/hooks/rate-limit.ts';
+import { microsToUsd } from '../kernel/money.ts';
+import { sendList } from './list.ts';
+
+export function presentRepository(v: RepositoryView) {
+  const r = v.repository;
+  return {
+    id: r.id,
+    object: 'svc.dev_repository' as const,
+    project_id: r.projectId,
+    name: r.name,
+    git_host: r.gitHost,
+    comments_allowed: r.commentsAllowed,
+    default_branch: r.defaultBranch,
+    status: v.status,
+    files: v.files,
+    file_counts: v.fileCounts,
+    error: v.error,
+    metadata: r.metadata,
+    created_at: unixSeconds(r.createdAt),
+    updated_at: unixSeconds(r.updatedAt),
+  };
+}
+
+export function presentRepositoryFile(f: FileView) {
+  return {
+    id: f.file.id,
+    object: 'svc.dev_repository_file' as const,
+    repository_id: f.file.repositoryId,
+    path: f.file.path,
+    bytes: f.file.bytes,
+    sha256: f.file.sha256,
+    status: f.status,
+    chunks: f.chunks,
+    error: f.error,
+    created_at: unixSeconds(f.file.createdAt),
+    updated_at: unixSeconds(f.file.updatedAt),
+  };
+}
+
+/** A review (rev_), a pull-request summary (prs_) or a test generation (tst_): the model's result in its fields. */
+export function presentDevTask(t: DevTaskView) {
+  const base = { id: t.id, project_id: t.projectId, repository_id: t.repositoryId, status: t.status, error: t.error ?? null, created_at: unixSeconds(t.createdAt), completed_at: unixOrNull(t.completedAt) };
+  if (t.kind === 'review') {
+    const r = t.result as ReviewResult | null;
+    return { ...base, object: 'svc.dev_review' as const, title: t.title, post_comments: t.postComments, diff_bytes: t.diffBytes, summary: r?.summary ?? null, comments: r?.comments ?? [] };
+  }
+  if (t.kind === 'pull_request_summary') {
+    const r = t.result as { summary: string; changes: { path: string; description: string }[]; risk: string } | null;
+    return {
+      ...base,
+      object: 'svc.dev_pull_request_summary' as const,
+      title: t.title,
+      description: t.description,
+      diff_bytes: t.diffBytes,
+      summary: r?.summary ?? null,
+      changes: r?.changes ?? [],
+      risk: r?.risk ?? null,
+    };
+  }
+  const r = t.result as { path: string; framework: string; content: string; notes: string } | null;
+  return {
+    ...base,
+    object: 'svc.dev_test_generation' as const,
+    path: t.path,
+    framework: r?.framework ?? t.framework,
+    instructions: t.instructions,
+    test_file: r ? { path: r.path, content: r.content } : null,
+    notes: r?.notes ?? null,
+  };
+}
+
+export function presentAnswer(a: Answer) {
+  const r = a.result;
+  return {
+    id: r.id,
+    object: 'svc.dev_answer' as const,
+    project_id: a.repository.projectId,
+    repository_id: a.repository.id,
+    question: a.question,
+    answer: r.content,
+    citations: a.citations.map((c) => ({ source: c.source, path: c.path, chunk_id: c.chunkId, score: c.score, text: c.text })),
+    model: r.model,
+    route: r.route,
+    usage: { prompt_tokens: r.promptTokens, completion_tokens: r.completionTokens, total_tokens: r.promptTokens + r.completionTokens },
+    cost_usd: microsToUsd(r.costMicros),
+    template_id: r.template?.id ?? null,
+    created_at: unixSeconds(r.createdAt),
+    request_id: r.requestId,
+  };
+}
+
+/** Each file up to the largest plan's document limit, plus the JSON around them: over it is over every plan. */
+const FILES_BODY_LIMIT = MAX_DOCUMENT_BYTES + 1024 * 1024;
+
+/** CONTRACT §16, Dev: repositories indexed from posted files, Q&A, reviews, pull-request summaries, tests. */
+export const devRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  app.post('/v1/dev/repositories', { schema: { body: CreateRepository } }, async (req) => presentRepository(await createRepository(req.ctx, req.body)));
+  app.get('/v1/dev/repositories', { schema: { querystring: ListRepositoriesQuery } }, async (req, reply) =>
+    sendList(reply, await listRepositories(req.ctx, req.query), '/v1/dev/repositories', presentRepository),
+  );
+  app.get('/v1/dev/repositories/:repository_id', { schema: { params: RepositoryIdParams } }, async (req) =>
+    presentRepository(await getRepository(req.ctx, req.params.repository_id)),
+  );
+  app.patch('/v1/dev/repositories/:repository_id', { schema: { params: RepositoryIdParams, body: UpdateRepository } }, async (req) =>
+    presentRepository(await updateRepository(req.ctx, req.params.repository_id, req.body)),
+  );
+  app.post(
+    '/v1/dev/repositories/:repository_id/files',
+    {
+      bodyLimit: FILES_BODY_LIMIT,
+      config: { bodyTooLarge: { code: 'document_too_large', param: 'files' } },
+      schema: { params: RepositoryIdParams, body: PostFiles },
+    },
+    async (req) => presentRepository(await postRepositoryFiles(app.ports.dev, req.ctx, req.params.repository_id, req.body)),
+  );
+  app.get('/v1/dev/repositories/:repository_id/files', { schema: { params: RepositoryIdParams, querystring: ListFilesQuery } }, async (req, reply) =>
+    sendList(reply, await listRepositoryFiles(req.ctx, req.params.repository_id, req.query), `/v1/dev/repositories/${req.params.repository_id}/files`, presentRepositoryFile),
+  );
+  app.post('/v1/dev/repositories/:repository_id/questions', { schema: { params: RepositoryIdParams, body: AskQuestion } }, async (req) =>
+    presentAnswer(await askRepository(app.ports.dev, req.ctx, req.params.repository_id, req.body, ticketOf(req))),
+  );
+
+  const diffRoute = { bodyLimit: DIFF_BODY_LIMIT, config: { bodyTooLarge: { code: 'diff_too_large' as const, param: 'diff' } } };
+  app.post('/v1/dev/reviews', { ...diffRoute, schema: { body: CreateReview } }, async (req) => presentDevTask(await createReview(req.ctx, req.body)));
+  app.get('/v1/dev/reviews', { schema: { querystring: ListTasksQuery } }, async (req, reply) =>
+    sendList(reply, await listTasks(req.ctx, 'review', req.query), '/v1/dev/reviews', presentDevTask),
+  );
+  app.get('/v1/dev/reviews/:review_id', { schema: { params: ReviewIdParams } }, async (req) => presentDevTask(await getTask(req.ctx, 'review', req.params.review_id)));
+
+  app.post('/v1/dev/pull-requests/summaries', { ...diffRoute, schema: { body: SummarizePullRequest } }, async (req) =>
+    presentDevTask(await summarizePullRequest(req.ctx, req.body)),
+  );
+  app.get('/v1/dev/pull-requests/summaries', { schema: { querystring: ListTasksQuery } }, async (req, reply) =>
+    sendList(reply, await listTasks(req.ctx, 'pull_request_summary', req.query), '/v1/dev/pull-requests/summaries', presentDevTask),
+  );
+  app.get('/v1/dev/pull-requests/summaries/:summary_id', { schema: { params: SummaryIdParams } }, async (req) =>
+    presentDevTask(await getTask(req.ctx, 'pull_request_summary', req.params.summary_id)),
+  );
+
+  app.post('/v1/dev/tests', { schema: { body: GenerateTest } }, async (req) => presentDevTask(await generateTest(req.ctx, req.body)));
+  app.get('/v1/dev/tests', { schema: { querystring: ListTasksQuery } }, async (req, reply) =>
+    sendList(reply, await listTasks(req.ctx, 'test', req.query), '/v1/dev/tests', presentDevTask),
+  );
+  app.get('/v1/dev/tests/:test_id', { schema: { params: TestIdParams } }, async (req) => presentDevTask(await getTask(req.ctx, 'test', req.params.test_id)));
+};
