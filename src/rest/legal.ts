@@ -158,10 +158,11 @@ export const legalRoutes: FastifyPluginAsyncTypebox = async (app) => {
         },
       },
     },
-    async (req) => {
+    async (req, reply) => {
       const matterId = req.params.matter_id;
       if (!req.isMultipart()) return presentContract(await createContractJson(req.ctx, matterId, req.body));
-      const form = await readForm(req);
+      const form = await readForm(req, reply);
+      if (!form) return reply; // an Idempotency-Key's first answer, replayed
       if (!form.file) throw invalid('file', 'Missing required parameter: file.');
       const fields = parseInput(ContractFields, form.fields);
       const contentType = contentTypeOf(form.file.mimetype, form.file.filename);

@@ -93,9 +93,10 @@ export const ragRoutes: FastifyPluginAsyncTypebox = async (app) => {
         },
       },
     },
-    async (req) => {
+    async (req, reply) => {
       if (!req.isMultipart()) return presentDocument(await uploadDocumentJson(app.ports.rag, req.ctx, req.body));
-      const form = await readForm(req);
+      const form = await readForm(req, reply);
+      if (!form) return reply; // an Idempotency-Key's first answer, replayed
       if (!form.file) throw invalid('file', 'Missing required parameter: file.');
       const fields = parseInput(UploadFields, form.fields);
       const contentType = contentTypeOf(form.file.mimetype, form.file.filename);

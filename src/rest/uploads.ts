@@ -1,5 +1,7 @@
 import multipart from '@fastify/multipart';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { createHash } from 'node:crypto';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { beginMultipartIdempotency } from '../http/hooks/idempotency.ts';
 import { MAX_DOCUMENT_BYTES } from '../domain/rag/limits.ts';
 import { invalid } from '../errors/svc-error.ts';
 
@@ -25,9 +27,10 @@ export interface Form {
 /**
  * The multipart form: one file in `file`, and text fields. The file is read up to the largest plan's limit plus one
  * byte (multipart's own fileSize limit, not thrown): anything longer is over every plan, and the service answers
- * 413 document_too_large for the project's plan.
+ * 413 document_too_large for the project's plan. Then the request's Idempotency-Key, if any, is begun with the form
+ * as its body (the file by its SHA-256): null when the first answer was replayed instead (the reply is sent).
  */
-export async function readForm(req: FastifyRequest): Promise<Form> {
+export async function readForm(req: FastifyRequest, reply: FastifyReply): Promise<Form | null> {
   const form: Form = { fields: {}, file: null };
   for await (const part of req.parts()) {
     if (part.type === 'file') {
@@ -47,5 +50,11 @@ export async function readForm(req: FastifyRequest): Promise<Form> {
       form.fields[part.fieldname] = String(part.value);
     }
   }
-  return form;
+  const file = form.file && {
+    sha256: createHash('sha256').update(form.file.data).digest('hex'),
+    bytes: form.file.bytes,
+    filename: form.file.filename,
+    mimetype: form.file.mimetype,
+  };
+  return (await beginMultipartIdempotency(req, reply, { ...form.fields, file })) ? form : null;
 }

@@ -115,6 +115,25 @@ describe('upload', () => {
   });
 });
 
+describe('Idempotency-Key on a multipart upload', () => {
+  it('replays the same file under the same key, and answers another file (or other fields) 409 idempotency_conflict', async () => {
+    const p = await seedProject(operator, { scopes: RAG_SCOPES });
+    const headers = { 'idempotency-key': `upload-${p.projectId}` };
+    const file = { name: 'notes.txt', type: 'text/plain', data: 'The deploy window is Tuesday.' };
+    const first = await uploadFile(t.app, p.secret, file, { name: 'notes' }, headers);
+    expect(first.status, first.raw).toBe(200);
+    const again = await uploadFile(t.app, p.secret, file, { name: 'notes' }, headers);
+    expect(again.status).toBe(200);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.body.id).toBe(first.body.id);
+    // Nothing was stored twice.
+    expect((await as(p.secret).get('/v1/rag/documents')).body.data.map((d: any) => d.id)).toEqual([first.body.id]);
+    expectError(await uploadFile(t.app, p.secret, { ...file, data: 'The deploy window is Friday.' }, { name: 'notes' }, headers), 409, 'idempotency_conflict', 'Idempotency-Key');
+    expectError(await uploadFile(t.app, p.secret, file, { name: 'other name' }, headers), 409, 'idempotency_conflict', 'Idempotency-Key');
+    expect((await as(p.secret).get('/v1/rag/documents')).body.data).toHaveLength(1);
+  });
+});
+
 describe('document_too_large', () => {
   const big = 'word '.repeat((2 * MB) / 5); // 2 MB
 

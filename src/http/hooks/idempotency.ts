@@ -10,11 +10,29 @@ import { graphqlProjectId } from './graphql-project.ts';
 declare module 'fastify' {
   interface FastifyRequest {
     idempotency?: { scope: string; key: string };
+    /** A multipart request's Idempotency-Key, begun once its form is read (beginMultipartIdempotency). */
+    idempotencyAfterForm?: string | string[];
   }
   interface FastifyInstance {
     /** For a route that sends a stream: it takes req.idempotency over and completes or abandons it itself. */
     idempotencyStore: IdempotencyStore;
+    /** Begins a multipart request's Idempotency-Key with its form as the body (see beginMultipartIdempotency). */
+    beginIdempotency: (req: FastifyRequest, reply: FastifyReply, key: string | string[], body: unknown) => Promise<void>;
   }
+}
+
+/**
+ * A multipart upload (RAG documents, Legal contracts) is read by its handler, after the hooks: its Idempotency-Key is
+ * begun there, once the form is read, with the form as the request's body (its fields, and the file by its SHA-256,
+ * name, type and size), so that the same key with another file is 409 idempotency_conflict as for JSON. Returns false
+ * when the first answer was replayed (the reply is sent: the handler stops there).
+ */
+export async function beginMultipartIdempotency(req: FastifyRequest, reply: FastifyReply, form: unknown): Promise<boolean> {
+  const key = req.idempotencyAfterForm;
+  if (key === undefined) return true;
+  req.idempotencyAfterForm = undefined;
+  await req.server.beginIdempotency(req, reply, key, form);
+  return !reply.sent;
 }
 
 /**
@@ -104,10 +122,15 @@ export function registerIdempotency(app: FastifyInstance, store: IdempotencyStor
     const key = req.headers['idempotency-key'];
     // POST /graphql too: a mutation retried with the same key and body is replayed, not run again.
     if (req.method !== 'POST' || key === undefined || !req.ctx || !(req.url.startsWith('/v1/') || req.routeOptions.url === '/graphql')) return done();
-    return begin(req, reply, key);
+    // Its body is still unread: the handler begins the key once it has read the form.
+    if (req.headers['content-type']?.startsWith('multipart/form-data')) {
+      req.idempotencyAfterForm = key;
+      return done();
+    }
+    return begin(req, reply, key, req.body);
   });
 
-  const begin = async (req: FastifyRequest, reply: FastifyReply, key: string | string[]) => {
+  const begin = async (req: FastifyRequest, reply: FastifyReply, key: string | string[], body: unknown) => {
     if (typeof key !== 'string' || key.length < 1 || key.length > 255) {
       throw invalid('Idempotency-Key', 'Idempotency-Key must be 1 to 255 characters.');
     }
@@ -116,7 +139,7 @@ export function registerIdempotency(app: FastifyInstance, store: IdempotencyStor
     const graphql = req.routeOptions.url === '/graphql';
     const scope = idempotencyScope(req.ctx.caller, {
       requested: graphql && req.ctx.caller.kind === 'operator' ? graphqlProjectId(req.body) : null,
-      named: graphql ? null : (projectIdOf(req.body) ?? projectIdOf(req.query)),
+      named: graphql ? null : (projectIdOf(body) ?? projectIdOf(req.query)),
       header: req.ctx.headerProjectId,
     });
     // Who asks is part of the request: only the caller that made the first request (the same key id; the operator for
@@ -125,7 +148,7 @@ export function registerIdempotency(app: FastifyInstance, store: IdempotencyStor
     // namespace stays the project (CONTRACT §5): the other caller's own request with that Idempotency-Key is refused,
     // not run.
     const caller = `${req.ctx.caller.kind} ${req.ctx.caller.keyId}`;
-    const hash = createHash('sha256').update(`${req.routeOptions.url}\n${req.url}\n${caller}\n${canonicalJson(req.body ?? null)}`).digest('hex');
+    const hash = createHash('sha256').update(`${req.routeOptions.url}\n${req.url}\n${caller}\n${canonicalJson(body ?? null)}`).digest('hex');
     const result = await store.begin(scope, key, hash, app.deps.clock.now());
     if (result.kind === 'conflict') {
       throw new SvcError('idempotency_conflict', {
@@ -156,6 +179,7 @@ export function registerIdempotency(app: FastifyInstance, store: IdempotencyStor
     }
     req.idempotency = { scope, key };
   };
+  app.decorate('beginIdempotency', begin);
 
   app.addHook('onSend', (req, reply, payload, done) => {
     if (!req.idempotency) return done(null, payload);
