@@ -50,6 +50,9 @@ describe('the error object', () => {
       expect(res.raw).not.toContain('path.ts');
       expect(res.body.error.message).toBe(ERRORS.internal_error.message);
       expect(t.logs.text).toContain('db exploded'); // logged for the operator, with its stack
+      // …on a line bound to the request (the request's logger is made when it first logs: http/request-logger.ts).
+      const line = JSON.parse(t.logs.lines.find((l) => l.includes('db exploded'))!);
+      expect(line).toMatchObject({ level: 50, reqId: res.body.error.request_id, msg: 'unexpected error' });
     } finally {
       spy.mockRestore();
     }
