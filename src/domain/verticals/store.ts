@@ -1,5 +1,6 @@
 import type { Prisma, VerticalJob } from '../../generated/prisma/client.ts';
 import type { Db } from '../../db/client.ts';
+import { newId } from '../../db/ids.ts';
 
 /**
  * Leases up to `limit` due jobs (queued and due, or running with an expired lease: a worker that stopped or crashed
@@ -46,13 +47,48 @@ export async function finish(
 
 /**
  * Gives a held job back to the queue, to run again after `runAfter` (a transient failure). `uncounted`: the try does
- * not count against the job's attempts (it was turned away by a rate limit before reaching a provider).
+ * not count against the job's attempts (it was turned away by a rate limit before reaching a provider). `callEnded`:
+ * its model call ended uncharged and was forgotten, so the next try need not look for that call's usage record.
  */
-export async function requeue(db: Db, job: VerticalJob, runAfter: Date, error: Prisma.InputJsonValue, now: Date, uncounted = false): Promise<void> {
+export async function requeue(
+  db: Db,
+  job: VerticalJob,
+  runAfter: Date,
+  error: Prisma.InputJsonValue,
+  now: Date,
+  opts: { uncounted?: boolean; callEnded?: boolean } = {},
+): Promise<void> {
   await db.verticalJob.updateMany({
     where: { id: job.id, status: 'running', leaseUntil: job.leaseUntil },
-    data: { status: 'queued', runAfter, leaseUntil: null, error, updatedAt: now, ...(uncounted ? { attempts: { decrement: 1 } } : {}) },
+    data: {
+      status: 'queued',
+      runAfter,
+      leaseUntil: null,
+      error,
+      updatedAt: now,
+      ...(opts.uncounted ? { attempts: { decrement: 1 } } : {}),
+      ...(opts.callEnded ? { requestId: null, callStartedAt: null } : {}),
+    },
   });
+}
+
+/**
+ * Records the job's next model call (a new request id, begun now) while this worker still holds the job: null when
+ * it does not any more (another worker took it over), and then no call is made.
+ */
+export async function beginCall(db: Db, job: VerticalJob, now: Date): Promise<string | null> {
+  const requestId = newId('req', now.getTime());
+  const { count } = await db.verticalJob.updateMany({
+    where: { id: job.id, status: 'running', leaseUntil: job.leaseUntil },
+    data: { requestId, callStartedAt: now },
+  });
+  return count === 1 ? requestId : null;
+}
+
+/** The model call begun last for the job (by this worker or one that stopped), or null. */
+export async function lastCall(db: Db, jobId: string): Promise<{ requestId: string; startedAt: Date | null } | null> {
+  const row = await db.verticalJob.findUnique({ where: { id: jobId }, select: { requestId: true, callStartedAt: true } });
+  return row?.requestId ? { requestId: row.requestId, startedAt: row.callStartedAt } : null;
 }
 
 /** The earliest time a job becomes claimable, in ms (Infinity when none). */
