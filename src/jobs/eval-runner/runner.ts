@@ -8,6 +8,7 @@ import { SCOPES, type Scope } from '../../domain/keys/scopes.ts';
 import { keyStatus } from '../../domain/keys/service.ts';
 import { judgeLocally } from '../../domain/evals/assertions.ts';
 import { finishEvalRun, refreshCanceledSummary, type StoredCaseInput } from '../../domain/evals/service.ts';
+import { claimRun, renewRun } from '../../domain/evals/store.ts';
 import type { IdempotencyStore } from '../../domain/idempotency/store.ts';
 import { inferOnce, type CallLedger, type CallResult, type OncePorts } from '../../domain/inference/once.ts';
 import type { InferenceInput } from '../../domain/inference/service.ts';
@@ -156,35 +157,15 @@ export class EvalRunner {
     }
   }
 
-  /** A queued run, or a running one whose lease has passed (its worker died): conditional, so one worker wins it. */
-  private async claim(): Promise<EvalRun | null> {
+  /** A queued run, or a running one whose lease has passed (its worker died), leased to this worker. */
+  private claim(): Promise<EvalRun | null> {
     const now = this.now();
-    const free = { OR: [{ leaseUntil: null }, { leaseUntil: { lt: now } }] };
-    // Never a run this process is working on: its lease may have passed while the event loop was held up (an embedded
-    // database is synchronous), and a second worker on the same run would make the same calls again.
-    const candidates = await this.deps.db.evalRun.findMany({
-      where: { status: { in: ['queued', 'running'] }, ...free, ...(this.working.size > 0 ? { id: { notIn: [...this.working] } } : {}) },
-      orderBy: { id: 'asc' },
-      take: 5,
-      select: { id: true, startedAt: true },
-    });
-    for (const c of candidates) {
-      const { count } = await this.deps.db.evalRun.updateMany({
-        where: { id: c.id, status: { in: ['queued', 'running'] }, ...free },
-        data: { status: 'running', leaseOwner: this.owner, leaseUntil: new Date(now.getTime() + this.leaseMs), startedAt: c.startedAt ?? now },
-      });
-      if (count === 1) return this.deps.db.evalRun.findUnique({ where: { id: c.id } });
-    }
-    return null;
+    return claimRun(this.deps.db, now, new Date(now.getTime() + this.leaseMs), this.owner, [...this.working]);
   }
 
   /** Renews the lease; false when the run is no longer this worker's (canceled, or taken over). */
-  private async renew(run: EvalRun): Promise<boolean> {
-    const { count } = await this.deps.db.evalRun.updateMany({
-      where: { id: run.id, status: 'running', leaseOwner: this.owner },
-      data: { leaseUntil: new Date(this.deps.clock.now() + this.leaseMs) },
-    });
-    return count === 1;
+  private renew(run: EvalRun): Promise<boolean> {
+    return renewRun(this.deps.db, run.id, this.owner, new Date(this.deps.clock.now() + this.leaseMs));
   }
 
   /** The creating key as it is now; null (the run fails) when it was revoked or has expired. */
