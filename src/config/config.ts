@@ -58,6 +58,8 @@ export interface Config {
   outcomeLeaseMs: number;
   /** How long an evaluation run claimed by a worker stays its own without renewal (jobs/eval-runner). */
   evalLeaseMs: number;
+  /** How long a vertical job claimed by a worker stays its own (jobs/vertical-work); a job whose worker died resumes after it. */
+  verticalLeaseMs: number;
   /**
    * What this process runs (README "Running several replicas"): `all` (default) serves HTTP and does the background
    * work (usage-stream consumer, webhook delivery worker, daily usage summaries); `api` serves HTTP only; `worker` does
@@ -178,6 +180,7 @@ export const EnvironmentSchema = Type.Object({
   SVC_PII_TIMEOUT_MS: whole(250, 1, 60_000, 'the PII redaction deadline'),
   SVC_OUTCOME_LEASE_MS: whole(5_000, 500, 3_600_000, 'with Redis: how long a read usage-stream entry may stay unwritten'),
   SVC_EVAL_LEASE_MS: whole(30_000, 1_000, 3_600_000, 'how long a worker holds an evaluation run without renewing; a run whose worker died resumes after it'),
+  SVC_VERTICAL_LEASE_MS: whole(300_000, 1_000, 3_600_000, "how long a worker holds a vertical's model-work job; a job whose worker died resumes after it"),
   SVC_SESSION_IDLE_TIMEOUT_S: whole(1_800, 1, 7 * 86_400, 'a console session unused this long ends'),
   SVC_SESSION_ABSOLUTE_TIMEOUT_S: whole(43_200, 1, 30 * 86_400, 'a console session ends this long after sign-in, however active'),
   SVC_CONSOLE_IP_ALLOWLIST: Type.Array(Type.String(), { default: [], description: 'comma-separated CIDRs the console may be used from; empty: any' }),
@@ -293,6 +296,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     piiTimeoutMs: e.SVC_PII_TIMEOUT_MS,
     outcomeLeaseMs: e.SVC_OUTCOME_LEASE_MS,
     evalLeaseMs: e.SVC_EVAL_LEASE_MS,
+    verticalLeaseMs: e.SVC_VERTICAL_LEASE_MS,
     role: e.SVC_ROLE,
     operators: operatorsFrom(e, production),
     observability: {

@@ -20,13 +20,15 @@ afterAll(async () => {
 });
 
 const CASES = 50;
+/** A start compiles the sources (tsx): on a loaded machine it can take well over a minute. */
+const STARTUP_MS = 180_000;
 
 /**
  * The real gateway (api and worker in one process) killed with SIGKILL halfway through a 50-case run, then started
  * again on the same database (PostgreSQL, or the embedded one in the same data directory) and Redis: the run finishes
  * with exactly 50 results, and no case has more than one charged (succeeded) usage record.
  */
-it('finishes a 50-case run killed with SIGKILL halfway, with 50 results and no case charged twice', { timeout: 120_000 }, async () => {
+it('finishes a 50-case run killed with SIGKILL halfway, with 50 results and no case charged twice', { timeout: 600_000 }, async () => {
   provider = await startMockOpenAI({ delayMs: 60, usage: { prompt_tokens: 10, completion_tokens: 10 } });
   const file = writeProvidersFile({
     providers: [
@@ -38,8 +40,9 @@ it('finishes a 50-case run killed with SIGKILL halfway, with 50 results and no c
     SVC_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
     SVC_EVAL_LEASE_MS: '1500',
     SVC_OUTCOME_LEASE_MS: '1000',
-    // A resumed call waits until one begun before the kill has surely ended (the routing timeout after it).
-    SVC_ROUTING_TIMEOUT_MS: '3000',
+    // A resumed call waits until one begun before the kill has surely ended (the routing timeout after it); long enough
+    // that a provider call on a loaded machine does not end in routing_timeout.
+    SVC_ROUTING_TIMEOUT_MS: '10000',
   };
   if (DATABASE_URL) {
     const schema = uniqueName('evalcrash');
@@ -56,7 +59,7 @@ it('finishes a 50-case run killed with SIGKILL halfway, with 50 results and no c
     env.SVC_REDIS_PREFIX = prefix;
     cleanups.push(() => deleteRedisPrefix(REDIS_URL!, prefix));
   }
-  g = await startGateway(env);
+  g = await startGateway(env, { timeoutMs: STARTUP_MS });
   onTestFailed(() => console.error(`gateway output (tail):\n${g?.output().slice(-6_000)}`));
   const s = await seedProject(g, { scopes: EVAL_SCOPES, limits: { requests_per_minute: 10_000, tokens_per_minute: 10_000_000, burst: 0 } });
   const cases = Array.from({ length: CASES }, (_, i) => ({ id: `c${i}`, messages: [{ role: 'user', content: `answer ${i}` }], assert: { type: 'contains', value: `answer ${i}` } }));
@@ -68,7 +71,7 @@ it('finishes a 50-case run killed with SIGKILL halfway, with 50 results and no c
   await pollUntil('a third of the cases done', async () => (await progress()).progress.done >= CASES / 3, 60_000, 20);
   expect(await g.stop('SIGKILL')).toBe('SIGKILL');
 
-  g = await startGateway(env, { port: g.port });
+  g = await startGateway(env, { port: g.port, timeoutMs: STARTUP_MS });
   const atRestart = await progress();
   expect(atRestart.progress.done).toBeLessThan(CASES);
   const done = await pollUntil('the run completed after the restart', async () => {

@@ -32,6 +32,8 @@ export interface RecordedRequest {
   path: string;
   headers: IncomingMessage['headers'];
   body: any;
+  /** The client closed the connection before the answer was complete (chat completions). */
+  aborted?: boolean;
 }
 
 /**
@@ -113,12 +115,14 @@ export async function startMockOpenAI(initial: MockBehaviour = {}): Promise<Mock
       return;
     }
     state.calls += 1;
-    state.requests.push({ path: req.url, headers: req.headers, body });
+    const recorded: RecordedRequest = { path: req.url, headers: req.headers, body };
+    state.requests.push(recorded);
     const b = behaviour;
     let closed = false;
     res.on('close', () => {
       if (!res.writableFinished) {
         closed = true;
+        recorded.aborted = true;
         state.aborted += 1;
       }
     });
@@ -203,6 +207,9 @@ export async function startMockOpenAI(initial: MockBehaviour = {}): Promise<Mock
   const server: Server = createServer((req, res) => {
     handle(req, res).catch(() => res.destroy());
   });
+  // Longer than node's 5 s: an idle pooled connection (a resumed job waits out SVC_ROUTING_TIMEOUT_MS) is not closed
+  // just as the gateway reuses it, which on a loaded machine fails the call ("other side closed", model_unavailable).
+  server.keepAliveTimeout = 60_000;
   server.on('connection', (s) => {
     sockets.add(s);
     s.on('close', () => sockets.delete(s));

@@ -1,5 +1,6 @@
 import type { EvalCase, EvalRun, Prisma } from '../../generated/prisma/client.ts';
 import type { Db, Tx } from '../../db/client.ts';
+import { releaseLease } from '../../db/leases.ts';
 import { newId } from '../../db/ids.ts';
 import { SvcError, invalid } from '../../errors/svc-error.ts';
 import { microsToUsd } from '../../kernel/money.ts';
@@ -183,11 +184,11 @@ export async function finishEvalRun(
 ): Promise<boolean> {
   return db.$transaction(async (tx) => {
     const summary = await store.summarize(tx, run);
-    const { count } = await tx.evalRun.updateMany({
-      where: { id: run.id, status: 'running', leaseOwner: owner },
-      data: { status: outcome.status, completedAt: now, leaseOwner: null, leaseUntil: null, error: outcome.error ?? undefined, ...store.summaryColumns(summary) },
+    const ended = await releaseLease(tx, 'eval_runs', { id: run.id, owner }, {
+      where: { status: 'running' },
+      data: { status: outcome.status, completedAt: now, error: outcome.error ?? undefined, ...store.summaryColumns(summary) },
     });
-    if (count === 0) return false;
+    if (!ended) return false;
     await enqueueEvent(tx, now, run.projectId, 'eval.run.completed', completedEventData({ id: run.id, status: outcome.status }, summary));
     return true;
   });

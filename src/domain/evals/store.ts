@@ -1,5 +1,6 @@
-import type { EvalCase, EvalRun, Prisma } from '../../generated/prisma/client.ts';
+import { Prisma, type EvalCase, type EvalRun } from '../../generated/prisma/client.ts';
 import type { Db, Tx } from '../../db/client.ts';
+import { claimLeases, renewLease } from '../../db/leases.ts';
 import { invalid } from '../../errors/svc-error.ts';
 import type { Page } from '../pagination.ts';
 import { normalizePageQuery, type PageQuery } from '../pagination.ts';
@@ -79,4 +80,28 @@ export async function pageCases(db: Db, runId: string, query: PageQuery): Promis
   const where: Prisma.EvalCaseWhereInput = q.starting_after !== undefined ? { runId, id: { gt: q.starting_after } } : { runId };
   const rows = await db.evalCase.findMany({ where, orderBy: { id: 'asc' }, take: q.limit + 1 });
   return { data: rows.slice(0, q.limit), hasMore: rows.length > q.limit, limit: q.limit };
+}
+
+/**
+ * Leases a queued run, or a running one whose lease has passed (its worker died), to `owner` until `until`, in one
+ * statement (db/leases.ts): replicas claiming at once never take the same run. Never one of `excluding` (the runs this
+ * process works on: a lease may pass while an embedded database holds the event loop up, and a second worker on the
+ * same run would make the same calls again).
+ */
+export async function claimRun(db: Db, now: Date, until: Date, owner: string, excluding: string[]): Promise<EvalRun | null> {
+  const [row] = await claimLeases(db, 'eval_runs', {
+    now,
+    until,
+    limit: 1,
+    owner,
+    due: Prisma.sql`d.status IN ('queued', 'running')${excluding.length > 0 ? Prisma.sql` AND d.id <> ALL(${excluding}::text[])` : Prisma.empty}`,
+    orderBy: Prisma.sql`d.id`,
+    set: Prisma.sql`status = 'running', started_at = COALESCE(u.started_at, ${now})`,
+  });
+  return row ? db.evalRun.findUnique({ where: { id: row.id } }) : null;
+}
+
+/** Renews the lease of a run `owner` holds; false when the run is no longer its own (canceled, or taken over). */
+export function renewRun(db: Db, runId: string, owner: string, until: Date): Promise<boolean> {
+  return renewLease(db, 'eval_runs', { id: runId, owner }, until, { status: 'running' });
 }

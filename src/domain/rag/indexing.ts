@@ -81,7 +81,7 @@ export async function indexNextDocument(ports: RagPorts, db: Db, clock: Clock, o
       }
     }
     const done = await db.$transaction(async (tx) => {
-      if (!(await store.holdsLease(tx, doc.id, doc.leaseUntil))) return false;
+      if (!(await store.holdsLease(tx, doc))) return false;
       if (fresh) {
         await tx.ragChunk.deleteMany({ where: { documentId: doc.id } });
         await store.insertChunks(tx, doc.id, doc.projectId, chunks.map((c, i) => ({ id: c.id, ordinal: i, text: c.text, embedding: vectors[i]! })));
@@ -100,19 +100,13 @@ export async function indexNextDocument(ports: RagPorts, db: Db, clock: Clock, o
     const wait = retryAfterMs(err);
     const later = new Date(clock.now() + (wait ?? 0));
     if (wait !== null && doc.attempts < MAX_ATTEMPTS) {
-      await db.ragDocument.updateMany({
-        where: { id: doc.id, status: 'processing', leaseUntil: doc.leaseUntil },
-        data: { leaseUntil: null, nextAttemptAt: later },
-      });
+      await store.releaseDocument(db, doc, { nextAttemptAt: later });
       // The worker logs an unexpected error (without the document's content).
       if (!(err instanceof SvcError)) throw err;
       return { documentId: doc.id, outcome: 'retry' };
     }
     const message = err instanceof SvcError ? `${err.code}: ${err.message}` : 'internal_error: indexing failed unexpectedly.';
-    await db.ragDocument.updateMany({
-      where: { id: doc.id, status: 'processing', leaseUntil: doc.leaseUntil },
-      data: { status: 'failed', error: message.slice(0, 1000), contentSealed: null, leaseUntil: null },
-    });
+    await store.releaseDocument(db, doc, { status: 'failed', error: message.slice(0, 1000), contentSealed: null });
     if (!(err instanceof SvcError)) throw err;
     return { documentId: doc.id, outcome: 'failed' };
   }

@@ -1,5 +1,6 @@
 import { Prisma, type RagDocument } from '../../generated/prisma/client.ts';
 import type { Db, Tx } from '../../db/client.ts';
+import { claimLeases, holdsLease as holdsLeaseOn, releaseLease } from '../../db/leases.ts';
 import type { StoredVector } from './vectors.ts';
 
 /** The RAG queries; projectId is in every where that a caller's input reaches. */
@@ -153,29 +154,33 @@ export interface ClaimedDocument {
 }
 
 /**
- * Leases the oldest due `processing` document to this worker until `leaseUntil`, in one statement (as the webhook
- * delivery worker claims deliveries): a replica that crashed mid-way leaves its lease to expire, and the document is
+ * Leases the oldest due `processing` document to this worker until `leaseUntil`, in one statement (db/leases.ts, as
+ * every leased row is claimed): a replica that crashed mid-way leaves its lease to expire, and the document is
  * claimed again (indexing is idempotent: a document's chunks are replaced whole).
  */
 export async function claimDue(db: Db, now: Date, leaseUntil: Date): Promise<ClaimedDocument | null> {
-  const rows = await db.$queryRaw<ClaimedDocument[]>`
-    WITH due AS (
-      SELECT id FROM rag_documents
-      WHERE status = 'processing' AND next_attempt_at <= ${now} AND (lease_until IS NULL OR lease_until <= ${now})
-      ORDER BY next_attempt_at, id
-      LIMIT 1
-      FOR UPDATE SKIP LOCKED
-    )
-    UPDATE rag_documents AS u SET lease_until = ${leaseUntil}, attempts = u.attempts + 1
-    FROM due WHERE u.id = due.id
-    RETURNING u.id, u.project_id AS "projectId", u.content_sealed AS "contentSealed", u.created_by AS "createdBy",
-      u.lease_until AS "leaseUntil", u.attempts`;
+  const rows = await claimLeases<ClaimedDocument>(db, 'rag_documents', {
+    now,
+    until: leaseUntil,
+    limit: 1,
+    due: Prisma.sql`d.status = 'processing' AND d.next_attempt_at <= ${now}`,
+    orderBy: Prisma.sql`d.next_attempt_at, d.id`,
+    set: Prisma.sql`attempts = u.attempts + 1`,
+    returning: Prisma.sql`u.id, u.project_id AS "projectId", u.content_sealed AS "contentSealed", u.created_by AS "createdBy",
+      u.lease_until AS "leaseUntil", u.attempts`,
+  });
   return rows[0] ?? null;
 }
 
+/** The lease a worker holds on a document it claimed (named by its end: never renewed). */
+const leaseOf = (doc: ClaimedDocument) => ({ id: doc.id, until: doc.leaseUntil });
+
 /** Whether this worker still holds the document's lease (inside the transaction that completes it: locks the row). */
-export async function holdsLease(tx: Tx, documentId: string, leaseUntil: Date): Promise<boolean> {
-  const rows = await tx.$queryRaw<{ id: string }[]>`
-    SELECT id FROM rag_documents WHERE id = ${documentId} AND status = 'processing' AND lease_until = ${leaseUntil} FOR UPDATE`;
-  return rows.length === 1;
+export function holdsLease(tx: Tx, doc: ClaimedDocument): Promise<boolean> {
+  return holdsLeaseOn(tx, 'rag_documents', leaseOf(doc), Prisma.sql`status = 'processing'`);
+}
+
+/** Ends the lease of a document this worker still holds: retried later, or failed. */
+export function releaseDocument(db: Db, doc: ClaimedDocument, data: Prisma.RagDocumentUpdateManyMutationInput): Promise<boolean> {
+  return releaseLease(db, 'rag_documents', leaseOf(doc), { where: { status: 'processing' }, data });
 }

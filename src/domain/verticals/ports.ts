@@ -1,6 +1,5 @@
 import type { Db } from '../../db/client.ts';
-import type { TicketLimiter } from '../../limits/requests.ts';
-import type { InferencePorts } from '../inference/ports.ts';
+import type { OncePorts } from '../inference/once.ts';
 
 /** A project's own prompt template that replaces a built-in one of the same name (CONTRACT §10). */
 export interface ProjectPrompt {
@@ -35,9 +34,10 @@ export const projectTemplates: PromptSource = {
   },
 };
 
-/** What the model-work runner needs: the inference pipeline's own ports, the limiter for the job's ticket, prompts. */
-export interface VerticalPorts {
-  inference: InferencePorts;
-  limiter: TicketLimiter;
+/**
+ * What the model-work runner needs: what a call made at most once needs (the inference pipeline's own ports, the
+ * limiter for the job's ticket, the idempotency store the call is begun in), and the prompts.
+ */
+export interface VerticalPorts extends OncePorts {
   prompts: PromptSource;
 }

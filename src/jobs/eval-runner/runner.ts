@@ -2,21 +2,18 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { EvalCase, EvalRun } from '../../generated/prisma/client.ts';
 import type { Deps } from '../../deps.ts';
 import { SvcError } from '../../errors/svc-error.ts';
-import { makeCtx, type Caller } from '../../domain/context.ts';
+import type { Caller } from '../../domain/context.ts';
 import { OPERATOR_KEY_ID } from '../../domain/auth/service.ts';
 import { SCOPES, type Scope } from '../../domain/keys/scopes.ts';
 import { keyStatus } from '../../domain/keys/service.ts';
 import { judgeLocally } from '../../domain/evals/assertions.ts';
 import { finishEvalRun, refreshCanceledSummary, type StoredCaseInput } from '../../domain/evals/service.ts';
-import {
-  PrismaIdempotencyStore,
-  RedisIdempotencyStore,
-  SealedIdempotencyStore,
-  type IdempotencyStore,
-} from '../../domain/idempotency/store.ts';
-import { createInference, type InferenceInput } from '../../domain/inference/service.ts';
+import { claimRun, renewRun } from '../../domain/evals/store.ts';
+import type { IdempotencyStore } from '../../domain/idempotency/store.ts';
+import { inferOnce, type CallLedger, type CallResult, type OncePorts } from '../../domain/inference/once.ts';
+import type { InferenceInput } from '../../domain/inference/service.ts';
 import { judgeMessages, parseJudgeVerdict } from '../../kernel/eval-judge.ts';
-import { RateLimitTicket } from '../../limits/requests.ts';
+import { oncePorts } from '../model-calls.ts';
 
 type RunnerDeps = Pick<Deps, 'db' | 'clock' | 'log' | 'limiter' | 'ports' | 'outcomes' | 'redis' | 'config' | 'webhooks'>;
 
@@ -31,11 +28,6 @@ export interface EvalRunnerOptions {
   sleep?: (ms: number) => Promise<void>;
   idempotency?: IdempotencyStore;
 }
-
-/** What one model call of a case left: its answer or error, with its figures (stored for a replay after a restart). */
-type CallResult =
-  | { ok: true; content: string; requestId: string; promptTokens: number; completionTokens: number; costMicros: string; latencyMs: number; dropped?: true }
-  | { ok: false; code: string; message: string; requestId: string };
 
 /** Why the rest of a run stops: a cancel, the budget, a revoked key, or a lost lease. */
 interface Stop {
@@ -64,10 +56,10 @@ const callKey = (runId: string, index: number, part: string) => `svc-eval:${runI
  * unfinished cases `concurrency` at a time through createInference, the same pipeline as POST /v1/inference, as the
  * key that created the run (its scopes, windows and budget), and ends it with eval.run.completed.
  *
- * At most one charge per case: before a call, the case's Idempotency-Key (run, case, call) is begun in the gateway's
- * idempotency store and the attempt's request id written on the case; the answer is stored there once the usage record
- * is written. After a restart, a finished call is replayed from the store (nothing runs again), a call cut off before
- * its usage record existed is run again, and one whose usage record exists but whose answer was lost is reported
+ * At most one charge per case: each call is made through inferOnce (domain/inference/once.ts) under the case's
+ * Idempotency-Key (run, case, call), with the attempt's request id written on the case. After a restart, a finished
+ * call is replayed from the store (nothing runs again), a call cut off before its usage record existed is run again,
+ * and one whose usage record exists but whose answer was lost is recovered from its retained inference or reported
  * errored rather than paid twice. A finished case is never run again.
  */
 export class EvalRunner {
@@ -75,7 +67,7 @@ export class EvalRunner {
   private readonly leaseMs: number;
   private readonly pollMs: number;
   private readonly sleep: (ms: number) => Promise<void>;
-  private readonly idem: IdempotencyStore;
+  private readonly once: OncePorts;
   private timer: NodeJS.Timeout | null = null;
   private readonly active = new Set<Promise<void>>();
   private claiming = false;
@@ -106,12 +98,7 @@ export class EvalRunner {
           timer.unref();
           this.sleepers.add(wake);
         }));
-    this.idem =
-      opts.idempotency ??
-      new SealedIdempotencyStore(
-        deps.redis ? new RedisIdempotencyStore(deps.redis, deps.config.redisPrefix) : new PrismaIdempotencyStore(deps.db),
-        deps.webhooks.secretBox,
-      );
+    this.once = oncePorts(deps, opts.idempotency);
   }
 
   /**
@@ -170,35 +157,15 @@ export class EvalRunner {
     }
   }
 
-  /** A queued run, or a running one whose lease has passed (its worker died): conditional, so one worker wins it. */
-  private async claim(): Promise<EvalRun | null> {
+  /** A queued run, or a running one whose lease has passed (its worker died), leased to this worker. */
+  private claim(): Promise<EvalRun | null> {
     const now = this.now();
-    const free = { OR: [{ leaseUntil: null }, { leaseUntil: { lt: now } }] };
-    // Never a run this process is working on: its lease may have passed while the event loop was held up (an embedded
-    // database is synchronous), and a second worker on the same run would make the same calls again.
-    const candidates = await this.deps.db.evalRun.findMany({
-      where: { status: { in: ['queued', 'running'] }, ...free, ...(this.working.size > 0 ? { id: { notIn: [...this.working] } } : {}) },
-      orderBy: { id: 'asc' },
-      take: 5,
-      select: { id: true, startedAt: true },
-    });
-    for (const c of candidates) {
-      const { count } = await this.deps.db.evalRun.updateMany({
-        where: { id: c.id, status: { in: ['queued', 'running'] }, ...free },
-        data: { status: 'running', leaseOwner: this.owner, leaseUntil: new Date(now.getTime() + this.leaseMs), startedAt: c.startedAt ?? now },
-      });
-      if (count === 1) return this.deps.db.evalRun.findUnique({ where: { id: c.id } });
-    }
-    return null;
+    return claimRun(this.deps.db, now, new Date(now.getTime() + this.leaseMs), this.owner, [...this.working]);
   }
 
   /** Renews the lease; false when the run is no longer this worker's (canceled, or taken over). */
-  private async renew(run: EvalRun): Promise<boolean> {
-    const { count } = await this.deps.db.evalRun.updateMany({
-      where: { id: run.id, status: 'running', leaseOwner: this.owner },
-      data: { leaseUntil: new Date(this.deps.clock.now() + this.leaseMs) },
-    });
-    return count === 1;
+  private renew(run: EvalRun): Promise<boolean> {
+    return renewRun(this.deps.db, run.id, this.owner, new Date(this.deps.clock.now() + this.leaseMs));
   }
 
   /** The creating key as it is now; null (the run fails) when it was revoked or has expired. */
@@ -375,8 +342,9 @@ export class EvalRunner {
   }
 
   /**
-   * One model call of a case, at most once: replayed from the idempotency store when an earlier worker finished it;
-   * a 429 rate_limit_exceeded waits for its window (Retry-After) and tries again as a new attempt. Null: stopped.
+   * One model call of a case, at most once (inferOnce): replayed from the idempotency store when an earlier worker
+   * finished it; a 429 rate_limit_exceeded waits for its window (Retry-After) and tries again as a new attempt. Null:
+   * stopped, or the run is no longer this worker's.
    */
   private async call(
     run: EvalRun,
@@ -388,106 +356,52 @@ export class EvalRunner {
     /** Zero retention: the stored result keeps the figures, not the answer (a replay then reports the case interrupted). */
     dropContent: boolean,
   ): Promise<CallResult | null> {
-    const { db, clock } = this.deps;
-    const key = callKey(run.id, c.index, part);
-    const hash = createHash('sha256').update(JSON.stringify(input)).digest('hex');
     // A case this worker resumes: its last attempt of this call was begun by a worker that stopped.
     let resuming = c.status === 'started' && c.requestId !== null && c.requestId === caseRequestId(run.id, c.index, part, c.attempts);
     for (;;) {
       if (stopping()) return null;
-      const begun = await this.idem.begin(run.projectId, key, hash, clock.now());
-      if (begun.kind === 'replay') return JSON.parse(begun.body) as CallResult;
-      // "running" (the worker died during the call) or, past the store's lease, begun afresh: was it charged?
-      if (begun.kind === 'conflict' || resuming) {
-        resuming = false;
-        const lost = await this.chargedAndLost(run, c, key);
-        if (lost) return lost;
-        if (begun.kind === 'conflict') {
-          await this.idem.abandon(run.projectId, key);
-          continue;
-        }
-      }
-      const row = await db.evalCase.update({
-        where: { id: c.id },
-        data: { status: 'started', attempts: { increment: 1 }, attemptStartedAt: this.now() },
-        select: { attempts: true },
-      });
-      const requestId = caseRequestId(run.id, c.index, part, row.attempts);
-      await db.evalCase.update({ where: { id: c.id }, data: { requestId } });
-      // Still this worker's run right before the provider is asked: a worker that stalled and lost its lease meanwhile
-      // leaves the call to the one that took the run over.
-      if (!(await this.renew(run))) return null;
-      const ctx = makeCtx({ db, clock }, { requestId, caller, ip: null, headerProjectId: run.projectId });
-      const ticket = new RateLimitTicket(this.deps.limiter, clock, caller);
-      ticket.defer();
-      const started = performance.now();
-      let result: CallResult;
       try {
-        const r = await createInference(this.deps.ports.inference, ctx, ticket, input);
-        result = {
-          ok: true,
-          content: r.content,
-          requestId,
-          promptTokens: r.promptTokens,
-          completionTokens: r.completionTokens,
-          costMicros: r.costMicros.toString(),
-          latencyMs: Math.round(performance.now() - started),
-        };
+        return await inferOnce(this.once, this.deps, {
+          projectId: run.projectId,
+          key: callKey(run.id, c.index, part),
+          input,
+          caller,
+          resuming,
+          ledger: this.ledger(run, c, part),
+          dropContent,
+        });
       } catch (err) {
-        if (!(err instanceof SvcError)) {
-          await this.idem.abandon(run.projectId, key);
-          throw err;
-        }
-        if (err.code === 'rate_limit_exceeded') {
-          // Nothing was charged: the window is waited out and the call made again (CONTRACT §14).
-          await this.idem.abandon(run.projectId, key);
-          const seconds = Number(err.headers?.['Retry-After'] ?? '1');
-          await this.sleep(Math.max(1, Number.isFinite(seconds) ? seconds : 1) * 1000);
-          if (!(await this.renew(run))) return null; // canceled (or taken over) meanwhile
-          continue;
-        }
-        result = { ok: false, code: err.code, message: err.message, requestId };
+        if (!(err instanceof SvcError) || err.code !== 'rate_limit_exceeded') throw err;
+        // Nothing was charged: the window is waited out and the call made again (CONTRACT §14).
+        resuming = false;
+        const seconds = Number(err.headers?.['Retry-After'] ?? '1');
+        await this.sleep(Math.max(1, Number.isFinite(seconds) ? seconds : 1) * 1000);
+        if (!(await this.renew(run))) return null; // canceled (or taken over) meanwhile
       }
-      // The answer is kept as soon as its usage record is durable: with Redis, the outcome stream entry createInference
-      // awaited; without, the in-process batch, written first (a quick local write). A restart then finds the answer,
-      // or no charge, or (a crash in the instant between) a charge without an answer, which it reports, never repeats.
-      if (!this.deps.redis) await this.deps.outcomes.flush({ timeoutMs: 5_000 });
-      await this.idem.complete(run.projectId, key, 200, JSON.stringify(result.ok && dropContent ? { ...result, content: '', dropped: true } : result));
-      return result;
     }
   }
 
-  /**
-   * The attempt a stopped worker began: if it left a usage record, it was charged and its answer is lost, so the call
-   * is reported errored (`interrupted`) rather than paid twice (the key completed with that result). Null: it was not
-   * charged, so the call may be made again. Before concluding that, the record is looked for until a call begun at the
-   * attempt's start has surely ended (SVC_ROUTING_TIMEOUT_MS after it: a worker that lost its lease while stalled
-   * may still be in that call) and, with Redis, until the outcome stream's entries of a dead consumer have been taken
-   * over and written (SVC_OUTCOME_LEASE_MS).
-   */
-  private async chargedAndLost(run: EvalRun, c: EvalCase, key: string): Promise<CallResult | null> {
-    const current = await this.deps.db.evalCase.findUnique({ where: { id: c.id }, select: { requestId: true, attemptStartedAt: true } });
-    const requestId = current?.requestId ?? null;
-    const { config } = this.deps;
-    const margin = 2_000;
-    const callEnds = current?.attemptStartedAt ? current.attemptStartedAt.getTime() + config.routingTimeoutMs + margin - this.deps.clock.now() : 0;
-    const streamTakeover = this.deps.redis ? config.outcomeLeaseMs + 3_000 : 0;
-    const until = Date.now() + Math.min(Math.max(callEnds, streamTakeover, 0), config.routingTimeoutMs + margin + streamTakeover);
-    for (;;) {
-      const record = requestId ? await this.deps.db.usageRecord.findFirst({ where: { requestId, projectId: run.projectId } }) : null;
-      if (record && record.status === 'succeeded') {
-        const lost: CallResult = {
-          ok: false,
-          code: 'interrupted',
-          message: 'The worker stopped after the model answered and before the answer was stored; the call was charged once and is not made again.',
-          requestId: requestId!,
-        };
-        await this.idem.complete(run.projectId, key, 200, JSON.stringify(lost));
-        return lost;
-      }
-      if (record || Date.now() >= until) return null;
-      await new Promise((r) => setTimeout(r, 250));
-    }
+  /** The attempts of one call of a case, on the case's row: each with its request id, derived from (run, case, call, attempt). */
+  private ledger(run: EvalRun, c: EvalCase, part: 'main' | 'judge'): CallLedger {
+    const { db } = this.deps;
+    return {
+      last: async () => {
+        const row = await db.evalCase.findUnique({ where: { id: c.id }, select: { requestId: true, attemptStartedAt: true, attempts: true } });
+        // The case's last attempt, if it was one of this call (the judge's call follows the main one on the same row).
+        if (!row?.requestId || row.requestId !== caseRequestId(run.id, c.index, part, row.attempts)) return null;
+        return { requestId: row.requestId, startedAt: row.attemptStartedAt };
+      },
+      begin: async () => {
+        const row = await db.evalCase.update({
+          where: { id: c.id },
+          data: { status: 'started', attempts: { increment: 1 }, attemptStartedAt: this.now() },
+          select: { attempts: true },
+        });
+        const requestId = caseRequestId(run.id, c.index, part, row.attempts);
+        await db.evalCase.update({ where: { id: c.id }, data: { requestId } });
+        return (await this.renew(run)) ? requestId : null;
+      },
+    };
   }
 }
 

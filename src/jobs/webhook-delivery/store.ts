@@ -1,31 +1,6 @@
 import type { Db, Tx } from '../../db/client.ts';
-import type { LeasedDelivery } from '../../domain/events/outbox.ts';
 
 export type AttemptStatus = 'succeeded' | 'retrying' | 'failed';
-
-/**
- * One statement: `SELECT … FOR UPDATE SKIP LOCKED` picks due rows no other worker is claiming, and the same statement
- * sets their lease, so a row claimed by one replica is invisible to the others until the attempt is recorded or the
- * lease expires. Returns each with its webhook and event (what an attempt needs).
- */
-export function claimDue(db: Db, now: Date, leaseUntil: Date, limit: number): Promise<LeasedDelivery[]> {
-  return db.$queryRaw<LeasedDelivery[]>`
-    WITH due AS (
-      SELECT d.id FROM webhook_deliveries d
-      WHERE d.status IN ('pending', 'retrying')
-        AND d.next_attempt_at <= ${now}
-        AND (d.lease_until IS NULL OR d.lease_until <= ${now})
-      ORDER BY d.next_attempt_at, d.id
-      LIMIT ${limit}
-      FOR UPDATE OF d SKIP LOCKED
-    )
-    UPDATE webhook_deliveries AS u SET lease_until = ${leaseUntil}
-    FROM due, webhooks w, events e
-    WHERE u.id = due.id AND w.id = u.webhook_id AND e.id = u.event_id
-    RETURNING u.id, u.webhook_id AS "webhookId", w.status AS "webhookStatus", u.project_id AS "projectId", w.url,
-      w.secret_encrypted AS "secretEncrypted", e.id AS "eventId", e.type, e.data::text AS "dataJson",
-      e.created_at AS "eventCreatedAt", u.first_attempt_at AS "firstAttemptAt"`;
-}
 
 /** The earliest time a pending or retrying delivery becomes claimable (its due time, or the end of its lease), in ms. */
 export async function nextDueMs(db: Db): Promise<number> {
@@ -35,12 +10,6 @@ export async function nextDueMs(db: Db): Promise<number> {
     WHERE d.status IN ('pending', 'retrying') AND d.next_attempt_at IS NOT NULL`;
   const due = rows[0]?.due;
   return due ? new Date(due).getTime() : Infinity;
-}
-
-/** Handed over but never sent: due now (their next_attempt_at was the lease's end) and unleased, for any worker. */
-export function releaseUnsent(db: Db, ids: string[], now: Date): Promise<number> {
-  return db.$executeRaw`UPDATE webhook_deliveries SET lease_until = NULL, next_attempt_at = ${now}
-    WHERE id = ANY(${ids}::text[]) AND attempts = 0 AND status = 'pending'`;
 }
 
 /** Locks the row: a concurrent disable (which marks pending retries failed) is ordered before or after the caller. */

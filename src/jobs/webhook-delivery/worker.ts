@@ -5,10 +5,10 @@ import type { Clock } from '../../domain/context.ts';
 import type { DeliveryWorkerControl } from '../../domain/events/ports.ts';
 import type { EgressPolicy } from '../../webhooks/egress.ts';
 import type { SecretBox } from '../../webhooks/secret-box.ts';
-import { claimDeliveries, handoffLease, type Claimed } from './claim.ts';
+import { claimDeliveries, handoffLease, releaseUnsent, type Claimed } from './claim.ts';
 import { AttemptRecorder, type AttemptOutcome } from './record.ts';
 import { DeliverySender } from './send.ts';
-import { nextDueMs, releaseUnsent } from './store.ts';
+import { nextDueMs } from './store.ts';
 import { listenForWakeups } from './wakeup-listener.ts';
 
 export type { AttemptOutcome };
