@@ -3,12 +3,11 @@ import { SvcError } from '../../errors/svc-error.ts';
 import { RateLimitTicket } from '../../limits/requests.ts';
 import { recordAudit } from '../audit/service.ts';
 import type { Ctx } from '../context.ts';
-import { createInference, type InferenceInput, type InferenceResult } from '../inference/service.ts';
+import { createInference, type InferenceResult } from '../inference/service.ts';
 import { searchRepository } from '../rag/service.ts';
 import { parseInput } from '../validation.ts';
 import { assertMayRunModelWork } from '../verticals/access.ts';
-import { promptView, renderMessages, type PromptTemplate } from '../verticals/prompts.ts';
-import type { PromptSource } from '../verticals/ports.ts';
+import { promptRequest } from '../verticals/prompts.ts';
 import type { DevPorts } from './ports.ts';
 import { ANSWER_PROMPT } from './prompts.ts';
 import { AskQuestion, DEFAULT_TOP_K } from './schema.ts';
@@ -28,26 +27,6 @@ export interface Answer {
   question: string;
   result: InferenceResult;
   citations: FileCitation[];
-}
-
-const pick = <T,>(o: Record<string, T>, names: string[]): Record<string, T> => Object.fromEntries(names.filter((n) => n in o).map((n) => [n, o[n]!]));
-
-/**
- * The inference request of a built-in prompt, or of the project's own template of its name (rendered by the
- * pipeline's template stage, with the variables it declares), as the vertical-work runner builds it for queued work.
- */
-export async function promptRequest(prompts: PromptSource, ctx: Ctx, projectId: string, template: PromptTemplate, variables: Record<string, unknown>): Promise<InferenceInput> {
-  const own = await prompts.find(ctx.db, projectId, template.name);
-  if (own) {
-    return { project_id: projectId, model: own.model ?? template.model ?? 'auto', template: { id: own.templateId, version: own.version, variables: pick(promptView(variables), own.variables) } };
-  }
-  return {
-    project_id: projectId,
-    model: template.model ?? 'auto',
-    messages: renderMessages(template, variables),
-    ...(template.params?.temperature !== undefined ? { temperature: template.params.temperature } : {}),
-    ...(template.params?.max_tokens !== undefined ? { max_tokens: template.params.max_tokens } : {}),
-  };
 }
 
 /**
@@ -74,7 +53,7 @@ export async function askRepository(ports: DevPorts, ctx: Ctx, repositoryId: str
   }
   const chunks = await searchRepository(ports.rag, ctx, repo.projectId, repo.id, input.question, input.top_k ?? DEFAULT_TOP_K);
   const sources = chunks.map((c, i) => `[${i + 1}] ${c.documentName} (chunk ${c.chunkId})\n${c.text}`).join('\n\n');
-  const request = await promptRequest(ports.prompts, ctx, repo.projectId, ANSWER_PROMPT, {
+  const request = await promptRequest(ports.prompts, ctx.db, repo.projectId, ANSWER_PROMPT, {
     repository: `${repo.name} (${repo.gitHost}, default branch ${repo.defaultBranch})`,
     question: input.question,
     sources: sources || '(no file matched the question)',

@@ -1,6 +1,9 @@
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import Mustache from 'mustache';
+import type { Db } from '../../db/client.ts';
 import { SvcError } from '../../errors/svc-error.ts';
+import type { InferenceInput } from '../inference/service.ts';
+import type { PromptSource } from './ports.ts';
 
 /**
  * A vertical's prompt, shaped as a prompt template (CONTRACT §10: `{messages, variables, model?, params?}`), plus the
@@ -61,3 +64,29 @@ export function structuredResult(template: PromptTemplate, content: string): unk
 
 /** response_format's schema name: OpenAI allows [A-Za-z0-9_-]{1,64}. */
 export const schemaName = (template: PromptTemplate) => template.name.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 64);
+
+const pick = <T,>(o: Record<string, T>, names: string[]): Record<string, T> => Object.fromEntries(names.filter((n) => n in o).map((n) => [n, o[n]!]));
+
+/**
+ * The inference request of a built-in prompt, or of the project's own template of its name (rendered by the
+ * pipeline's template stage, with the variables it declares): the queued work's runner and Dev's questions alike.
+ */
+export async function promptRequest(
+  prompts: PromptSource,
+  db: Db,
+  projectId: string,
+  template: PromptTemplate,
+  variables: Record<string, unknown>,
+): Promise<InferenceInput> {
+  const own = await prompts.find(db, projectId, template.name);
+  if (own) {
+    return { project_id: projectId, model: own.model ?? template.model ?? 'auto', template: { id: own.templateId, version: own.version, variables: pick(promptView(variables), own.variables) } };
+  }
+  return {
+    project_id: projectId,
+    model: template.model ?? 'auto',
+    messages: renderMessages(template, variables),
+    ...(template.params?.temperature !== undefined ? { temperature: template.params.temperature } : {}),
+    ...(template.params?.max_tokens !== undefined ? { max_tokens: template.params.max_tokens } : {}),
+  };
+}

@@ -13,7 +13,7 @@ import { SCOPES, type Scope } from '../keys/scopes.ts';
 import { keyStatus } from '../keys/service.ts';
 import { workKind } from './kinds.ts';
 import type { VerticalPorts } from './ports.ts';
-import { promptView, renderMessages, schemaName, structuredResult } from './prompts.ts';
+import { promptRequest, schemaName, structuredResult } from './prompts.ts';
 import * as store from './store.ts';
 import type { WorkError } from './work.ts';
 
@@ -30,7 +30,6 @@ export interface WorkEnv {
 
 export type JobOutcome = 'succeeded' | 'failed' | 'retrying' | 'lost';
 
-const pick = <T,>(o: Record<string, T>, names: string[]): Record<string, T> => Object.fromEntries(names.filter((n) => n in o).map((n) => [n, o[n]!]));
 
 /** The worker lost the job's lease to another worker (which now runs it): this run's result is dropped. */
 class LeaseLost extends Error {}
@@ -101,22 +100,16 @@ export async function runJob(ports: VerticalPorts, env: WorkEnv, job: VerticalJo
     const caller = await callerOf(env.db, job, now());
     if (kind.started) await env.db.$transaction((tx) => kind.started!(tx, job, now()));
     const template = kind.prompt;
-    const own = await ports.prompts.find(env.db, job.projectId, template.name);
     const variables = await kind.variables(env.db, job);
     const format = template.schema
       ? { response_format: { type: 'json_schema' as const, json_schema: { name: schemaName(template), schema: template.schema, strict: true } } }
       : {};
-    const common = { project_id: job.projectId, metadata: { vertical_job_id: job.id, vertical_work: job.kind }, ...format };
-    // The project's own template of the prompt's name: rendered by the pipeline's template stage, as any templated call.
-    const request: InferenceInput = own
-      ? { ...common, model: own.model ?? template.model ?? 'auto', template: { id: own.templateId, version: own.version, variables: pick(promptView(variables), own.variables) } }
-      : {
-          ...common,
-          model: template.model ?? 'auto',
-          messages: renderMessages(template, variables),
-          ...(template.params?.temperature !== undefined ? { temperature: template.params.temperature } : {}),
-          ...(template.params?.max_tokens !== undefined ? { max_tokens: template.params.max_tokens } : {}),
-        };
+    // The project's own template of the prompt's name, when it has one: rendered by the pipeline's template stage.
+    const request: InferenceInput = {
+      ...(await promptRequest(ports.prompts, env.db, job.projectId, template, variables)),
+      metadata: { vertical_job_id: job.id, vertical_work: job.kind },
+      ...format,
+    };
     // CONTRACT §12 zero retention: the idempotency store keeps the call's figures, not its answer.
     const zero = (await ports.inference.projects.get(job.projectId))?.privacy?.retentionMode === 'zero';
     const key = jobCallKey(job.id);
