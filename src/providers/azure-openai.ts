@@ -1,7 +1,7 @@
 import type { ProviderSpec, SecretValue } from './config-file.ts';
 import { chatBody, ChatChunkStream, fromChatCompletion } from './openai-wire.ts';
 import { sseData } from './sse.ts';
-import { type ProviderSignal, ProviderError, type Completion, type EmbeddingRequest, type EmbeddingResult, type Provider, type ProviderRequest, type StreamPart } from './types.ts';
+import { ProviderError, type Completion, type EmbeddingRequest, type EmbeddingResult, type Provider, type ProviderRequest, type ProviderSignal, type StreamPart } from './types.ts';
 import { basePath, Upstream } from './upstream.ts';
 
 /**

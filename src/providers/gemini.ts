@@ -1,7 +1,7 @@
 import type { ProviderSpec, SecretValue } from './config-file.ts';
 import { sseData } from './sse.ts';
 import { argumentsObject, dataUrl, firstUnsupported, mergeTurns, newCallId, systemPrompt } from './translate.ts';
-import { type ProviderSignal,
+import {
   contentText,
   ProviderError,
   type ChatMessage,
@@ -11,6 +11,7 @@ import { type ProviderSignal,
   type EmbeddingResult,
   type Provider,
   type ProviderRequest,
+  type ProviderSignal,
   type ProviderUsage,
   type StreamPart,
   type ToolCall,

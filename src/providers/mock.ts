@@ -1,6 +1,6 @@
 import type { ProviderSpec } from './config-file.ts';
 import { mockJudgeVerdict, readJudgeQuestion } from '../kernel/eval-judge.ts';
-import { type ProviderSignal,
+import {
   contentText,
   ProviderError,
   type ChatMessage,
@@ -11,6 +11,7 @@ import { type ProviderSignal,
   type EmbeddingResult,
   type Provider,
   type ProviderRequest,
+  type ProviderSignal,
   type StreamPart,
   type ToolCall,
 } from './types.ts';

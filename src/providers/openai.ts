@@ -1,7 +1,7 @@
 import { Pool, errors as undiciErrors, type Dispatcher } from 'undici';
 import type { ProviderSpec, SecretValue } from './config-file.ts';
 import { sseData } from './sse.ts';
-import { type ProviderSignal,
+import {
   ProviderError,
   type Choice,
   type Completion,
@@ -9,6 +9,7 @@ import { type ProviderSignal,
   type EmbeddingResult,
   type Provider,
   type ProviderRequest,
+  type ProviderSignal,
   type ProviderUsage,
   type StreamPart,
   type ToolCall,
@@ -94,6 +95,20 @@ export function transportError(err: unknown, provider: string): ProviderError {
     return new ProviderError('timeout', `${provider}: ${(err as Error).message}`);
   }
   return new ProviderError('connection', `${provider}: ${(err as Error).message ?? 'connection failed'}`);
+}
+
+/**
+ * One POST through a keep-alive pool, sent again once when the connection it went out on was closed by the provider
+ * before any answer ("other side closed": the provider's idle timeout ending just as the pool reused the connection).
+ * Only that failure and only once, on a fresh connection; the body is text, so it is sent again as it was.
+ */
+export async function postThroughPool(pool: Pool, opts: Dispatcher.RequestOptions & { signal: ProviderSignal }): Promise<Dispatcher.ResponseData> {
+  try {
+    return await pool.request(opts);
+  } catch (err) {
+    if (!(err instanceof undiciErrors.SocketError) || opts.signal.aborted) throw err;
+    return pool.request(opts);
+  }
 }
 
 /**
@@ -266,7 +281,7 @@ export class OpenAIProvider implements Provider {
     if (this.apiKey) headers.authorization = `Bearer ${this.apiKey.reveal()}`;
     let res: Dispatcher.ResponseData;
     try {
-      res = await this.pool.request({ method: 'POST', path, headers, body: JSON.stringify(payload), signal });
+      res = await postThroughPool(this.pool, { method: 'POST', path, headers, body: JSON.stringify(payload), signal });
     } catch (err) {
       throw abortReason(signal, transportError(err, this.name));
     }

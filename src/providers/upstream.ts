@@ -1,6 +1,6 @@
 import { Pool, type Dispatcher } from 'undici';
-import { redactCredentials, transportError } from './openai.ts';
-import { type ProviderSignal, ProviderError, type StreamPart } from './types.ts';
+import { postThroughPool, redactCredentials, transportError } from './openai.ts';
+import { ProviderError, type ProviderSignal, type StreamPart } from './types.ts';
 
 /** Statuses that say the request itself is wrong: the same request would fail on every provider (as kind openai). */
 const REJECTED = new Set([400, 413, 422]);
@@ -81,7 +81,7 @@ export class Upstream {
   async post(path: string, headers: Record<string, string>, body: string, signal: ProviderSignal): Promise<Dispatcher.ResponseData> {
     let res: Dispatcher.ResponseData;
     try {
-      res = await this.pool.request({ method: 'POST', path, headers, body, signal });
+      res = await postThroughPool(this.pool, { method: 'POST', path, headers, body, signal });
     } catch (err) {
       throw abortReason(signal, transportError(err, this.name));
     }
