@@ -74,6 +74,9 @@ export async function createDeps(config: Readonly<Config>, overrides: DepsOverri
         { log: (msg: string) => log.info(msg) },
       );
     }
+    // Prisma's query compiler (WebAssembly) is set up on the first query: done here, so that neither the first request
+    // nor the first /readyz (a 1 s check) pays for it.
+    await database.prisma.$queryRaw`SELECT 1`;
   } catch (err) {
     // One line naming the variable to look at (CONTRACT §1), as for a bad value.
     const what = config.databaseUrl ? 'DATABASE_URL: cannot open PostgreSQL' : `SVC_DATA_DIR: cannot open the embedded database in ${config.dataDir}`;
