@@ -22,8 +22,11 @@ interface GraphQLErrorJson {
   extensions?: { code?: string; param?: string | null; request_id?: string; http_status?: number; approval_id?: string };
 }
 
-/** The SSO session (its CSRF token) whose end the page was told of already. */
+/** The SSO session (its CSRF token) whose end the page was told of already, and whether that told why it ended. */
 let endedSession: string | null = null;
+let endedWhy = false;
+/** The gateway's 401 for a session that timed out names the timeout; the others (already ended) say "missing". */
+const namesWhy = (message: string) => message.startsWith('The console session ended (');
 
 /** POST /graphql with the session's key; the only way the console talks to the gateway. */
 export async function gql<T>(query: string, variables: Record<string, unknown> = {}): Promise<T> {
@@ -54,9 +57,11 @@ export async function gql<T>(query: string, variables: Record<string, unknown> =
   }
   if (body.error) {
     // An SSO session that ended (idle or absolute timeout, signed out, deprovisioned): back to the sign-in page.
-    // Calls in flight together all get 401: the first says why (idle or absolute timeout), and is the one shown.
-    if (csrf && res.status === 401 && endedSession !== csrf) {
+    // Calls in flight together all get 401, in any order: the one the gateway answered first says why (idle or
+    // absolute timeout) and the others find the session gone; the reason is shown whichever arrives first.
+    if (csrf && res.status === 401 && (endedSession !== csrf || (!endedWhy && namesWhy(body.error.message)))) {
       endedSession = csrf;
+      endedWhy = namesWhy(body.error.message);
       dispatchEvent(new CustomEvent('svc:session-ended', { detail: body.error.message }));
     }
     // Rejected before GraphQL ran (401, 429 from the hooks): the spec's REST error object.
