@@ -1,24 +1,14 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { afterAll, expect, it, onTestFailed } from 'vitest';
-import { seedProject, TEST_ENCRYPTION_KEY } from '../helpers/app.ts';
-import { pollUntil, startGateway, type GatewayProcess } from '../helpers/gateway-process.ts';
-import { startMockOpenAI, type MockOpenAI } from '../helpers/mock-openai.ts';
-import { DATABASE_URL, REDIS_URL, deleteRedisPrefix, dropSchema, uniqueName, withSchema } from '../helpers/services.ts';
-import { writeProvidersFile } from '../inference/fixtures.ts';
+import { afterAll, expect, it } from 'vitest';
+import { seedProject } from '../helpers/app.ts';
+import { startCrashRig, type CrashRig } from '../helpers/crash-rig.ts';
+import { pollUntil } from '../helpers/gateway-process.ts';
 
-let provider: MockOpenAI | undefined;
-let g: GatewayProcess | undefined;
-const cleanups: (() => Promise<void> | void)[] = [];
+let rig: CrashRig | undefined;
 afterAll(async () => {
-  await g?.stop('SIGKILL');
-  await provider?.close();
-  for (const c of cleanups) await c();
+  await rig?.close();
 });
 
 const JOBS = 30;
-const STARTUP_MS = 180_000;
 
 /**
  * The real gateway (api and worker in one process) killed with SIGKILL while it works through 30 Risk assessments
@@ -29,39 +19,9 @@ const STARTUP_MS = 180_000;
  * answered was not charged, and is called again.
  */
 it('completes 30 vertical jobs killed with SIGKILL midway, each with one provider call and one charge', { timeout: 600_000 }, async () => {
-  provider = await startMockOpenAI({ delayMs: 60, usage: { prompt_tokens: 10, completion_tokens: 10 } });
-  const file = writeProvidersFile({
-    providers: [
-      { name: 'priced', kind: 'openai', base_url: provider.url, region: 'eu-west-1', timeout_ms: 5000, models: [{ id: 'gpt-test', input_per_mtok: 1, output_per_mtok: 1 }] },
-    ],
-  });
-  const env: Record<string, string> = {
-    SVC_PROVIDERS_FILE: file,
-    SVC_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
-    SVC_VERTICAL_LEASE_MS: '1500',
-    SVC_OUTCOME_LEASE_MS: '1000',
-    // A resumed call waits until one begun before the kill has surely ended (the routing timeout after it); long enough
-    // that a provider call on a loaded machine does not end in routing_timeout.
-    SVC_ROUTING_TIMEOUT_MS: '10000',
-  };
-  if (DATABASE_URL) {
-    const schema = uniqueName('vertcrash');
-    env.DATABASE_URL = withSchema(DATABASE_URL, schema);
-    cleanups.push(() => dropSchema(DATABASE_URL!, schema));
-  } else {
-    const dir = mkdtempSync(path.join(tmpdir(), 'svc-vertcrash-'));
-    env.SVC_DATA_DIR = dir;
-    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-  }
-  if (REDIS_URL) {
-    const prefix = `${uniqueName('vertcrash')}:`;
-    env.REDIS_URL = REDIS_URL;
-    env.SVC_REDIS_PREFIX = prefix;
-    cleanups.push(() => deleteRedisPrefix(REDIS_URL!, prefix));
-  }
-  // A start compiles the sources (tsx): on a loaded machine it can take well over a minute.
-  g = await startGateway(env, { timeoutMs: STARTUP_MS });
-  onTestFailed(() => console.error(`gateway output (tail):\n${g?.output().slice(-6_000)}`));
+  rig = await startCrashRig('vertcrash', { SVC_VERTICAL_LEASE_MS: '1500' });
+  const provider = rig.provider;
+  let g = rig.gateway;
   const s = await seedProject(g, {
     scopes: ['risk:write', 'risk:read', 'inference:write', 'usage:read'],
     limits: { requests_per_minute: 10_000, tokens_per_minute: 10_000_000, burst: 0 },
@@ -77,16 +37,16 @@ it('completes 30 vertical jobs killed with SIGKILL midway, each with one provide
   }
 
   const states = async () => {
-    const list = await g!.call('GET', '/v1/risk/assessments?limit=100', { key: s.secret });
+    const list = await g.call('GET', '/v1/risk/assessments?limit=100', { key: s.secret });
     expect(list.status, JSON.stringify(list.body)).toBe(200);
     return new Map<string, any>(list.body.data.map((a: any) => [a.id, a]));
   };
   const ended = (m: Map<string, any>) => ids.filter((id) => ['completed', 'failed'].includes(m.get(id)?.status)).length;
   await pollUntil('a third of the jobs done', async () => ended(await states()) >= JOBS / 3, 90_000, 20);
-  expect(await g.stop('SIGKILL')).toBe('SIGKILL');
+  await rig.kill();
   const callsAtKill = provider.calls;
 
-  g = await startGateway(env, { port: g.port, timeoutMs: STARTUP_MS });
+  g = await rig.start();
   const atRestart = ended(await states());
   expect(atRestart).toBeLessThan(JOBS);
   const done = await pollUntil('every job completed after the restart', async () => {
@@ -110,7 +70,7 @@ it('completes 30 vertical jobs killed with SIGKILL midway, each with one provide
   // in flight: cut off before the provider answered (its connection closed), or answered but lost with the process
   // before its usage record was durable (never charged). That one job alone may have been asked again.
   const answered = Array.from({ length: JOBS }, (_, i) =>
-    provider!.requests.filter((r) => !r.aborted && r.body.messages.some((m: any) => String(m.content).includes(`"title": "case ${i}"`))).length,
+    provider.requests.filter((r) => !r.aborted && r.body.messages.some((m: any) => String(m.content).includes(`"title": "case ${i}"`))).length,
   );
   expect(answered.every((n) => n >= 1 && n <= 2), `answered calls per job: ${answered}`).toBe(true);
   expect(answered.filter((n) => n === 2).length, `answered calls per job: ${answered}`).toBeLessThanOrEqual(1);

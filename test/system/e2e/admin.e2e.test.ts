@@ -1,4 +1,4 @@
-import type { Browser, Locator, Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../../../src/db/ids.ts';
 import { AUDIT_ACTION_NAMES } from '../../../src/domain/audit/actions.ts';
@@ -6,7 +6,7 @@ import { EVENT_TYPES } from '../../../src/domain/events/outbox.ts';
 import { SCOPES } from '../../../src/domain/keys/scopes.ts';
 import { EVENT_GROUPS, SCOPE_GROUPS } from '../../../src/admin/app/catalog.ts';
 import { MASTER_KEY, buildTestApp, client, seedProject, type Client, type TestApp } from '../../helpers/app.ts';
-import { launchBrowser, screenshot } from './browser.ts';
+import { launchBrowser, screenshot, hasText, signInWithKey } from './browser.ts';
 
 const ADMIN_SCOPES = ['keys:manage', 'governance:manage', 'audit:read', 'budgets:manage', 'usage:read', 'inference:write'];
 
@@ -30,24 +30,7 @@ afterAll(async () => {
   await t?.close();
 });
 
-/** Waits until the element shows the text (vitest's expect does not retry on locators). */
-async function hasText(locator: Locator, text: string): Promise<void> {
-  await locator.filter({ hasText: text }).first().waitFor({ timeout: 10_000 });
-}
-
-async function signIn(secret: string, opts: { clipboard?: boolean } = {}): Promise<Page> {
-  const context = await browser.newContext({
-    viewport: { width: 1366, height: 900 },
-    ...(opts.clipboard ? { permissions: ['clipboard-read', 'clipboard-write'] } : {}),
-  });
-  const page = await context.newPage();
-  page.on('close', () => void context.close().catch(() => {}));
-  await page.goto(`${base}/admin/`);
-  await page.getByLabel('API key').fill(secret);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('navigation', { name: 'Screens' }).waitFor();
-  return page;
-}
+const signIn = (secret: string, opts: { clipboard?: boolean } = {}) => signInWithKey(browser, base, secret, opts);
 
 describe('the admin console', () => {
   it('signs in with a key kept in sessionStorage only, and shows the project overview', async () => {

@@ -1,9 +1,9 @@
-import type { Browser, Locator, Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, client, type Client, type TestApp } from '../../helpers/app.ts';
 import { governedProject } from '../../governance/support.ts';
 import type { Governed } from '../../governance/support.ts';
-import { launchBrowser, screenshot } from './browser.ts';
+import { launchBrowser, screenshot, hasText, signInWithKey } from './browser.ts';
 
 // Dual control in the admin console (CONTRACT §15): a change to a guarded resource shows "queued for approval" instead
 // of an error, and another key approves or rejects it on the Approvals screen, seeing the change as a diff.
@@ -27,20 +27,7 @@ afterAll(async () => {
   await t?.close();
 });
 
-async function hasText(locator: Locator, text: string): Promise<void> {
-  await locator.filter({ hasText: text }).first().waitFor({ timeout: 10_000 });
-}
-
-async function signIn(secret: string): Promise<Page> {
-  const context = await browser.newContext({ viewport: { width: 1366, height: 900 } });
-  const page = await context.newPage();
-  page.on('close', () => void context.close().catch(() => {}));
-  await page.goto(`${base}/admin/`);
-  await page.getByLabel('API key').fill(secret);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('navigation', { name: 'Screens' }).waitFor();
-  return page;
-}
+const signIn = (secret: string) => signInWithKey(browser, base, secret);
 
 async function saveLimits(page: Page, rpm: string): Promise<void> {
   await page.getByRole('link', { name: 'Rate limits' }).click();

@@ -1,10 +1,10 @@
-import type { Browser, Locator, Page } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { indexDueDocuments } from '../../../src/jobs/rag-indexing/worker.ts';
 import { VerticalWorker } from '../../../src/jobs/vertical-work/worker.ts';
 import { buildTestApp, client, seedProject, type Client, type TestApp } from '../../helpers/app.ts';
 import { DIFF, FILES } from '../../dev/support.ts';
-import { launchBrowser, screenshot } from './browser.ts';
+import { launchBrowser, screenshot, hasText, signInWithKey } from './browser.ts';
 
 // The Dev vertical in the console (issue 21): a repository indexed from posted files, and a completed review with its
 // line comments, over GraphQL with the key the user signs in with.
@@ -26,20 +26,7 @@ afterAll(async () => {
   await t?.close();
 });
 
-async function hasText(locator: Locator, text: string): Promise<void> {
-  await locator.filter({ hasText: text }).first().waitFor({ timeout: 10_000 });
-}
-
-async function signIn(secret: string): Promise<Page> {
-  const context = await browser.newContext({ viewport: { width: 1366, height: 900 } });
-  const page = await context.newPage();
-  page.on('close', () => void context.close().catch(() => {}));
-  await page.goto(`${base}/admin/`);
-  await page.getByLabel('API key').fill(secret);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('navigation', { name: 'Screens' }).waitFor();
-  return page;
-}
+const signIn = (secret: string) => signInWithKey(browser, base, secret);
 
 describe('the Dev vertical in the admin console', () => {
   it('shows a repository indexed from its files, and a completed review with its line comments', async () => {

@@ -1,10 +1,10 @@
-import type { Browser, Locator, Page } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { VerticalWorker } from '../../../src/jobs/vertical-work/worker.ts';
 import { buildTestApp, client, seedProject, type Client, type TestApp } from '../../helpers/app.ts';
 import { startMockOpenAI, type MockOpenAI } from '../../helpers/mock-openai.ts';
 import { writeProvidersFile } from '../../inference/fixtures.ts';
-import { launchBrowser, screenshot } from './browser.ts';
+import { launchBrowser, screenshot, hasText, signInWithKey } from './browser.ts';
 
 // The Legal vertical's flow in the console (issue 21): a matter, its contract, a mapping whose invented quote is
 // flagged, and a redline shown as the gateway's diff. The model's answers come from a local OpenAI-wire mock.
@@ -42,20 +42,7 @@ afterAll(async () => {
   await wire?.close();
 });
 
-async function hasText(locator: Locator, text: string): Promise<void> {
-  await locator.filter({ hasText: text }).first().waitFor({ timeout: 10_000 });
-}
-
-async function signIn(secret: string): Promise<Page> {
-  const context = await browser.newContext({ viewport: { width: 1366, height: 900 } });
-  const page = await context.newPage();
-  page.on('close', () => void context.close().catch(() => {}));
-  await page.goto(`${base}/admin/`);
-  await page.getByLabel('API key').fill(secret);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('navigation', { name: 'Screens' }).waitFor();
-  return page;
-}
+const signIn = (secret: string) => signInWithKey(browser, base, secret);
 
 describe('the Legal vertical in the admin console', () => {
   it('a matter, its contract, a mapping with a flagged quote and a redline shown as a diff', async () => {

@@ -1,9 +1,9 @@
-import type { Browser, Locator, Page } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { VerticalWorker } from '../../../src/jobs/vertical-work/worker.ts';
 import { buildTestApp, client, seedProject, type Client, type TestApp } from '../../helpers/app.ts';
 import { uniqueName } from '../../helpers/services.ts';
-import { launchBrowser, screenshot } from './browser.ts';
+import { launchBrowser, screenshot, hasText, signInWithKey } from './browser.ts';
 
 // One flow per vertical (issue 21): a Risk case with its evidence hashes and a report's dual control state, and an Ops
 // incident's timeline written and closed from the console.
@@ -25,20 +25,7 @@ afterAll(async () => {
   await t?.close();
 });
 
-async function hasText(locator: Locator, text: string): Promise<void> {
-  await locator.filter({ hasText: text }).first().waitFor({ timeout: 10_000 });
-}
-
-async function signIn(secret: string): Promise<Page> {
-  const context = await browser.newContext({ viewport: { width: 1366, height: 900 } });
-  const page = await context.newPage();
-  page.on('close', () => void context.close().catch(() => {}));
-  await page.goto(`${base}/admin/`);
-  await page.getByLabel('API key').fill(secret);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('navigation', { name: 'Screens' }).waitFor();
-  return page;
-}
+const signIn = (secret: string) => signInWithKey(browser, base, secret);
 
 describe('the verticals in the admin console', () => {
   it('Risk: a case shows its evidence hashes, and asking to approve a report shows it queued, then pending', async () => {
