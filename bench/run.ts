@@ -17,7 +17,8 @@
  * Then: the added latency at half of the gateway's uncached peak (both driven at that rate, open loop), and a profile
  * of the api and worker processes (node --cpu-prof, summarized by package, sample-count weighting).
  *
- * Env: DATABASE_URL, REDIS_URL (local defaults), BENCH_DURATION_S (10), BENCH_WARMUP_S (3), BENCH_CONNECTIONS (50),
+ * Env: DATABASE_URL, REDIS_URL (local defaults), BENCH_DURATION_S (10), BENCH_WARMUP_S (3), BENCH_FIRST_WARMUP_S (10: a
+ * process's first scenario), BENCH_CONNECTIONS (50),
  * BENCH_OFFERED_RATE (1000), BENCH_ONLY (comma-separated scenario ids), BENCH_PROFILE (0: no profile phase),
  * BENCH_PEERS (0: no Portkey), BENCH_RENDER (a results .json: render its .md again, run nothing), BENCH_OUT (file name stem under bench/, default `results`), BENCH_BEFORE_ROOT (a
  * checkout of an earlier version, built: its api process runs beside this one's, on the same worker, database and
@@ -43,6 +44,8 @@ const DATABASE_URL = process.env.DATABASE_URL || 'postgresql://postgres@127.0.0.
 const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
 const DURATION = Number(process.env.BENCH_DURATION_S ?? 10);
 const WARMUP = Number(process.env.BENCH_WARMUP_S ?? 3);
+/** The warm-up of a target process's first scenario (its code is compiled meanwhile). */
+const FIRST_WARMUP = Number(process.env.BENCH_FIRST_WARMUP_S ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const OFFERED = Number(process.env.BENCH_OFFERED_RATE ?? 1000);
 const ONLY = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(',')) : null;
@@ -414,9 +417,13 @@ async function main(): Promise<void> {
   };
 
   const results: ScenarioResult[] = [];
+  // A process's first scenario would otherwise also pay for its code being compiled (V8's optimizing compiler runs on
+  // threads of the process, so its CPU counts): each target process is warmed up longer before its first scenario.
+  const warmed = new Set<Scenario['target']>();
   for (const s of scenarios) {
     process.stderr.write(`bench: ${s.name} …\n`);
-    await saturate(s, WARMUP);
+    await saturate(s, warmed.has(s.target) ? WARMUP : Math.max(WARMUP, FIRST_WARMUP));
+    warmed.add(s.target);
     if (s.gateway) await caughtUp();
     let a = snapshot();
     const r = await saturate(s, DURATION);
