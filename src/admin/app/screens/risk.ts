@@ -87,7 +87,7 @@ function CaseView({ id, onBack }: { id: string; onBack: () => void }) {
         ${c.assessments.edges.length === 0
           ? html`<p class="empty">No assessments yet.</p>`
           : c.assessments.edges.map(({ node: a }) => html`<article data-assessment-id=${a.id}><header><code>${a.id}</code> <${Status} value=${a.status} /></header>
-              ${a.content ? html`<pre class="mono">${JSON.stringify(a.content, null, 2)}</pre>` : null}</article>`)}
+              ${a.content ? html`<${AssessmentView} content=${a.content} />` : null}</article>`)}
         <h3>Reports</h3>
         ${c.reports.edges.length === 0
           ? html`<p class="empty">No reports yet.</p>`
@@ -96,13 +96,50 @@ function CaseView({ id, onBack }: { id: string; onBack: () => void }) {
                 <span class="muted approval-state"> approval: ${r.approval
                   ? html`<code>${r.approval.id}</code> <${Status} value=${r.approval.status} /> requested by <code>${r.approval.requestedBy}</code>${r.approval.decidedBy ? html`, decided by <code>${r.approval.decidedBy}</code>` : null}`
                   : 'not asked'}</span></header>
-              ${r.content ? html`<pre class="mono">${JSON.stringify(r.content, null, 2)}</pre>` : null}
+              ${r.content ? html`<${ReportView} content=${r.content} />` : null}
               ${r.status === 'completed' && (!r.approval || r.approval.status !== 'pending')
                 ? html`<button type="button" onClick=${() => askApproval(r.id)}>Ask for approval</button>`
                 : null}
             </article>`)}`
       : null}
   <//>`;
+}
+
+type Json = Record<string, unknown>;
+const text = (v: unknown) => (typeof v === 'string' ? v : '');
+const list = (v: unknown): Json[] => (Array.isArray(v) ? (v.filter((x) => x && typeof x === 'object') as Json[]) : []);
+/** A result of another shape (a project's own template may ask for other fields) is shown as it came. */
+const Raw = ({ content }: { content: unknown }) => html`<pre class="mono">${JSON.stringify(content, null, 2)}</pre>`;
+
+/** An assessment (the built-in risk.assessment's fields) as a short document. */
+function AssessmentView({ content }: { content: Json }) {
+  if (typeof content.summary !== 'string') return html`<${Raw} content=${content} />`;
+  return html`<div class="risk-document">
+    <p>${content.summary}</p>
+    <p><strong>Likelihood</strong> ${text(content.likelihood)} · <strong>Impact</strong> ${text(content.impact)}</p>
+    ${list(content.risks).length > 0
+      ? html`<table aria-label="Risks"><thead><tr><th>Risk</th><th>Severity</th><th>Rationale</th></tr></thead>
+          <tbody>${list(content.risks).map((r) => html`<tr><td>${text(r.title)}</td><td>${text(r.severity)}</td><td>${text(r.rationale)}</td></tr>`)}</tbody></table>`
+      : null}
+    ${Array.isArray(content.recommendations) && content.recommendations.length > 0
+      ? html`<h4>Recommendations</h4><ul>${content.recommendations.map((x) => html`<li>${text(x)}</li>`)}</ul>`
+      : null}
+  </div>`;
+}
+
+/** A report (the built-in risk.report's fields) as a document: its findings cite evidence by id. */
+function ReportView({ content }: { content: Json }) {
+  if (typeof content.title !== 'string') return html`<${Raw} content=${content} />`;
+  return html`<div class="risk-document">
+    <h4>${content.title}</h4>
+    <p>${text(content.executive_summary)}</p>
+    ${list(content.findings).length > 0
+      ? html`<ol aria-label="Findings">${list(content.findings).map((f) => html`<li>${text(f.finding)}${Array.isArray(f.evidence_ids) && f.evidence_ids.length > 0
+          ? html` <span class="muted">(evidence ${f.evidence_ids.map((id, i) => html`${i > 0 ? ', ' : ''}<code>${text(id)}</code>`)})</span>`
+          : null}</li>`)}</ol>`
+      : null}
+    <p><strong>Conclusion</strong> ${text(content.conclusion)}</p>
+  </div>`;
 }
 
 /** The Risk vertical (CONTRACT §16): cases newest first, and one case with its evidence hashes and approval state. */
