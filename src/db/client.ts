@@ -3,6 +3,7 @@ import { PGlite } from '@electric-sql/pglite';
 import { PrismaPg } from '@prisma/adapter-pg';
 import { PrismaPGlite } from 'pglite-prisma-adapter';
 import { PrismaClient } from '../generated/prisma/client.ts';
+import { startPgliteMaintenance, type PgliteMaintenance, type PgliteMaintenanceOptions } from './pglite-maintenance.ts';
 
 export type Db = PrismaClient;
 /** What a store function runs on: the client or an interactive transaction. */
@@ -14,6 +15,8 @@ export interface Database {
   /** The PostgreSQL schema in use (from `?schema=` in DATABASE_URL), or 'public'. */
   schema: string;
   pglite?: PGlite;
+  /** PGlite only: the checkpoints and ANALYZE its missing background workers would run (db/pglite-maintenance.ts). */
+  maintenance?: PgliteMaintenance;
   close(): Promise<void>;
 }
 
@@ -24,6 +27,8 @@ export interface OpenOptions {
   dataDir: string | null;
   poolSize?: number;
   log?: boolean;
+  /** PGlite's maintenance timer (tests make its thresholds small). */
+  maintenance?: PgliteMaintenanceOptions;
 }
 
 export function schemaOf(databaseUrl: string): string {
@@ -54,12 +59,15 @@ export async function openDatabase(opts: OpenOptions): Promise<Database> {
   const pglite = opts.dataDir ? new PGlite(opts.dataDir) : new PGlite();
   await pglite.waitReady;
   const prisma = new PrismaClient({ adapter: new PrismaPGlite(pglite), log: log ? [...log] : undefined });
+  const maintenance = startPgliteMaintenance(pglite, opts.maintenance);
   return {
     prisma,
     kind: 'pglite',
     schema: 'public',
     pglite,
+    maintenance,
     close: async () => {
+      maintenance.stop();
       await prisma.$disconnect();
       await pglite.close();
     },

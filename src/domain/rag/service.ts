@@ -211,17 +211,16 @@ async function search(ports: RagPorts, ctx: Ctx, s: Search): Promise<RagChunkRes
     documents = found;
   }
   const depth = mode === 'hybrid' ? Math.max(s.topK * FUSION_DEPTH, 20) : s.topK;
-  const keyword = mode === 'vector' ? [] : await store.keywordSearch(ctx.db, s.projectId, s.query, s.documentIds, depth, s.repositoryId);
-  let ranked: Scored[];
-  if (mode === 'keyword') ranked = keyword;
-  else {
-    const [vector] = await ports.embed(ctx, s.projectId, settings.embeddingModel!, [s.query]);
-    // A repository's vectors are a matrix of their own; the project's version moves for both.
-    const cacheKey = s.repositoryId === null ? s.projectId : `${s.projectId}/${s.repositoryId}`;
-    const matrix = await vectorCache.get(cacheKey, settings.version, () => store.loadVectors(ctx.db, s.projectId, s.repositoryId));
-    const nearest = topK(matrix, vector!, depth, documents);
-    ranked = mode === 'vector' ? nearest : fuse([keyword, nearest], s.topK);
-  }
+  // Hybrid runs its halves at once: the keyword search waits on the database while the vector half embeds the query
+  // and scores it in process.
+  const keywordHalf = mode === 'vector' ? Promise.resolve([]) : store.keywordSearch(ctx.db, s.projectId, s.query, s.documentIds, depth, s.repositoryId);
+  const vectorHalf = mode === 'keyword' ? Promise.resolve([]) : nearestChunks(ports, ctx, s, settings, depth, documents);
+  const [keywordDone, vectorDone] = await Promise.allSettled([keywordHalf, vectorHalf]);
+  if (vectorDone.status === 'rejected') throw vectorDone.reason; // the caller's own refusal (429, budget) first
+  if (keywordDone.status === 'rejected') throw keywordDone.reason;
+  const keyword = keywordDone.value;
+  const nearest = vectorDone.value;
+  let ranked: Scored[] = mode === 'keyword' ? keyword : mode === 'vector' ? nearest : fuse([keyword, nearest], s.topK);
   ranked = ranked.slice(0, s.topK);
   const rows = new Map((await store.chunksByIds(ctx.db, s.projectId, ranked.map((r) => r.chunkId))).map((r) => [r.id, r]));
   // A chunk deleted between the ranking and this read is left out.
@@ -229,6 +228,22 @@ async function search(ports: RagPorts, ctx: Ctx, s: Search): Promise<RagChunkRes
     const row = rows.get(r.chunkId);
     return row ? [{ documentId: row.documentId, documentName: row.documentName, chunkId: row.id, text: row.text, score: r.score, metadata: row.metadata }] : [];
   });
+}
+
+/** The vector half: the query's embedding (charged through the inference pipeline) scored against the project's matrix. */
+async function nearestChunks(
+  ports: RagPorts,
+  ctx: Ctx,
+  s: Search,
+  settings: { embeddingModel: string | null; version: number },
+  depth: number,
+  documents: Set<string> | null,
+): Promise<Scored[]> {
+  const [vector] = await ports.embed(ctx, s.projectId, settings.embeddingModel!, [s.query]);
+  // A repository's vectors are a matrix of their own; the project's version moves for both.
+  const cacheKey = s.repositoryId === null ? s.projectId : `${s.projectId}/${s.repositoryId}`;
+  const matrix = await vectorCache.get(cacheKey, settings.version, () => store.loadVectors(ctx.db, s.projectId, s.repositoryId));
+  return topK(matrix, vector!, depth, documents);
 }
 
 /**

@@ -73,14 +73,14 @@ export interface KeywordHit {
  * search box reads it (websearch_to_tsquery: every word, "quoted phrases", -exclusions, OR), ranked by ts_rank + 1.
  * When those are fewer than `limit`, the chunks with any of the query's words (stemmed, stop words dropped: a question
  * asked in a sentence still finds the chunks that answer it) fill the rest, ranked by ts_rank over those words (below
- * 1). The second, wider search runs only when needed, and ranks at most ANY_WORD_CANDIDATES of its matches: on a large
- * corpus "any word" can match most chunks. Only the project's chunks, only the named documents when given.
+ * 1). The second, wider search runs only when needed. Only the project's chunks, only the named documents when given.
+ *
+ * Each step ranks at most RANKED_CANDIDATES of its matches. Ranking reads every candidate's tsvector (about 12 µs a
+ * chunk on PostgreSQL 15 here): a query of common words matching 33,000 of 110,000 chunks took 428 ms ranked whole and
+ * 36 ms with the bound (most of it the index scan). The price: on a large corpus a query of common words ranks the
+ * first matches the index yields, not all of them; a query whose matches are fewer is ranked exactly.
  */
-/**
- * How many "any word" matches are ranked at most: the fill-in step stays bounded on a large corpus (where a common word
- * matches most chunks) at the price of ranking a sample of them, not all.
- */
-const ANY_WORD_CANDIDATES = 2_000;
+const RANKED_CANDIDATES = 1_000;
 
 export async function keywordSearch(
   db: Db | Tx,
@@ -92,9 +92,12 @@ export async function keywordSearch(
 ): Promise<KeywordHit[]> {
   const docs = Prisma.sql`${documentIds ? Prisma.sql`AND c.document_id = ANY(${documentIds}::text[])` : Prisma.empty} ${inScope(repositoryId)}`;
   const whole = await db.$queryRaw<KeywordHit[]>`
-    SELECT c.id AS "chunkId", c.document_id AS "documentId", (ts_rank(c.tsv, q) + 1)::float8 AS score
-    FROM rag_chunks c, websearch_to_tsquery(${TS_CONFIG}::regconfig, ${query}) q
-    WHERE c.project_id = ${projectId} AND c.tsv @@ q ${docs}
+    SELECT c.id AS "chunkId", c.document_id AS "documentId", (ts_rank(c.tsv, c.q) + 1)::float8 AS score
+    FROM (
+      SELECT c.id, c.document_id, c.tsv, q FROM rag_chunks c, websearch_to_tsquery(${TS_CONFIG}::regconfig, ${query}) q
+      WHERE c.project_id = ${projectId} AND c.tsv @@ q ${docs}
+      LIMIT ${RANKED_CANDIDATES}
+    ) c
     ORDER BY score DESC, c.id
     LIMIT ${limit}`;
   if (whole.length >= limit) return whole;
@@ -109,7 +112,7 @@ export async function keywordSearch(
     FROM (
       SELECT c.id, c.document_id, c.tsv FROM rag_chunks c, q
       WHERE c.project_id = ${projectId} AND c.tsv @@ q.words AND NOT (c.tsv @@ q.whole) ${docs}
-      LIMIT ${ANY_WORD_CANDIDATES}
+      LIMIT ${RANKED_CANDIDATES}
     ) c, q
     ORDER BY score DESC, c.id
     LIMIT ${limit - whole.length}`;
