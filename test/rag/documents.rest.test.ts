@@ -27,6 +27,25 @@ async function makePdf(lines: string[]): Promise<Buffer> {
   return Buffer.from(await pdf.save());
 }
 
+describe('the indexing loop', () => {
+  it('lets timers and requests run between documents (on the embedded database a loop of queries never would)', async () => {
+    const p = await seedProject(operator, { scopes: RAG_SCOPES });
+    for (let i = 0; i < 3; i++) expect((await as(p.secret).post('/v1/rag/documents', { name: `d${i}`, content: `Document number ${i}.` })).status).toBe(200);
+    const indexedWhenTimerRan: number[] = [];
+    const indexed = () => t.deps.db.ragDocument.count({ where: { projectId: p.projectId, status: 'ready' } });
+    let counting: Promise<void> | null = null;
+    const timer = setInterval(() => (counting ??= indexed().then((n) => void indexedWhenTimerRan.push(n)).finally(() => (counting = null))), 0);
+    try {
+      expect(await indexNow(t)).toHaveLength(3);
+    } finally {
+      clearInterval(timer);
+    }
+    await counting;
+    // The timer ran while documents were still being indexed, not only once the loop was over.
+    expect(indexedWhenTimerRan.some((n) => n < 3)).toBe(true);
+  });
+});
+
 describe('upload', () => {
   it('stores a JSON document as processing, then the worker makes it ready with chunks', async () => {
     const p = await seedProject(operator, { scopes: RAG_SCOPES });

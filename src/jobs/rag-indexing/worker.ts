@@ -1,5 +1,6 @@
 import type { Deps } from '../../deps.ts';
 import { indexNextDocument, type IndexOutcome } from '../../domain/rag/indexing.ts';
+import { yieldToEventLoop } from '../sweep.ts';
 
 type IndexerDeps = Pick<Deps, 'db' | 'clock' | 'log' | 'ports'>;
 
@@ -24,6 +25,7 @@ export async function indexDueDocuments(deps: IndexerDeps, opts: RagIndexerOptio
     done.push(r);
     // A retry is due later: leave the loop rather than spin on it.
     if (r.outcome === 'retry') return done;
+    await yieldToEventLoop();
   }
 }
 

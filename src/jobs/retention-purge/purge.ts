@@ -1,6 +1,6 @@
 import type { Deps } from '../../deps.ts';
 import { purgeExpiredContent } from '../../domain/privacy/store.ts';
-import { startSweep } from '../sweep.ts';
+import { startSweep, yieldToEventLoop } from '../sweep.ts';
 
 type PurgeDeps = Pick<Deps, 'db' | 'clock' | 'log'>;
 
@@ -18,6 +18,7 @@ export async function purgeExpiredRetention(deps: Pick<Deps, 'db' | 'clock'>): P
     const n = await purgeExpiredContent(deps.db, new Date(deps.clock.now()), BATCH);
     total += n;
     if (n < BATCH) return total;
+    await yieldToEventLoop();
   }
 }
 

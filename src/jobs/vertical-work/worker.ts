@@ -3,6 +3,7 @@ import type { IdempotencyStore } from '../../domain/idempotency/store.ts';
 import { projectTemplates, type PromptSource, type VerticalPorts } from '../../domain/verticals/ports.ts';
 import { runDueJobs, type JobOutcome } from '../../domain/verticals/runner.ts';
 import { oncePorts } from '../model-calls.ts';
+import { yieldToEventLoop } from '../sweep.ts';
 
 type WorkerDeps = Pick<Deps, 'db' | 'clock' | 'log' | 'limiter' | 'ports' | 'redis' | 'config' | 'webhooks' | 'outcomes'>;
 
@@ -45,6 +46,7 @@ export class VerticalWorker {
       const outcomes = await runDueJobs(this.ports, this.deps, { leaseMs: this.opts.leaseMs, batch: this.opts.batch });
       all.push(...outcomes);
       if (outcomes.length < this.opts.batch) return all;
+      await yieldToEventLoop();
     }
   }
 
