@@ -84,13 +84,14 @@ describe('fuzzing every /v1 route', () => {
 
   it('answers random paths with 404 not_found', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(segment, { minLength: 1, maxLength: 4 }), async (parts) => {
+      // "." and ".." (also as %2E) are path navigation, not names: the URL parser resolves /v1/zz-/../.. to /, the home page.
+      fc.asyncProperty(fc.array(segment.filter((p) => !/^(\.|%2e){1,2}$/i.test(p)), { minLength: 1, maxLength: 4 }), async (parts) => {
         const url = `/v1/zz-${parts.map((p) => encodeURIComponent(p)).join('/')}`;
         const res = await t.app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${MASTER_KEY}` } });
         expect(res.statusCode).toBe(404);
         expect(JSON.parse(res.body).error.code).toBe('not_found');
       }),
-      { numRuns: 100 },
+      { numRuns: 100, seed: process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : undefined },
     );
   });
 });
