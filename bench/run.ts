@@ -374,6 +374,12 @@ async function main(): Promise<void> {
     variant('templated', 'gateway POST /v1/inference, uncached, from a template (one variable)', {
       template: { id: template.body?.id, variables: { word: 'ping' } },
     }),
+    // The OpenAI-shaped route over the same pipeline (issue 17): what a drop-in client pays.
+    {
+      ...gw('chat', 'gateway POST /v1/chat/completions (OpenAI shape), uncached, no webhook', plain, false),
+      url: `${base}/v1/chat/completions`,
+      body: JSON.stringify({ model: 'bench-model', messages: [{ role: 'user', content: 'ping' }] }),
+    },
     variant('pii', 'gateway POST /v1/inference, uncached, PII redacted and restored (e-mail and phone in a 200-byte prompt)', {
       messages: [{ role: 'user', content: 'Write to jane.doe@example.com or call +1 415 555 0100 about order 5521, and say ping back.' }],
       pii: { redact: true, restore: true },
