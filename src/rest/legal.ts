@@ -36,11 +36,14 @@ import {
   RequestRedline,
   UpdateMatter,
 } from '../domain/legal/schema.ts';
-import { contentTypeOf } from '../domain/rag/extract.ts';
-import { parseInput } from '../domain/validation.ts';
-import { invalid } from '../errors/svc-error.ts';
 import { sendList } from './list.ts';
-import { acceptUploads, readForm, UPLOAD_JSON_BODY_LIMIT } from './uploads.ts';
+import { acceptUploads, readUpload, uploadRouteOptions } from './uploads.ts';
+
+/** POST /v1/legal/matters/{id}/contracts: the contract as JSON text, or a multipart form with its file. */
+const contractUpload = uploadRouteOptions(CreateContract, {
+  name: { type: 'string', description: "Default: the file's name." },
+  project_id: { type: 'string' },
+});
 
 export function presentMatter(m: LegalMatter) {
   return {
@@ -132,47 +135,19 @@ export const legalRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.post(
     '/v1/legal/matters/:matter_id/contracts',
-    {
-      bodyLimit: UPLOAD_JSON_BODY_LIMIT,
-      // A JSON body over the limit is over every plan: 413 document_too_large, param content (error-handler.ts).
-      config: { bodyTooLarge: { code: 'document_too_large', param: 'content' } },
-      schema: {
-        params: MatterIdParams,
-        consumes: ['application/json', 'multipart/form-data'],
-        body: {
-          content: {
-            'application/json': { schema: CreateContract },
-            // Described, not validated here (the body is still unread when validation runs): readForm reads it.
-            'multipart/form-data': {
-              schema: {
-                description: 'One file (text/plain, text/markdown, text/html or application/pdf) plus the text fields.',
-                properties: {
-                  file: { type: 'string', description: 'The file itself (binary).' },
-                  name: { type: 'string', description: "Default: the file's name." },
-                  project_id: { type: 'string' },
-                },
-                required: ['file'],
-              },
-            },
-          },
-        },
-      },
-    },
+    { ...contractUpload, schema: { params: MatterIdParams, ...contractUpload.schema } },
     async (req, reply) => {
       const matterId = req.params.matter_id;
       if (!req.isMultipart()) return presentContract(await createContractJson(req.ctx, matterId, req.body));
-      const form = await readForm(req, reply);
-      if (!form) return reply; // an Idempotency-Key's first answer, replayed
-      if (!form.file) throw invalid('file', 'Missing required parameter: file.');
-      const fields = parseInput(ContractFields, form.fields);
-      const contentType = contentTypeOf(form.file.mimetype, form.file.filename);
-      if (!contentType) throw invalid('file', 'The file must be text/plain, text/markdown, text/html or application/pdf.');
+      const upload = await readUpload(req, reply, ContractFields);
+      if (!upload) return reply; // an Idempotency-Key's first answer, replayed
+      const { file, contentType, fields } = upload;
       return presentContract(
         await createContract(req.ctx, matterId, {
-          name: fields.name ?? (form.file.filename || 'contract'),
+          name: fields.name ?? (file.filename || 'contract'),
           contentType,
-          data: form.file.data,
-          bytes: form.file.bytes,
+          data: file.data,
+          bytes: file.bytes,
           param: 'file',
         }),
       );

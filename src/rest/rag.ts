@@ -2,7 +2,6 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Prisma, RagDocument } from '../generated/prisma/client.ts';
 import { unixOrNull, unixSeconds } from '../domain/context.ts';
 import { ProjectIdParams } from '../domain/projects/schema.ts';
-import { contentTypeOf } from '../domain/rag/extract.ts';
 import { DocumentIdParams, ListDocumentsQuery, RagQuery, SetRagSettings, UploadDocument, UploadFields } from '../domain/rag/schema.ts';
 import {
   createDocument,
@@ -19,7 +18,7 @@ import {
 import { parseInput } from '../domain/validation.ts';
 import { invalid } from '../errors/svc-error.ts';
 import { sendList } from './list.ts';
-import { acceptUploads, readForm, UPLOAD_JSON_BODY_LIMIT } from './uploads.ts';
+import { acceptUploads, readUpload, uploadRouteOptions } from './uploads.ts';
 
 /** CONTRACT §13's document object. */
 export function presentDocument(d: RagDocument) {
@@ -66,48 +65,23 @@ export const ragRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.post(
     '/v1/rag/documents',
-    {
-      bodyLimit: UPLOAD_JSON_BODY_LIMIT,
-      // A JSON body over UPLOAD_JSON_BODY_LIMIT is over every plan: 413 document_too_large, param content (error-handler.ts).
-      config: { bodyTooLarge: { code: 'document_too_large', param: 'content' } },
-      schema: {
-        consumes: ['application/json', 'multipart/form-data'],
-        // JSON is checked against UploadDocument here; a multipart form's fields in readForm.
-        body: {
-          content: {
-            'application/json': { schema: UploadDocument },
-            // Described, not validated here (no `type`: the body is still unread when validation runs).
-            'multipart/form-data': {
-              schema: {
-                description: 'One file (text/plain, text/markdown, text/html or application/pdf) plus the text fields.',
-                properties: {
-                  file: { type: 'string', description: 'The file itself (binary).' },
-                  name: { type: 'string', description: 'Default: the file name.' },
-                  project_id: { type: 'string' },
-                  metadata: { type: 'string', description: 'A JSON object.' },
-                },
-                required: ['file'],
-              },
-            },
-          },
-        },
-      },
-    },
+    uploadRouteOptions(UploadDocument, {
+      name: { type: 'string', description: 'Default: the file name.' },
+      project_id: { type: 'string' },
+      metadata: { type: 'string', description: 'A JSON object.' },
+    }),
     async (req, reply) => {
       if (!req.isMultipart()) return presentDocument(await uploadDocumentJson(app.ports.rag, req.ctx, req.body));
-      const form = await readForm(req, reply);
-      if (!form) return reply; // an Idempotency-Key's first answer, replayed
-      if (!form.file) throw invalid('file', 'Missing required parameter: file.');
-      const fields = parseInput(UploadFields, form.fields);
-      const contentType = contentTypeOf(form.file.mimetype, form.file.filename);
-      if (!contentType) throw invalid('file', 'The file must be text/plain, text/markdown, text/html or application/pdf.');
+      const upload = await readUpload(req, reply, UploadFields);
+      if (!upload) return reply; // an Idempotency-Key's first answer, replayed
+      const { file, contentType, fields } = upload;
       return presentDocument(
         await createDocument(app.ports.rag, req.ctx, {
           projectId: fields.project_id,
-          name: fields.name ?? (form.file.filename || 'document'),
+          name: fields.name ?? (file.filename || 'document'),
           contentType,
-          data: form.file.data,
-          bytes: form.file.bytes,
+          data: file.data,
+          bytes: file.bytes,
           metadata: metadataOf(fields.metadata),
           param: 'file',
         }),
