@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { REVIEW_PROMPT } from '../../src/domain/dev/prompts.ts';
 import { diffPaths, queryTerms } from '../../src/domain/dev/work.ts';
-import { buildTestApp, client, type Client, type TestApp } from '../helpers/app.ts';
-import { startMockOpenAI, type MockOpenAI } from '../helpers/mock-openai.ts';
-import { writeProvidersFile } from '../inference/fixtures.ts';
-import { runVerticalWork, verticalProject } from '../verticals/support.ts';
+import { client, type Client, type TestApp } from '../helpers/app.ts';
+import type { MockOpenAI } from '../helpers/mock-openai.ts';
+import { runVerticalWork, startWireApp, verticalProject } from '../verticals/support.ts';
 import { DEV, DIFF, readyRepository } from './support.ts';
 
 // The Dev prompts go to a provider that records what it was sent: the built-in prompts, and a project's own template
@@ -13,19 +12,10 @@ import { DEV, DIFF, readyRepository } from './support.ts';
 let t: TestApp;
 let operator: Client;
 let wire: MockOpenAI;
+let close: () => Promise<void>;
 
-beforeAll(async () => {
-  wire = await startMockOpenAI();
-  const file = writeProvidersFile({
-    providers: [{ name: 'wire', kind: 'openai', base_url: wire.url, region: 'local', timeout_ms: 5000, models: [{ id: 'wire-1', input_per_mtok: 1, output_per_mtok: 2 }] }],
-  });
-  t = await buildTestApp({ env: { SVC_PROVIDERS_FILE: file } });
-  operator = client(t.app);
-});
-afterAll(async () => {
-  await t.close();
-  await wire.close();
-});
+beforeAll(async () => ({ t, operator, wire, close } = await startWireApp()));
+afterAll(() => close());
 beforeEach(() => wire.reset());
 
 const as = (secret: string) => client(t.app, secret);

@@ -3,28 +3,18 @@ import { claimDue } from '../../src/domain/verticals/store.ts';
 import { ASSESSMENT_PROMPT } from '../../src/domain/risk/prompts.ts';
 import { VerticalWorker } from '../../src/jobs/vertical-work/worker.ts';
 import { builtinPromptsOnly } from '../../src/domain/verticals/ports.ts';
-import { buildTestApp, client, seedProject, type Client, type TestApp } from '../helpers/app.ts';
-import { startMockOpenAI, type MockOpenAI } from '../helpers/mock-openai.ts';
+import { client, seedProject, type Client, type TestApp } from '../helpers/app.ts';
+import type { MockOpenAI } from '../helpers/mock-openai.ts';
 import { uniqueName } from '../helpers/services.ts';
-import { writeProvidersFile } from '../inference/fixtures.ts';
-import { verticalProject } from './support.ts';
+import { startWireApp, verticalProject } from './support.ts';
 
 let t: TestApp;
 let operator: Client;
 let wire: MockOpenAI;
+let close: () => Promise<void>;
 
-beforeAll(async () => {
-  wire = await startMockOpenAI();
-  const file = writeProvidersFile({
-    providers: [{ name: 'wire', kind: 'openai', base_url: wire.url, region: 'local', timeout_ms: 5000, models: [{ id: 'wire-1', input_per_mtok: 1, output_per_mtok: 2 }] }],
-  });
-  t = await buildTestApp({ env: { SVC_PROVIDERS_FILE: file } });
-  operator = client(t.app);
-});
-afterAll(async () => {
-  await t.close();
-  await wire.close();
-});
+beforeAll(async () => ({ t, operator, wire, close } = await startWireApp()));
+afterAll(() => close());
 beforeEach(() => wire.reset());
 
 const as = (secret: string) => client(t.app, secret);

@@ -1,8 +1,31 @@
 import { expect } from 'vitest';
-import { seedProject, type Client, type TestApp } from '../helpers/app.ts';
+import { buildTestApp, client, seedProject, type Client, type TestApp } from '../helpers/app.ts';
+import { startMockOpenAI, type MockOpenAI } from '../helpers/mock-openai.ts';
+import { writeProvidersFile } from '../inference/fixtures.ts';
 import { startReceiver, type Receiver } from '../helpers/https-receiver.ts';
 import { testWorker } from '../webhooks/support.ts';
 import { VerticalWorker } from '../../src/jobs/vertical-work/worker.ts';
+
+/**
+ * A test app whose one provider ("wire", model wire-1) is an OpenAI-wire mock whose answers the test sets: what the
+ * gateway sends for a vertical's prompts and does with realistic answers.
+ */
+export async function startWireApp(): Promise<{ t: TestApp; operator: Client; wire: MockOpenAI; close(): Promise<void> }> {
+  const wire = await startMockOpenAI();
+  const file = writeProvidersFile({
+    providers: [{ name: 'wire', kind: 'openai', base_url: wire.url, region: 'local', timeout_ms: 5000, models: [{ id: 'wire-1', input_per_mtok: 1, output_per_mtok: 2 }] }],
+  });
+  const t = await buildTestApp({ env: { SVC_PROVIDERS_FILE: file } });
+  return {
+    t,
+    operator: client(t.app),
+    wire,
+    close: async () => {
+      await t.close();
+      await wire.close();
+    },
+  };
+}
 
 /** A project with a key of one vertical (its write scope plus inference:write, as spec §5.6 says), on a plan. */
 export async function verticalProject(operator: Client, scopes: string[], plan = 'starter') {
