@@ -1,4 +1,4 @@
-import { randomFillSync } from 'node:crypto';
+import { pooledRandomBytes } from './random.ts';
 
 // Crockford base32 in lower case: the ids sort as text in the order they were made, so an id is its own cursor.
 const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
@@ -6,12 +6,6 @@ const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
 let lastMs = -1;
 /** The random part of the last id: 16 characters of 5 bits each (80 bits). */
 const lastRandom = new Uint8Array(16);
-/**
- * Random bytes drawn 4 KiB at a time (the same CSPRNG as randomBytes): a fresh random part per millisecond would
- * otherwise be a randomBytes call and a Buffer on the hot path (three ids per inference).
- */
-const pool = Buffer.allocUnsafe(4096);
-let poolOffset = pool.length;
 
 function encodeTime(ms: number): string {
   let out = '';
@@ -34,12 +28,8 @@ function nextRandom(ms: number): Uint8Array {
     }
   }
   lastMs = ms;
-  if (poolOffset + 16 > pool.length) {
-    randomFillSync(pool);
-    poolOffset = 0;
-  }
-  for (let i = 0; i < 16; i++) lastRandom[i] = pool[poolOffset + i]! & 31;
-  poolOffset += 16;
+  const random = pooledRandomBytes(16);
+  for (let i = 0; i < 16; i++) lastRandom[i] = random[i]! & 31;
   return lastRandom;
 }
 

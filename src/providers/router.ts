@@ -97,7 +97,7 @@ class HopSignal extends EventEmitter {
 
 /** The signal of one provider call: the client leaving, the hop's own timeout, or the routing deadline aborts it. */
 class Hop {
-  private readonly controller = new HopSignal();
+  readonly signal = new HopSignal();
   private timer: NodeJS.Timeout | null;
   ended: HopEnd = null;
   private readonly onClientAbort = () => this.abort('client');
@@ -112,14 +112,10 @@ class Hop {
     else client?.addEventListener('abort', this.onClientAbort, { once: true });
   }
 
-  get signal(): HopSignal {
-    return this.controller;
-  }
-
   private abort(why: Exclude<HopEnd, null>): void {
     if (this.ended) return;
     this.ended = why;
-    this.controller.abort(new DOMException(`provider call aborted (${why})`, 'AbortError'));
+    this.signal.abort(new DOMException(`provider call aborted (${why})`, 'AbortError'));
   }
 
   /** The provider accepted a stream: no more deadline, but a client that leaves still stops it. */

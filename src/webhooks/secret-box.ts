@@ -1,7 +1,8 @@
-import { createCipheriv, createDecipheriv, createSecretKey, randomBytes, randomFillSync, type KeyObject } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
 import { existsSync, linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { decodeKey } from '../config/config.ts';
+import { pooledRandomBytes } from '../kernel/random.ts';
 
 /** Encryption at rest of webhook signing secrets (they must be recovered to sign, so they cannot be hashed). */
 export interface SecretBox {
@@ -12,22 +13,8 @@ export interface SecretBox {
 
 export const KEY_FILE_NAME = 'webhook-secrets.key';
 
-/**
- * IVs: 12 random bytes each, drawn from a 4 KiB buffer refilled by the CSPRNG (the source randomBytes uses): retained
- * inference content is sealed on the request path, once per inference, where a randomBytes call each was measurable.
- */
-const ivPool = Buffer.allocUnsafe(4092);
-let ivOffset = ivPool.length;
-function nextIv(): Buffer {
-  if (ivOffset + 12 > ivPool.length) {
-    randomFillSync(ivPool);
-    ivOffset = 0;
-  }
-  // A copy: the pool is overwritten when refilled, and the IV is written out with the ciphertext.
-  const iv = Buffer.from(ivPool.subarray(ivOffset, ivOffset + 12));
-  ivOffset += 12;
-  return iv;
-}
+/** 12 random bytes, copied out of the shared pool (kernel/random.ts): the IV is written out with the ciphertext. */
+const nextIv = (): Buffer => Buffer.from(pooledRandomBytes(12));
 
 /** AES-256-GCM; stored as `iv.tag.ciphertext`, each base64url (prisma/schema.prisma, Webhook.secretEncrypted). */
 export class AesGcmSecretBox implements SecretBox {
