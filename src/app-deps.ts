@@ -123,6 +123,7 @@ export async function createDeps(config: Readonly<Config>, overrides: DepsOverri
     handoff: webhooks.worker,
     alerts: budgetAlerts,
     flushMs: config.outcomeFlushMs,
+    streamMs: config.outcomeStreamMs,
     redis,
     redisPrefix: config.redisPrefix,
     leaseMs: config.outcomeLeaseMs,

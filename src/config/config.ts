@@ -52,6 +52,8 @@ export interface Config {
   circuitCooldownMs: number;
   /** Without Redis: how often the in-process batch of usage records is written (the crash-loss window). */
   outcomeFlushMs: number;
+  /** With Redis: the usage-stream consumer reads at most one batch per interval (the entries are durable meanwhile). */
+  outcomeStreamMs: number;
   /** CONTRACT §11: PII redaction's deadline (SVC_PII_TIMEOUT_MS). */
   piiTimeoutMs: number;
   /** With Redis: how long a read usage-stream entry may stay unwritten before another replica takes it over. */
@@ -176,7 +178,8 @@ export const EnvironmentSchema = Type.Object({
   SVC_ROUTING_TIMEOUT_MS: whole(30_000, 100, 600_000, 'all provider hops of one inference together'),
   SVC_CIRCUIT_FAILURES: whole(5, 1, 1000, "consecutive failures that open a provider's circuit breaker"),
   SVC_CIRCUIT_COOLDOWN_MS: whole(30_000, 1, 3_600_000, 'how long an open circuit skips its provider before one probe'),
-  SVC_OUTCOME_FLUSH_MS: whole(20, 1, 10_000, 'how often a batch of usage records is written'),
+  SVC_OUTCOME_FLUSH_MS: whole(20, 1, 10_000, 'without Redis: how often the in-process batch of usage records is written'),
+  SVC_OUTCOME_STREAM_MS: whole(100, 1, 10_000, 'with Redis: at most one batch of usage records read from the stream per interval'),
   SVC_PII_TIMEOUT_MS: whole(250, 1, 60_000, 'the PII redaction deadline'),
   SVC_OUTCOME_LEASE_MS: whole(5_000, 500, 3_600_000, 'with Redis: how long a read usage-stream entry may stay unwritten'),
   SVC_EVAL_LEASE_MS: whole(30_000, 1_000, 3_600_000, 'how long a worker holds an evaluation run without renewing; a run whose worker died resumes after it'),
@@ -293,6 +296,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     circuitFailureThreshold: e.SVC_CIRCUIT_FAILURES,
     circuitCooldownMs: e.SVC_CIRCUIT_COOLDOWN_MS,
     outcomeFlushMs: e.SVC_OUTCOME_FLUSH_MS,
+    outcomeStreamMs: e.SVC_OUTCOME_STREAM_MS,
     piiTimeoutMs: e.SVC_PII_TIMEOUT_MS,
     outcomeLeaseMs: e.SVC_OUTCOME_LEASE_MS,
     evalLeaseMs: e.SVC_EVAL_LEASE_MS,

@@ -21,7 +21,10 @@ export interface OutcomeWriterOptions {
   handoff: DeliveryHandoff;
   /** For the budget alert e-mails that a batch fires. */
   alerts: BudgetAlertSender;
+  /** Without Redis: how often the in-process batch is written (the crash-loss window). */
   flushMs: number;
+  /** With Redis: at most one batch read from the stream per interval (default STREAM_MS). */
+  streamMs?: number;
   batchSize?: number;
 }
 

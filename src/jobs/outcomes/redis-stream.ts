@@ -11,6 +11,14 @@ import { decodeOutcome, encodeOutcome } from './codec.ts';
 const BLOCK_MS = 2_000;
 const COMMAND_TIMEOUT_MS = 2_000;
 const GROUP = 'writers';
+/**
+ * SVC_OUTCOME_STREAM_MS's default: the consumer reads at most one batch per 100 ms. The entries are durable in the
+ * stream meanwhile, so the pause costs no safety, only how soon a record is in PostgreSQL; and a batch costs about
+ * 4 ms of worker CPU and 3 ms of PostgreSQL CPU whatever its size (bench: at 1,000 inferences/s the worker's CPU per
+ * inference went from 315 to 143 µs and PostgreSQL's from 233 to 125 µs, 20 → 100 ms). A flush() in the consuming
+ * process (a usage or budget read) cuts the pause short.
+ */
+export const STREAM_MS = 100;
 
 /** "<ms>-<seq>" stream ids compared as numbers. */
 function idCompare(a: string, b: string): number {
@@ -38,6 +46,9 @@ export class RedisOutcomeWriter extends OutcomeBatchWriter implements OutcomeQue
   private lastId: string | null = null;
   private flushedUpTo: string | null = null;
   private warnedFallback = false;
+  /** Ends the consumer's pause between batches early (a flush() waits on this process's consumer). */
+  private hurry: (() => void) | null = null;
+  private hurried = false;
 
   constructor(
     opts: OutcomeWriterOptions,
@@ -93,6 +104,11 @@ export class RedisOutcomeWriter extends OutcomeBatchWriter implements OutcomeQue
   async flush(opts: { timeoutMs?: number } = {}): Promise<boolean> {
     const target = this.lastId;
     if (target === null || (this.flushedUpTo !== null && idCompare(this.flushedUpTo, target) >= 0)) return true;
+    // This process consumes: its next read need not wait for the interval.
+    if (this.loop) {
+      this.hurried = true;
+      this.hurry?.();
+    }
     // Closed: this consumer writes no more; another replica may still have written them.
     if (this.stopped) return this.writtenUpTo(target);
     const deadline = opts.timeoutMs === undefined ? Infinity : performance.now() + opts.timeoutMs;
@@ -185,11 +201,13 @@ export class RedisOutcomeWriter extends OutcomeBatchWriter implements OutcomeQue
           await this.ensureGroup();
           haveGroup = true;
         }
-        // At most one batch per flush interval (SVC_OUTCOME_FLUSH_MS): under a moderate load each short read would
-        // otherwise be a transaction of its own, competing with the requests for the event loop and for PostgreSQL.
+        // At most one batch per interval (SVC_OUTCOME_STREAM_MS): under a moderate load each short read would otherwise
+        // be a transaction of its own, competing with the requests for the CPU and for PostgreSQL (see STREAM_MS).
         // Before the pause check: a pause that came during the wait must hold the read that follows.
         const since = performance.now() - lastWriteAt;
-        if (since < this.opts.flushMs) await sleep(this.opts.flushMs - since);
+        const pace = this.opts.streamMs ?? STREAM_MS;
+        if (since < pace && !this.hurried) await this.wait(pace - since);
+        this.hurried = false;
         if (this.paused) await this.whenResumed();
         const history = historyAt > 0 && performance.now() >= historyAt;
         const res = (await (this.conn as unknown as ReadGroup).xreadgroup(
@@ -268,6 +286,20 @@ export class RedisOutcomeWriter extends OutcomeBatchWriter implements OutcomeQue
     }
     this.notifyProgress();
     return retry.length === 0;
+  }
+
+  /** The pause between batches, which flush() ends early. */
+  private wait(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms).unref();
+      const self = this;
+      function done() {
+        clearTimeout(timer);
+        if (self.hurry === done) self.hurry = null;
+        resolve();
+      }
+      this.hurry = done;
+    });
   }
 
   /** Takes over entries another consumer (a dead replica) read and has not written for the lease, and writes them. */
