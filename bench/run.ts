@@ -53,6 +53,10 @@ const PROFILE = process.env.BENCH_PROFILE !== '0';
 const PEERS = process.env.BENCH_PEERS !== '0';
 const OUT = process.env.BENCH_OUT ?? 'results';
 const BEFORE_ROOT = process.env.BENCH_BEFORE_ROOT || null;
+/** BENCH_TRACE=1: each open-loop run's [due ms, latency ms] per request, to bench/tmp/trace-<scenario>-<rate>.json. */
+const TRACE = process.env.BENCH_TRACE === '1';
+/** BENCH_LATENCY_RATE: the added-latency phase at this rate instead of half the uncached peak. */
+const LATENCY_RATE = Number(process.env.BENCH_LATENCY_RATE ?? 0);
 const MASTER = `svc_sk_bench_${randomBytes(16).toString('hex')}`;
 const HZ = 100; // USER_HZ: /proc times are in 1/100 s
 const children: ChildProcess[] = [];
@@ -113,6 +117,7 @@ async function paced(s: Scenario, rate: number, durationS: number) {
   const url = new URL(s.url);
   const pool = new Pool(url.origin, { connections: 256, pipelining: 1, keepAliveTimeout: 60_000 });
   const latencies: number[] = [];
+  const trace: [number, number][] = [];
   let non2xx = 0;
   let errors = 0;
   const n = Math.round(rate * durationS);
@@ -129,6 +134,7 @@ async function paced(s: Scenario, rate: number, durationS: number) {
         .then(async (res) => {
           await res.body.dump();
           latencies.push(performance.now() - due);
+          if (TRACE) trace.push([Math.round(due - started), Math.round((performance.now() - due) * 100) / 100]);
           if (res.statusCode < 200 || res.statusCode >= 300) non2xx++;
         })
         .catch(() => {
@@ -139,6 +145,7 @@ async function paced(s: Scenario, rate: number, durationS: number) {
   await Promise.all(pending);
   const elapsed = (performance.now() - started) / 1000;
   await pool.close();
+  if (TRACE) writeFileSync(path.join(tmp, `trace-${s.id}-${rate}.json`), JSON.stringify(trace));
   latencies.sort((a, b) => a - b);
   const at = (q: number) => round2(latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? NaN);
   return { p50: at(0.5), p99: at(0.99), p99_9: at(0.999), non2xx, errors, sent: n, rate: Math.round(n / elapsed) };
@@ -476,7 +483,7 @@ async function main(): Promise<void> {
   const uncached = results.find((r) => r.id === 'uncached');
   let added: Record<string, unknown> | null = null;
   if (uncached && uncached.saturation.non_2xx === 0) {
-    const rate = Math.max(100, Math.round(uncached.saturation.requests_per_s / 2));
+    const rate = LATENCY_RATE || Math.max(100, Math.round(uncached.saturation.requests_per_s / 2));
     process.stderr.write(`bench: added latency at ${rate} req/s …\n`);
     const b = await paced(scenarios.find((s) => s.id === 'proxy')!, rate, DURATION);
     const g = await paced(scenarios.find((s) => s.id === 'uncached')!, rate, DURATION);

@@ -235,3 +235,35 @@ describe('the outcome writer', () => {
     }
   });
 });
+
+describe('the usage stream consumer between batches', () => {
+  it.runIf(REDIS_URL)('reads at most one batch per SVC_OUTCOME_STREAM_MS, and a usage read in its process cuts the pause short', async () => {
+    const file = writeProvidersFile({ providers: [{ name: 'm', kind: 'mock', region: 'local', models: [{ id: 'mock-paced', input_per_mtok: 1, output_per_mtok: 2 }] }] });
+    // A pause far longer than the usage read's 2 s wait for this replica's outcomes.
+    const paced = await buildTestApp({ env: { SVC_PROVIDERS_FILE: file, SVC_OUTCOME_STREAM_MS: '10000' } });
+    try {
+      const { projectId } = await seedProject(client(paced.app));
+      const key = await client(paced.app).post('/v1/keys', { project_id: projectId, name: uniqueName('k'), scopes: ['inference:write', 'usage:read'] });
+      const api = client(paced.app, key.body.secret as string);
+      const infer = async (text: string) => {
+        const res = await api.post('/v1/inference', { model: 'mock-paced', project_id: projectId, messages: user(text) });
+        expect(res.status).toBe(200);
+        return res.body.request_id as string;
+      };
+      // The first batch is read at once; the consumer then pauses 10 s before its next read.
+      const first = await infer('one');
+      await vi.waitFor(async () => expect(await paced.deps.db.usageRecord.count({ where: { requestId: first } })).toBe(1), { timeout: 2_000, interval: 10 });
+      const second = await infer('two');
+      await new Promise((r) => setTimeout(r, 300));
+      expect(await paced.deps.db.usageRecord.count({ where: { requestId: second } })).toBe(0);
+      // GET /v1/usage waits for this replica's outcomes: the pause ends, the second record is there.
+      const started = performance.now();
+      const usage = await api.get('/v1/usage', { query: { project_id: projectId, granularity: 'request' } });
+      expect(usage.status).toBe(200);
+      expect((usage.body.data as { request_id: string }[]).map((r) => r.request_id).sort()).toEqual([first, second].sort());
+      expect(performance.now() - started).toBeLessThan(2_000);
+    } finally {
+      await paced.close();
+    }
+  });
+});
