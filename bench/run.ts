@@ -22,7 +22,10 @@
  * BENCH_OFFERED_RATE (1000), BENCH_ONLY (comma-separated scenario ids), BENCH_PROFILE (0: no profile phase),
  * BENCH_PEERS (0: no Portkey), BENCH_RENDER (a results .json: render its .md again, run nothing), BENCH_OUT (file name stem under bench/, default `results`), BENCH_BEFORE_ROOT (a
  * checkout of an earlier version, built: its api process runs beside this one's, on the same worker, database and
- * Redis, and the gateway scenarios are measured on both, one after the other: a before/after in one run).
+ * Redis, and the gateway scenarios are measured on both, one after the other: a before/after in one run),
+ * BENCH_ROUNDS (5) and BENCH_ROUND_S (6): the paired rounds behind the headline cpu_ratio (see ROUNDS below),
+ * BENCH_LATENCY_RATE (the added-latency phase at this rate instead of half the uncached peak), BENCH_TRACE=1 (each
+ * open-loop run's per-request latencies to bench/tmp/trace-<scenario>-<rate>.json).
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -55,6 +58,15 @@ const OUT = process.env.BENCH_OUT ?? 'results';
 const BEFORE_ROOT = process.env.BENCH_BEFORE_ROOT || null;
 /** BENCH_TRACE=1: each open-loop run's [due ms, latency ms] per request, to bench/tmp/trace-<scenario>-<rate>.json. */
 const TRACE = process.env.BENCH_TRACE === '1';
+/**
+ * BENCH_ROUNDS (5): paired rounds for the headline cpu_ratio. The bare proxy's CPU per request on this shared VM moves
+ * between ~100 and ~200 µs from one minute to the next with the same code (bench/tmp/proxy-noise.mts showed it switch
+ * within one process's life), so one proxy window set against one gateway window minutes later is mostly noise. Each
+ * round measures the proxy and the uncached gateway right after each other (saturation, then offered); the headline
+ * is the median of the rounds' ratios, with their range. 0: no rounds (the single-pass table's ratio is the headline).
+ */
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
+const ROUND_S = Number(process.env.BENCH_ROUND_S ?? 6);
 /** BENCH_LATENCY_RATE: the added-latency phase at this rate instead of half the uncached peak. */
 const LATENCY_RATE = Number(process.env.BENCH_LATENCY_RATE ?? 0);
 const MASTER = `svc_sk_bench_${randomBytes(16).toString('hex')}`;
@@ -479,6 +491,35 @@ async function main(): Promise<void> {
     }
   }
 
+  // Paired rounds (see ROUNDS): proxy then gateway, each right after the other, at saturation and at the offered rate.
+  const rounds: { saturation: number; offered: number; proxy_us: [number, number]; api_us: [number, number] }[] = [];
+  const proxyScenario = scenarios.find((s) => s.id === 'proxy')!;
+  const uncachedScenario = scenarios.find((s) => s.id === 'uncached');
+  if (uncachedScenario && ROUNDS > 0) {
+    const cpuOf = async (s: Scenario, mode: 'saturation' | 'offered') => {
+      if (mode === 'saturation') await saturate(s, 2);
+      if (s.gateway) await caughtUp();
+      const a = snapshot();
+      const n = mode === 'saturation' ? (await saturate(s, ROUND_S)).requests.total : (await paced(s, OFFERED, ROUND_S)).sent;
+      if (s.gateway) await caughtUp();
+      const b = snapshot();
+      const group = s.target === 'proxy' ? 'bare proxy' : 'api';
+      return cpuBetween(a, b, n).cpu_us_per_request[group] ?? NaN;
+    };
+    for (let i = 0; i < ROUNDS; i++) {
+      process.stderr.write(`bench: paired round ${i + 1}/${ROUNDS} …\n`);
+      const ps = await cpuOf(proxyScenario, 'saturation');
+      const gs = await cpuOf(uncachedScenario, 'saturation');
+      const po = await cpuOf(proxyScenario, 'offered');
+      const go = await cpuOf(uncachedScenario, 'offered');
+      rounds.push({ saturation: round2(gs / ps), offered: round2(go / po), proxy_us: [ps, po], api_us: [gs, go] });
+    }
+  }
+  const median = (xs: number[]) => {
+    const s = [...xs].sort((a, b) => a - b);
+    return s.length % 2 ? s[(s.length - 1) / 2]! : round2((s[s.length / 2 - 1]! + s[s.length / 2]!) / 2);
+  };
+
   // Added latency at half of the gateway's uncached peak: the proxy and the gateway driven at that rate, open loop.
   const uncached = results.find((r) => r.id === 'uncached');
   let added: Record<string, unknown> | null = null;
@@ -559,7 +600,19 @@ async function main(): Promise<void> {
     },
     machine_state: { at_start: machineAtStart, at_end: machineState() },
     settings: { connections: CONNECTIONS, duration_s: DURATION, warmup_s: WARMUP, offered_rate: OFFERED, deployment: 'SVC_ROLE=api + SVC_ROLE=worker, PostgreSQL + Redis' },
-    cpu_ratio: uncachedPlain ? { saturation: uncachedPlain.saturation.cpu_ratio, offered_1000: uncachedPlain.offered.cpu_ratio } : null,
+    cpu_ratio: rounds.length
+      ? {
+          saturation: median(rounds.map((x) => x.saturation)),
+          offered_1000: median(rounds.map((x) => x.offered)),
+          method: `median of ${rounds.length} paired rounds (proxy then gateway, ${ROUND_S} s each)`,
+          saturation_range: [Math.min(...rounds.map((x) => x.saturation)), Math.max(...rounds.map((x) => x.saturation))],
+          offered_range: [Math.min(...rounds.map((x) => x.offered)), Math.max(...rounds.map((x) => x.offered))],
+          single_pass: uncachedPlain ? { saturation: uncachedPlain.saturation.cpu_ratio, offered_1000: uncachedPlain.offered.cpu_ratio } : null,
+        }
+      : uncachedPlain
+        ? { saturation: uncachedPlain.saturation.cpu_ratio, offered_1000: uncachedPlain.offered.cpu_ratio }
+        : null,
+    rounds,
     results,
     added_latency_at_half_peak: added,
     webhooks,
@@ -697,8 +750,8 @@ Machine: ${r.machine.cpus} cores (${r.machine.cpu_model}), ${r.machine.memory_gb
 Machine state: load average ${r.machine_state.at_start.loadavg.join(' / ')} at start (busiest over 1 s: ${r.machine_state.at_start.busiest_1s.join(', ') || 'none'}), ${r.machine_state.at_end.loadavg.join(' / ')} at the end. "others" below: cores used by processes outside the bench during each window.
 Deployment: ${r.settings.deployment}. Saturation: autocannon, ${r.settings.connections} connections, ${r.settings.duration_s} s after ${r.settings.warmup_s} s warm-up. Offered: ${r.settings.offered_rate} req/s open loop for ${r.settings.duration_s} s. CPU windows include the worker catching up (usage records written, deliveries sent).
 
-**cpu_ratio** (api process CPU per uncached inference ÷ bare proxy CPU per request, same run): ${r.cpu_ratio ? `${r.cpu_ratio.saturation} at saturation, ${r.cpu_ratio.offered_1000} at ${r.settings.offered_rate} req/s offered` : 'not measured'}.
-
+**cpu_ratio** (api process CPU per uncached inference ÷ bare proxy CPU per request, same run): ${r.cpu_ratio ? `${r.cpu_ratio.saturation} at saturation, ${r.cpu_ratio.offered_1000} at ${r.settings.offered_rate} req/s offered` : 'not measured'}${r.cpu_ratio?.method ? ` (${r.cpu_ratio.method}; range ${r.cpu_ratio.saturation_range.join('–')} at saturation, ${r.cpu_ratio.offered_range.join('–')} offered; the single pass of the table below: ${r.cpu_ratio.single_pass?.saturation} and ${r.cpu_ratio.single_pass?.offered_1000})` : ''}.
+${r.rounds?.length ? `\nPaired rounds (µs per request, proxy → api process; ratio):\n\n| round | saturation | ratio | ${r.settings.offered_rate}/s offered | ratio |\n|---|---|---|---|---|\n${r.rounds.map((x: any, i: number) => `| ${i + 1} | ${x.proxy_us[0]} → ${x.api_us[0]} | ${x.saturation} | ${x.proxy_us[1]} → ${x.api_us[1]} | ${x.offered} |`).join('\n')}\n` : ''}
 CPU µs per request by process (whole machine: every process, ours and others'):
 
 | scenario | load | req/s | cpu_ratio | ${groups.join(' | ')} | whole machine | others (cores) | p50 ms | p99 ms | errors |

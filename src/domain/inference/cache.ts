@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { redisBatchOf, type RedisBatch } from '../../limits/redis-batch.ts';
 import type { ChatMessage, ChatOptions, Choice, Sampling, ToolCall } from '../../providers/types.ts';
@@ -55,7 +55,7 @@ export function cacheKey(parts: {
     [s.temperature ?? null, s.top_p ?? null, s.stop ?? null, s.seed ?? null, s.presence_penalty ?? null, s.frequency_penalty ?? null],
     ...(parts.options ? [optionsKey(parts.options)] : []),
   ]);
-  return createHash('sha256').update(canonical).digest('hex');
+  return hash('sha256', canonical, 'hex');
 }
 
 function optionsKey(o: ChatOptions): unknown[] {

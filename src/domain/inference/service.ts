@@ -612,8 +612,18 @@ export async function createInference(
       const routed = await ports.providers.complete(p.routes, providerRequest(v, messages));
       t.tried(routed.route);
       const c: Completion = routed.value;
-      const usage = await tokensOf(v, c.content, c.usage, c.toolCalls, messages);
-      return { ...c, usage, route: routed.route, costMicros: costMicros(usage.promptTokens, usage.completionTokens, routed.route.model) };
+      // The provider's usage as it came (no await: the gateway counts only when the provider reported none).
+      const usage = c.usage ?? (await tokensOf(v, c.content, null, c.toolCalls, messages));
+      return {
+        content: c.content,
+        finishReason: c.finishReason,
+        toolCalls: c.toolCalls,
+        logprobs: c.logprobs,
+        choices: c.choices,
+        usage,
+        route: routed.route,
+        costMicros: costMicros(usage.promptTokens, usage.completionTokens, routed.route.model),
+      };
     };
     let first;
     try {

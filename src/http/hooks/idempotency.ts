@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash as oneShotHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { IdempotencyStore } from '../../domain/idempotency/store.ts';
 import { isId } from '../../db/ids.ts';
@@ -148,7 +148,7 @@ export function registerIdempotency(app: FastifyInstance, store: IdempotencyStor
     // namespace stays the project (CONTRACT §5): the other caller's own request with that Idempotency-Key is refused,
     // not run.
     const caller = `${req.ctx.caller.kind} ${req.ctx.caller.keyId}`;
-    const hash = createHash('sha256').update(`${req.routeOptions.url}\n${req.url}\n${caller}\n${canonicalJson(body ?? null)}`).digest('hex');
+    const hash = oneShotHash('sha256', `${req.routeOptions.url}\n${req.url}\n${caller}\n${canonicalJson(body ?? null)}`, 'hex');
     const result = await store.begin(scope, key, hash, app.deps.clock.now());
     if (result.kind === 'conflict') {
       throw new SvcError('idempotency_conflict', {
