@@ -287,9 +287,11 @@ async function main(): Promise<void> {
   const startGateway = async (role: 'api' | 'worker', flags = '', from = root) => {
     const port = await freePort();
     const saved = process.env.BENCH_NODE_FLAGS;
-    process.env.BENCH_NODE_FLAGS = flags;
+    // BENCH_NODE_FLAGS given to the bench (e.g. --trace-gc) reach every gateway process, the profile's flags added.
+    process.env.BENCH_NODE_FLAGS = [saved ?? '', flags].join(' ').trim();
     const child = startCompiledGateway(from, { ...gatewayEnv, PORT: String(port), SVC_ROLE: role }, { build: from === root && !built });
-    process.env.BENCH_NODE_FLAGS = saved;
+    if (saved === undefined) delete process.env.BENCH_NODE_FLAGS;
+    else process.env.BENCH_NODE_FLAGS = saved;
     if (from === root) built = true;
     children.push(child);
     groupPids.set(child.pid!, from !== root ? 'api (before)' : role === 'api' ? 'api' : 'worker');
