@@ -16,7 +16,7 @@ import { invalid } from '../errors/svc-error.ts';
  */
 
 /** A JSON upload's body may be as large as the largest plan's document, plus room for the other fields. */
-export const UPLOAD_JSON_BODY_LIMIT = MAX_DOCUMENT_BYTES + 1024 * 1024;
+const UPLOAD_JSON_BODY_LIMIT = MAX_DOCUMENT_BYTES + 1024 * 1024;
 
 /**
  * The route options of an upload route: `bodyLimit`, the 413's code and param, and a body schema taking `json` as
@@ -62,7 +62,7 @@ export interface Form {
  * 413 document_too_large for the project's plan. Then the request's Idempotency-Key, if any, is begun with the form
  * as its body (the file by its SHA-256): null when the first answer was replayed instead (the reply is sent).
  */
-export async function readForm(req: FastifyRequest, reply: FastifyReply): Promise<Form | null> {
+async function readForm(req: FastifyRequest, reply: FastifyReply): Promise<Form | null> {
   const form: Form = { fields: {}, file: null };
   for await (const part of req.parts()) {
     if (part.type === 'file') {

@@ -291,13 +291,12 @@ export class RedisOutcomeWriter extends OutcomeBatchWriter implements OutcomeQue
   /** The pause between batches, which flush() ends early. */
   private wait(ms: number): Promise<void> {
     return new Promise((resolve) => {
-      const timer = setTimeout(done, ms).unref();
-      const self = this;
-      function done() {
+      const done = () => {
         clearTimeout(timer);
-        if (self.hurry === done) self.hurry = null;
+        if (this.hurry === done) this.hurry = null;
         resolve();
-      }
+      };
+      const timer = setTimeout(done, ms).unref();
       this.hurry = done;
     });
   }
