@@ -2,8 +2,10 @@ import { mkdirSync } from 'node:fs';
 import { PGlite } from '@electric-sql/pglite';
 import { PrismaPg } from '@prisma/adapter-pg';
 import { PrismaPGlite } from 'pglite-prisma-adapter';
+import pg from 'pg';
 import { PrismaClient } from '../generated/prisma/client.ts';
 import { startPgliteMaintenance, type PgliteMaintenance, type PgliteMaintenanceOptions } from './pglite-maintenance.ts';
+import { pgDriver, pgliteDriver, type SqlDriver } from './sql.ts';
 
 export type Db = PrismaClient;
 /** What a store function runs on: the client or an interactive transaction. */
@@ -15,6 +17,8 @@ export interface Database {
   /** The PostgreSQL schema in use (from `?schema=` in DATABASE_URL), or 'public'. */
   schema: string;
   pglite?: PGlite;
+  /** The driver under Prisma, for the outcome writer's batches (db/sql.ts): the same pool or PGlite instance. */
+  sql: SqlDriver;
   /** PGlite only: the checkpoints and ANALYZE its missing background workers would run (db/pglite-maintenance.ts). */
   maintenance?: PgliteMaintenance;
   close(): Promise<void>;
@@ -42,18 +46,19 @@ export async function openDatabase(opts: OpenOptions): Promise<Database> {
     const schema = schemaOf(opts.databaseUrl);
     const url = new URL(opts.databaseUrl);
     url.searchParams.delete('schema');
-    const adapter = new PrismaPg(
-      {
-        connectionString: url.toString(),
-        max: opts.poolSize ?? 10,
-        // Raw SQL (locks, SKIP LOCKED claims) must see the same schema as the generated queries.
-        options: `-c search_path="${schema}"`,
-        connectionTimeoutMillis: 5_000,
-      },
-      { schema },
-    );
+    // One pool, Prisma's adapter's and the direct batches' (db/sql.ts).
+    const pool = new pg.Pool({
+      connectionString: url.toString(),
+      max: opts.poolSize ?? 10,
+      // Raw SQL (locks, SKIP LOCKED claims) must see the same schema as the generated queries.
+      options: `-c search_path="${schema}"`,
+      connectionTimeoutMillis: 5_000,
+    });
+    // An idle connection's error (the server restarted) is not the process's: the next checkout connects anew.
+    pool.on('error', () => {});
+    const adapter = new PrismaPg(pool, { schema, disposeExternalPool: true });
     const prisma = new PrismaClient({ adapter, log: log ? [...log] : undefined });
-    return { prisma, kind: 'postgres', schema, close: () => prisma.$disconnect() };
+    return { prisma, kind: 'postgres', schema, sql: pgDriver(pool, { timeoutMs: 30_000 }), close: () => prisma.$disconnect() };
   }
   if (opts.dataDir) mkdirSync(opts.dataDir, { recursive: true });
   const pglite = opts.dataDir ? new PGlite(opts.dataDir) : new PGlite();
@@ -65,6 +70,7 @@ export async function openDatabase(opts: OpenOptions): Promise<Database> {
     kind: 'pglite',
     schema: 'public',
     pglite,
+    sql: pgliteDriver(pglite),
     maintenance,
     close: async () => {
       maintenance.stop();

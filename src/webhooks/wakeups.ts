@@ -1,4 +1,4 @@
-import type { Tx } from '../db/client.ts';
+import type { RawSql } from '../db/sql.ts';
 
 /** One channel for the whole database; the payload names the schema, so test schemas sharing a database stay apart. */
 export const WAKE_CHANNEL = 'svc_webhooks';
@@ -8,6 +8,6 @@ export const WAKE_CHANNEL = 'svc_webhooks';
  * transaction commits and never when it rolls back, so a worker cannot wake before the rows it would claim are visible.
  * The listening side is the worker's (src/jobs/webhook-delivery/wakeup-listener.ts).
  */
-export async function notifyDeliveryWorkers(tx: Tx): Promise<void> {
-  await tx.$executeRawUnsafe(`SELECT pg_notify('${WAKE_CHANNEL}', current_schema())`);
+export async function notifyDeliveryWorkers(tx: RawSql): Promise<void> {
+  await tx.$executeRaw`SELECT pg_notify(${WAKE_CHANNEL}, current_schema())`;
 }

@@ -66,9 +66,9 @@ describe('a batch of outcomes', () => {
     const { projectId, webhookId, keyId } = await setUp();
     const batch = [outcome(projectId, keyId, 1_000_000n), outcome(projectId, keyId, 2_000_000n)];
     const now = new Date(t.clock.now());
-    await persistOutcomes(t.deps.db, batch, now);
-    await persistOutcomes(t.deps.db, [...batch, outcome(projectId, keyId, 5_000_000n)], now);
-    await persistOutcomes(t.deps.db, batch, now);
+    await persistOutcomes(t.deps.database.sql, batch, now);
+    await persistOutcomes(t.deps.database.sql, [...batch, outcome(projectId, keyId, 5_000_000n)], now);
+    await persistOutcomes(t.deps.database.sql, batch, now);
     expect(await written(projectId, webhookId, keyId)).toEqual({
       records: 3,
       events: 3,
@@ -83,7 +83,7 @@ describe('a batch of outcomes', () => {
     const { projectId, webhookId, keyId } = await setUp(10);
     const now = new Date(t.clock.now());
     const batches = Array.from({ length: 4 }, () => Array.from({ length: 5 }, () => outcome(projectId, keyId, 600_000n)));
-    await Promise.all(batches.map((b) => persistOutcomes(t.deps.db, b, now)));
+    await Promise.all(batches.map((b) => persistOutcomes(t.deps.database.sql, b, now)));
     const w = await written(projectId, webhookId, keyId);
     expect(w.keySpent).toBe(12_000_000n);
     expect(w.thresholds.sort()).toEqual([0.8, 0.95, 1]);
@@ -217,7 +217,7 @@ describe('the outcome writer', () => {
     // A key of the wrong type where the stream should be: every XADD fails.
     await raw.set(`${prefix}usage:outcomes`, 'not a stream');
     const writer = new RedisOutcomeWriter(
-      { db: t.deps.db, clock: t.deps.clock, log: t.deps.log, handoff: t.deps.webhooks.worker, alerts: t.deps.budgetAlerts, flushMs: 20 },
+      { db: t.deps.db, sql: t.deps.database.sql, clock: t.deps.clock, log: t.deps.log, handoff: t.deps.webhooks.worker, alerts: t.deps.budgetAlerts, flushMs: 20 },
       t.deps.redis!,
       prefix,
       5_000,

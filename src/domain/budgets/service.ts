@@ -1,4 +1,5 @@
 import type { Tx } from '../../db/client.ts';
+import type { RawSql } from '../../db/sql.ts';
 import { SvcError } from '../../errors/svc-error.ts';
 import { recordAudit } from '../audit/service.ts';
 import type { Ctx } from '../context.ts';
@@ -169,7 +170,7 @@ export interface SpendEntry {
  * budget.exceeded: each once per scope and month (thresholds_sent, updated under the row lock that the add holds until
  * commit), all that the batch crosses, in that order. Returns the alerts to e-mail after commit (BudgetAlertSender).
  */
-export async function applySpend(tx: Tx, entries: readonly SpendEntry[], now: Date): Promise<BudgetAlert[]> {
+export async function applySpend(tx: RawSql, entries: readonly SpendEntry[], now: Date): Promise<BudgetAlert[]> {
   const rows = new Map<string, SpendRow & { keyId: string | null }>();
   for (const e of entries) {
     if (e.micros <= 0n) continue;

@@ -1,7 +1,8 @@
 import type { Tx } from '../../db/client.ts';
+import type { RawSql } from '../../db/sql.ts';
 
-export async function markThresholds(tx: Tx, scope: string, period: string, thresholds: string[]): Promise<void> {
-  await tx.budgetSpend.update({ where: { scope_period: { scope, period } }, data: { thresholdsSent: thresholds } });
+export async function markThresholds(tx: RawSql, scope: string, period: string, thresholds: string[]): Promise<void> {
+  await tx.$executeRaw`UPDATE budget_spend SET thresholds_sent = ${thresholds}::text[] WHERE scope = ${scope} AND period = ${period}`;
 }
 
 export async function spentIn(db: Tx, scope: string, period: string): Promise<bigint> {
@@ -33,7 +34,7 @@ export interface SpendRow {
  * same scopes queue instead of deadlocking; each sees the thresholds the previous one marked.
  */
 export async function addSpendBatch(
-  tx: Tx,
+  tx: RawSql,
   rows: readonly SpendRow[],
   now: Date,
 ): Promise<{ scope: string; period: string; spent: bigint; thresholdsSent: string[] }[]> {
@@ -53,7 +54,7 @@ export async function addSpendBatch(
 }
 
 /** Current budgets of keys and projects (only those that have one), by scope `key:<id>` / `project:<id>`: one statement. */
-export async function budgetsOf(tx: Tx, keyIds: readonly string[], projectIds: readonly string[]): Promise<Map<string, bigint>> {
+export async function budgetsOf(tx: RawSql, keyIds: readonly string[], projectIds: readonly string[]): Promise<Map<string, bigint>> {
   const rows = await tx.$queryRaw<{ scope: string; budget_micros: unknown }[]>`
     SELECT 'key:' || id AS scope, budget_micros FROM api_keys WHERE id = ANY(${[...keyIds]}::text[]) AND budget_micros IS NOT NULL
     UNION ALL

@@ -1,5 +1,6 @@
 import type { Prisma } from '../../generated/prisma/client.ts';
 import type { Tx } from '../../db/client.ts';
+import type { RawSql } from '../../db/sql.ts';
 import { newId } from '../../db/ids.ts';
 import { notifyDeliveryWorkers } from '../../webhooks/wakeups.ts';
 
@@ -92,7 +93,7 @@ export interface LeasedDelivery {
  * (when another worker would attempt them), which also keeps them out of the claim statement's index range. Should
  * this process die first, the lease runs out and any replica's worker claims them as usual (at-least-once either way).
  */
-export async function enqueueEvents(tx: Tx, events: readonly NewEvent[], opts: { leaseUntil?: Date } = {}): Promise<WrittenEvents> {
+export async function enqueueEvents(tx: RawSql, events: readonly NewEvent[], opts: { leaseUntil?: Date } = {}): Promise<WrittenEvents> {
   if (events.length === 0) return { events: 0, deliveries: 0, leased: [] };
   const leaseUntil = opts.leaseUntil ?? null;
   const rows = events.map((e) => ({ ...e, id: e.id ?? newId('evt', e.createdAt.getTime()) }));

@@ -1,11 +1,12 @@
 import type { Tx } from '../../db/client.ts';
+import type { RawSql } from '../../db/sql.ts';
 import type { InferenceOutcome } from '../usage/outcome.ts';
 
 /**
  * The retained records of a batch of outcomes, written in the outcome writer's transaction (off the request path):
  * one statement, the batch as one JSON parameter; ON CONFLICT: an outcome written again is written once.
  */
-export async function insertRetainedInferences(tx: Tx, outcomes: readonly InferenceOutcome[]): Promise<void> {
+export async function insertRetainedInferences(tx: RawSql, outcomes: readonly InferenceOutcome[]): Promise<void> {
   const rows = outcomes
     .filter((o) => o.retained)
     .map((o) => ({

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { Db } from '../../db/client.ts';
+import type { SqlDriver } from '../../db/sql.ts';
 import type { BudgetAlertSender } from '../../domain/budgets/ports.ts';
 import type { Clock } from '../../domain/context.ts';
 import type { DeliveryHandoff } from '../../domain/events/ports.ts';
@@ -15,6 +16,8 @@ const POISON_AFTER = 3;
 
 export interface OutcomeWriterOptions {
   db: Db;
+  /** The batches' transactions, on the driver under Prisma (db/sql.ts). */
+  sql: SqlDriver;
   clock: Clock;
   log: Logger;
   /** This process's delivery worker: a batch's inference.completed deliveries are written leased to it. */
@@ -70,7 +73,7 @@ export abstract class OutcomeBatchWriter {
     // The inference.completed deliveries go straight to this process's delivery worker, leased, when it runs.
     const { handoff } = this.opts;
     const leaseUntil = handoff.handoffLeaseUntil(now, batch.length) ?? undefined;
-    const { alerts, leased } = await persistOutcomes(this.opts.db, batch, now, { leaseUntil });
+    const { alerts, leased } = await persistOutcomes(this.opts.sql, batch, now, { leaseUntil });
     if (leased.length > 0) handoff.deliverLeased(leased);
     this.batchTime.add(Math.round((performance.now() - started) * 10) / 10);
     this.counts.batches++;
@@ -117,7 +120,7 @@ export abstract class OutcomeBatchWriter {
   /** The fallback: this outcome alone, now, on the request path. */
   protected async direct(o: InferenceOutcome): Promise<void> {
     try {
-      const { alerts } = await persistOutcomes(this.opts.db, [o], new Date(this.opts.clock.now()));
+      const { alerts } = await persistOutcomes(this.opts.sql, [o], new Date(this.opts.clock.now()));
       this.counts.direct++;
       if (alerts.length > 0) this.opts.alerts.send(alerts);
     } catch (err) {

@@ -1,4 +1,4 @@
-import type { Db } from '../../db/client.ts';
+import type { SqlDriver } from '../../db/sql.ts';
 import { applySpend } from '../../domain/budgets/service.ts';
 import type { BudgetAlert } from '../../domain/budgets/types.ts';
 import { enqueueEvents, type LeasedDelivery } from '../../domain/events/outbox.ts';
@@ -11,11 +11,12 @@ import { insertUsageRecords } from './store.ts';
  * deliveries of subscribed webhooks and one wake-up), and their spend added to budget_spend with the threshold
  * alerts it crosses. Idempotent: an outcome whose usage record exists already (its batch was written before, e.g.
  * re-read after a crash) is skipped whole, so nothing is inserted, charged or delivered twice. About ten statements
- * whatever the batch size. Returns the budget alerts to e-mail once committed and, with `leaseUntil`, the webhook
+ * whatever the batch size, run on the driver directly (db/sql.ts): through Prisma, the batch's large JSON parameters
+ * were encoded and decoded once more on their way. Returns the budget alerts to e-mail once committed and, with `leaseUntil`, the webhook
  * deliveries written already leased to the caller (see enqueueEvents), to hand to this process's delivery worker.
  */
 export async function persistOutcomes(
-  db: Db,
+  sql: SqlDriver,
   batch: readonly InferenceOutcome[],
   now: Date,
   opts: { leaseUntil?: Date } = {},
@@ -25,25 +26,22 @@ export async function persistOutcomes(
   if (byId.size === 0) return { alerts: [], leased: [] };
   // A fixed order: two batches that overlap (a reclaimed entry) wait for each other instead of deadlocking.
   const outcomes = [...byId.values()].sort((a, b) => (a.requestId < b.requestId ? -1 : 1));
-  return db.$transaction(
-    async (tx) => {
-      const fresh = await insertUsageRecords(tx, outcomes);
-      const written = outcomes.filter((o) => fresh.has(o.requestId));
-      if (written.length === 0) return { alerts: [], leased: [] };
-      // CONTRACT §12: the retained content (sealed) of the inferences, in the same transaction.
-      await insertRetainedInferences(tx, written);
-      const { leased } = await enqueueEvents(
-        tx,
-        written.map((o) => ({ id: o.eventId, projectId: o.projectId, type: 'inference.completed', data: inferenceCompletedData(o), createdAt: o.createdAt })),
-        opts,
-      );
-      const alerts = await applySpend(
-        tx,
-        written.filter((o) => o.spend && o.costMicros > 0n).map((o) => ({ projectId: o.projectId, keyId: o.spend!.keyId, period: o.spend!.period, micros: o.costMicros })),
-        now,
-      );
-      return { alerts, leased };
-    },
-    { timeout: 30_000, maxWait: 10_000 },
-  );
+  return sql.transaction(async (tx) => {
+    const fresh = await insertUsageRecords(tx, outcomes);
+    const written = outcomes.filter((o) => fresh.has(o.requestId));
+    if (written.length === 0) return { alerts: [], leased: [] };
+    // CONTRACT §12: the retained content (sealed) of the inferences, in the same transaction.
+    await insertRetainedInferences(tx, written);
+    const { leased } = await enqueueEvents(
+      tx,
+      written.map((o) => ({ id: o.eventId, projectId: o.projectId, type: 'inference.completed', data: inferenceCompletedData(o), createdAt: o.createdAt })),
+      opts,
+    );
+    const alerts = await applySpend(
+      tx,
+      written.filter((o) => o.spend && o.costMicros > 0n).map((o) => ({ projectId: o.projectId, keyId: o.spend!.keyId, period: o.spend!.period, micros: o.costMicros })),
+      now,
+    );
+    return { alerts, leased };
+  });
 }

@@ -1,4 +1,5 @@
-import type { Db, Tx } from '../../db/client.ts';
+import type { Db } from '../../db/client.ts';
+import type { RawSql } from '../../db/sql.ts';
 import type { InferenceOutcome } from '../../domain/usage/outcome.ts';
 
 /**
@@ -7,7 +8,7 @@ import type { InferenceOutcome } from '../../domain/usage/outcome.ts';
  * ~0.5 ms of gateway CPU per row, and even array parameters or per-row results cost ~0.05 ms; this costs a
  * JSON.stringify.
  */
-export async function insertUsageRecords(tx: Tx, outcomes: readonly InferenceOutcome[]): Promise<Set<string>> {
+export async function insertUsageRecords(tx: RawSql, outcomes: readonly InferenceOutcome[]): Promise<Set<string>> {
   const rows = outcomes.map((o) => ({
     request_id: o.requestId,
     project_id: o.projectId,

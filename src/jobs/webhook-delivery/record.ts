@@ -1,5 +1,5 @@
 import type { Config } from '../../config/config.ts';
-import type { Db, Tx } from '../../db/client.ts';
+import type { Database, Db, Tx } from '../../db/client.ts';
 import { newId } from '../../db/ids.ts';
 import { recordSystemAudit } from '../../domain/audit/service.ts';
 import { nextAttemptAt } from '../../webhooks/retry-schedule.ts';
@@ -42,6 +42,8 @@ interface PendingSuccess {
 export interface AttemptRecorderDeps {
   config: Pick<Config, 'webhookRetryScheduleS' | 'webhookRetryHorizonS'>;
   db: Db;
+  /** The successes' group commit runs on the driver directly (db/sql.ts). */
+  database: Pick<Database, 'sql'>;
 }
 
 /**
@@ -194,7 +196,7 @@ export class AttemptRecorder {
 
   private writeSuccesses(batch: readonly PendingSuccess[]): Promise<Map<string, { attempt: number; status: AttemptStatus }>> {
     return recordSucceeded(
-      this.deps.db,
+      this.deps.database.sql,
       batch.map(({ row, result }) => ({
         id: row.id,
         attempt_id: newId('att', result.attemptedAt.getTime()),

@@ -1,4 +1,5 @@
 import type { Db, Tx } from '../../db/client.ts';
+import type { RawSql } from '../../db/sql.ts';
 
 export type AttemptStatus = 'succeeded' | 'retrying' | 'failed';
 
@@ -73,7 +74,7 @@ export interface SucceededAttempt {
  * meanwhile (its webhook disabled) keeps its status; the attempt is still recorded. Returns each delivery's attempt
  * number and status.
  */
-export async function recordSucceeded(db: Db, rows: readonly SucceededAttempt[]): Promise<Map<string, { attempt: number; status: AttemptStatus }>> {
+export async function recordSucceeded(db: RawSql, rows: readonly SucceededAttempt[]): Promise<Map<string, { attempt: number; status: AttemptStatus }>> {
   const [out] = await db.$queryRaw<{ done: [string, number, AttemptStatus][] | string | null }[]>`
     WITH x AS (
       SELECT * FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
