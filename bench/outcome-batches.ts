@@ -34,6 +34,7 @@ const throughPrisma = {
   $queryRaw: (s: TemplateStringsArray, ...v: unknown[]) => prisma.$queryRaw(s, ...v),
   $executeRaw: (s: TemplateStringsArray, ...v: unknown[]) => prisma.$executeRaw(s, ...v),
   transaction: (fn) => prisma.$transaction((tx) => fn(tx), { timeout: 30_000, maxWait: 10_000 }),
+  onStatement: () => {},
 } satisfies SqlDriver;
 
 const sealed = randomBytes(700).toString('base64url');

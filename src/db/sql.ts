@@ -23,6 +23,11 @@ export interface RawSql {
  */
 export interface SqlDriver extends RawSql {
   transaction<T>(fn: (sql: RawSql) => Promise<T>): Promise<T>;
+  /**
+   * Hears every statement's text as it is sent, BEGIN and COMMIT included: what Prisma's query log is for its own
+   * statements (the hot-path tests count both).
+   */
+  onStatement(listener: (text: string) => void): void;
 }
 
 /** `a ${x} b ${y}` as `a $1 b $2` and [x, y]. */
@@ -40,7 +45,25 @@ const textOf = (strings: TemplateStringsArray): string => {
   return text;
 };
 
-type Run = (text: string, values: unknown[]) => Promise<{ rows: unknown[]; affected: number }>;
+type Run = (text: string, values?: unknown[]) => Promise<{ rows: unknown[]; affected: number }>;
+
+/** The statement listeners of one driver (none but in tests: then sending costs one length check). */
+class StatementLog {
+  private readonly listeners: ((text: string) => void)[] = [];
+  readonly add = (listener: (text: string) => void): void => {
+    this.listeners.push(listener);
+  };
+  tell(text: string): void {
+    for (const l of this.listeners) l(text);
+  }
+  /** `run`, telling the listeners each text first. */
+  heard(run: Run): Run {
+    return (text, values) => {
+      this.tell(text);
+      return run(text, values);
+    };
+  }
+}
 
 function rawSql(run: Run): RawSql {
   return {
@@ -56,22 +79,25 @@ function rawSql(run: Run): RawSql {
  */
 export function pgDriver(pool: Pool, opts: { timeoutMs: number }): SqlDriver {
   const begin = `BEGIN; SET LOCAL statement_timeout = ${Math.floor(opts.timeoutMs)}`;
+  const log = new StatementLog();
   return {
-    ...rawSql((text, values) => pool.query(text, values).then((r) => ({ rows: r.rows, affected: r.rowCount ?? 0 }))),
+    ...rawSql(log.heard((text, values) => pool.query(text, values).then((r) => ({ rows: r.rows, affected: r.rowCount ?? 0 })))),
+    onStatement: log.add,
     async transaction<T>(fn: (sql: RawSql) => Promise<T>): Promise<T> {
       const client: PoolClient = await pool.connect();
+      const run = log.heard((text, values) => client.query(text, values).then((r) => ({ rows: r.rows, affected: r.rowCount ?? 0 })));
       let broken: Error | undefined;
       // A connection lost meanwhile (PostgreSQL restarted) is an 'error' event on the client, which must not go
       // unheard (it would end the process); the statement in flight fails anyway, and the client is not reused.
       const lost = (err: Error) => (broken = err);
       client.on('error', lost);
       try {
-        await client.query(begin);
-        const result = await fn(rawSql((text, values) => client.query(text, values).then((r) => ({ rows: r.rows, affected: r.rowCount ?? 0 }))));
-        await client.query('COMMIT');
+        await run(begin);
+        const result = await fn(rawSql(run));
+        await run('COMMIT');
         return result;
       } catch (err) {
-        await client.query('ROLLBACK').catch((e: Error) => (broken = e));
+        await run('ROLLBACK').catch((e: Error) => (broken = e));
         throw err;
       } finally {
         client.off('error', lost);
@@ -83,12 +109,19 @@ export function pgDriver(pool: Pool, opts: { timeoutMs: number }): SqlDriver {
 
 /** The embedded PGlite: its own transaction (PGlite runs one at a time, Prisma's adapter included). */
 export function pgliteDriver(pglite: PGlite): SqlDriver {
+  const log = new StatementLog();
   return {
-    ...rawSql((text, values) => pglite.query(text, values).then((r) => ({ rows: r.rows, affected: r.affectedRows ?? 0 }))),
+    ...rawSql(log.heard((text, values) => pglite.query(text, values).then((r) => ({ rows: r.rows, affected: r.affectedRows ?? 0 })))),
+    onStatement: log.add,
     transaction<T>(fn: (sql: RawSql) => Promise<T>): Promise<T> {
-      return pglite.transaction((tx: PGliteTransaction) =>
-        fn(rawSql((text, values) => tx.query(text, values).then((r) => ({ rows: r.rows, affected: r.affectedRows ?? 0 })))),
-      );
+      // PGlite sends its own BEGIN and COMMIT; the listeners hear them as the statements they are.
+      return pglite.transaction(async (tx: PGliteTransaction) => {
+        const run = log.heard((text, values) => tx.query(text, values).then((r) => ({ rows: r.rows, affected: r.affectedRows ?? 0 })));
+        log.tell('BEGIN');
+        const result = await fn(rawSql(run));
+        log.tell('COMMIT');
+        return result;
+      });
     },
   };
 }

@@ -23,6 +23,8 @@ beforeAll(async () => {
   db = await createTestDatabase({ log: true });
   // Opened with log: true, so every statement is a 'query' event.
   (db.database.prisma as unknown as QueryEvents).$on('query', (e) => statements.push(e.query));
+  // The background writers' batches go to the driver directly (db/sql.ts): its statements count too.
+  db.database.sql.onStatement((text) => statements.push(text));
   const file = writeProvidersFile({
     providers: [
       { name: 'mock', kind: 'mock', region: 'local', models: [{ id: 'mock-1', input_per_mtok: 0, output_per_mtok: 0 }] },

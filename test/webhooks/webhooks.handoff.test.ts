@@ -21,6 +21,8 @@ const statements: string[] = [];
 beforeAll(async () => {
   db = await createTestDatabase({ log: true });
   (db.database.prisma as unknown as QueryEvents).$on('query', (e) => statements.push(e.query));
+  // The background writers' batches go to the driver directly (db/sql.ts): its statements count too.
+  db.database.sql.onStatement((text) => statements.push(text));
   t = await buildTestApp({ database: db, env: webhookEnv(), webhookWorker: { ca: testPki().caCert, timeoutMs: 2_000, pollIntervalMs: 60_000 } });
   operator = client(t.app);
   r = await startReceiver();
