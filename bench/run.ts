@@ -494,27 +494,48 @@ async function main(): Promise<void> {
   }
 
   // Paired rounds (see ROUNDS): proxy then gateway, each right after the other, at saturation and at the offered rate.
-  const rounds: { saturation: number; offered: number; proxy_us: [number, number]; api_us: [number, number] }[] = [];
+  // Beside them, a diagnostic that is not the issue's ratio: the proxy driven open loop at the rate the gateway reached
+  // at saturation in the same round (`at_gateway_peak`). The proxy's own saturation is at 5-10x that rate, where its
+  // socket writes batch more, so this separates the gateway's work per request from the two regimes.
+  const rounds: {
+    saturation: number;
+    offered: number;
+    at_gateway_peak: number;
+    gateway_peak_per_s: number;
+    proxy_us: [number, number];
+    api_us: [number, number];
+    proxy_at_gateway_peak_us: number;
+  }[] = [];
   const proxyScenario = scenarios.find((s) => s.id === 'proxy')!;
   const uncachedScenario = scenarios.find((s) => s.id === 'uncached');
   if (uncachedScenario && ROUNDS > 0) {
-    const cpuOf = async (s: Scenario, mode: 'saturation' | 'offered') => {
-      if (mode === 'saturation') await saturate(s, 2);
+    /** CPU µs per request of the target's process, at saturation or open loop at `rate`; and the rate reached. */
+    const cpuOf = async (s: Scenario, load: 'saturation' | number) => {
+      if (load === 'saturation') await saturate(s, 2);
       if (s.gateway) await caughtUp();
       const a = snapshot();
-      const n = mode === 'saturation' ? (await saturate(s, ROUND_S)).requests.total : (await paced(s, OFFERED, ROUND_S)).sent;
+      const n = load === 'saturation' ? (await saturate(s, ROUND_S)).requests.total : (await paced(s, load, ROUND_S)).sent;
       if (s.gateway) await caughtUp();
       const b = snapshot();
       const group = s.target === 'proxy' ? 'bare proxy' : 'api';
-      return cpuBetween(a, b, n).cpu_us_per_request[group] ?? NaN;
+      return { us: cpuBetween(a, b, n).cpu_us_per_request[group] ?? NaN, perS: Math.round(n / ROUND_S) };
     };
     for (let i = 0; i < ROUNDS; i++) {
       process.stderr.write(`bench: paired round ${i + 1}/${ROUNDS} …\n`);
-      const ps = await cpuOf(proxyScenario, 'saturation');
+      const ps = (await cpuOf(proxyScenario, 'saturation')).us;
       const gs = await cpuOf(uncachedScenario, 'saturation');
-      const po = await cpuOf(proxyScenario, 'offered');
-      const go = await cpuOf(uncachedScenario, 'offered');
-      rounds.push({ saturation: round2(gs / ps), offered: round2(go / po), proxy_us: [ps, po], api_us: [gs, go] });
+      const pp = (await cpuOf(proxyScenario, gs.perS)).us;
+      const po = (await cpuOf(proxyScenario, OFFERED)).us;
+      const go = (await cpuOf(uncachedScenario, OFFERED)).us;
+      rounds.push({
+        saturation: round2(gs.us / ps),
+        offered: round2(go / po),
+        at_gateway_peak: round2(gs.us / pp),
+        gateway_peak_per_s: gs.perS,
+        proxy_us: [ps, po],
+        api_us: [gs.us, go],
+        proxy_at_gateway_peak_us: pp,
+      });
     }
   }
   const median = (xs: number[]) => {
@@ -609,6 +630,9 @@ async function main(): Promise<void> {
           method: `median of ${rounds.length} paired rounds (proxy then gateway, ${ROUND_S} s each)`,
           saturation_range: [Math.min(...rounds.map((x) => x.saturation)), Math.max(...rounds.map((x) => x.saturation))],
           offered_range: [Math.min(...rounds.map((x) => x.offered)), Math.max(...rounds.map((x) => x.offered))],
+          // Not the issue's ratio (see the rounds above): the api at its saturation ÷ the proxy at that same rate.
+          at_gateway_peak: median(rounds.map((x) => x.at_gateway_peak)),
+          at_gateway_peak_range: [Math.min(...rounds.map((x) => x.at_gateway_peak)), Math.max(...rounds.map((x) => x.at_gateway_peak))],
           single_pass: uncachedPlain ? { saturation: uncachedPlain.saturation.cpu_ratio, offered_1000: uncachedPlain.offered.cpu_ratio } : null,
         }
       : uncachedPlain
@@ -753,7 +777,7 @@ Machine state: load average ${r.machine_state.at_start.loadavg.join(' / ')} at s
 Deployment: ${r.settings.deployment}. Saturation: autocannon, ${r.settings.connections} connections, ${r.settings.duration_s} s after ${r.settings.warmup_s} s warm-up. Offered: ${r.settings.offered_rate} req/s open loop for ${r.settings.duration_s} s. CPU windows include the worker catching up (usage records written, deliveries sent).
 
 **cpu_ratio** (api process CPU per uncached inference ÷ bare proxy CPU per request, same run): ${r.cpu_ratio ? `${r.cpu_ratio.saturation} at saturation, ${r.cpu_ratio.offered_1000} at ${r.settings.offered_rate} req/s offered` : 'not measured'}${r.cpu_ratio?.method ? ` (${r.cpu_ratio.method}; range ${r.cpu_ratio.saturation_range.join('–')} at saturation, ${r.cpu_ratio.offered_range.join('–')} offered; the single pass of the table below: ${r.cpu_ratio.single_pass?.saturation} and ${r.cpu_ratio.single_pass?.offered_1000})` : ''}.
-${r.rounds?.length ? `\nPaired rounds (µs per request, proxy → api process; ratio):\n\n| round | saturation | ratio | ${r.settings.offered_rate}/s offered | ratio |\n|---|---|---|---|---|\n${r.rounds.map((x: any, i: number) => `| ${i + 1} | ${x.proxy_us[0]} → ${x.api_us[0]} | ${x.saturation} | ${x.proxy_us[1]} → ${x.api_us[1]} | ${x.offered} |`).join('\n')}\n` : ''}
+${r.rounds?.length ? `\nPaired rounds (µs per request, proxy → api process; ratio). The last two columns are a diagnostic, not the issue's ratio: the proxy driven open loop at the rate the gateway reached at saturation in that round, against the gateway's saturation figure${r.cpu_ratio?.at_gateway_peak !== undefined ? ` (median ${r.cpu_ratio.at_gateway_peak}, range ${r.cpu_ratio.at_gateway_peak_range.join('–')})` : ''}:\n\n| round | saturation | ratio | ${r.settings.offered_rate}/s offered | ratio | proxy at the gateway's peak rate → api at saturation | ratio |\n|---|---|---|---|---|---|---|\n${r.rounds.map((x: any, i: number) => `| ${i + 1} | ${x.proxy_us[0]} → ${x.api_us[0]} | ${x.saturation} | ${x.proxy_us[1]} → ${x.api_us[1]} | ${x.offered} | ${x.proxy_at_gateway_peak_us === undefined ? '' : `${x.proxy_at_gateway_peak_us} at ${x.gateway_peak_per_s}/s → ${x.api_us[0]}`} | ${x.at_gateway_peak ?? ''} |`).join('\n')}\n` : ''}
 CPU µs per request by process (whole machine: every process, ours and others'):
 
 | scenario | load | req/s | cpu_ratio | ${groups.join(' | ')} | whole machine | others (cores) | p50 ms | p99 ms | errors |
