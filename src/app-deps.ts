@@ -117,7 +117,6 @@ export async function createDeps(config: Readonly<Config>, overrides: DepsOverri
   // The hot path's writes (see README "Performance and the hot path"): month-spend counters and the outcome writer.
   const budgetAlerts = new BudgetAlertMailer(config, log);
   const outcomes = createOutcomeWriter({
-    db: database.prisma,
     sql: database.sql,
     clock,
     log,

@@ -17,7 +17,7 @@ export interface Database {
   /** The PostgreSQL schema in use (from `?schema=` in DATABASE_URL), or 'public'. */
   schema: string;
   pglite?: PGlite;
-  /** The driver under Prisma, for the outcome writer's batches (db/sql.ts): the same pool or PGlite instance. */
+  /** The driver under Prisma (db/sql.ts), for the background writers' batches: the same pool or PGlite instance. */
   sql: SqlDriver;
   /** PGlite only: the checkpoints and ANALYZE its missing background workers would run (db/pglite-maintenance.ts). */
   maintenance?: PgliteMaintenance;

@@ -45,7 +45,10 @@ const textOf = (strings: TemplateStringsArray): string => {
   return text;
 };
 
-type Run = (text: string, values?: unknown[]) => Promise<{ rows: unknown[]; affected: number }>;
+type Result = { rows: unknown[]; affected: number };
+type Run = (text: string, values?: unknown[]) => Promise<Result>;
+const fromPg = (r: { rows: unknown[]; rowCount: number | null }): Result => ({ rows: r.rows, affected: r.rowCount ?? 0 });
+const fromPglite = (r: { rows: unknown[]; affectedRows?: number }): Result => ({ rows: r.rows, affected: r.affectedRows ?? 0 });
 
 /** The statement listeners of one driver (none but in tests: then sending costs one length check). */
 class StatementLog {
@@ -81,11 +84,11 @@ export function pgDriver(pool: Pool, opts: { timeoutMs: number }): SqlDriver {
   const begin = `BEGIN; SET LOCAL statement_timeout = ${Math.floor(opts.timeoutMs)}`;
   const log = new StatementLog();
   return {
-    ...rawSql(log.heard((text, values) => pool.query(text, values).then((r) => ({ rows: r.rows, affected: r.rowCount ?? 0 })))),
+    ...rawSql(log.heard((text, values) => pool.query(text, values).then(fromPg))),
     onStatement: log.add,
     async transaction<T>(fn: (sql: RawSql) => Promise<T>): Promise<T> {
       const client: PoolClient = await pool.connect();
-      const run = log.heard((text, values) => client.query(text, values).then((r) => ({ rows: r.rows, affected: r.rowCount ?? 0 })));
+      const run = log.heard((text, values) => client.query(text, values).then(fromPg));
       let broken: Error | undefined;
       // A connection lost meanwhile (PostgreSQL restarted) is an 'error' event on the client, which must not go
       // unheard (it would end the process); the statement in flight fails anyway, and the client is not reused.
@@ -111,12 +114,12 @@ export function pgDriver(pool: Pool, opts: { timeoutMs: number }): SqlDriver {
 export function pgliteDriver(pglite: PGlite): SqlDriver {
   const log = new StatementLog();
   return {
-    ...rawSql(log.heard((text, values) => pglite.query(text, values).then((r) => ({ rows: r.rows, affected: r.affectedRows ?? 0 })))),
+    ...rawSql(log.heard((text, values) => pglite.query(text, values).then(fromPglite))),
     onStatement: log.add,
     transaction<T>(fn: (sql: RawSql) => Promise<T>): Promise<T> {
       // PGlite sends its own BEGIN and COMMIT; the listeners hear them as the statements they are.
       return pglite.transaction(async (tx: PGliteTransaction) => {
-        const run = log.heard((text, values) => tx.query(text, values).then((r) => ({ rows: r.rows, affected: r.affectedRows ?? 0 })));
+        const run = log.heard((text, values) => tx.query(text, values).then(fromPglite));
         log.tell('BEGIN');
         const result = await fn(rawSql(run));
         log.tell('COMMIT');

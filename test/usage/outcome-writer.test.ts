@@ -217,7 +217,7 @@ describe('the outcome writer', () => {
     // A key of the wrong type where the stream should be: every XADD fails.
     await raw.set(`${prefix}usage:outcomes`, 'not a stream');
     const writer = new RedisOutcomeWriter(
-      { db: t.deps.db, sql: t.deps.database.sql, clock: t.deps.clock, log: t.deps.log, handoff: t.deps.webhooks.worker, alerts: t.deps.budgetAlerts, flushMs: 20 },
+      { sql: t.deps.database.sql, clock: t.deps.clock, log: t.deps.log, handoff: t.deps.webhooks.worker, alerts: t.deps.budgetAlerts, flushMs: 20 },
       t.deps.redis!,
       prefix,
       5_000,

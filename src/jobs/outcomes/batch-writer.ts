@@ -1,5 +1,4 @@
 import type { Logger } from 'pino';
-import type { Db } from '../../db/client.ts';
 import type { SqlDriver } from '../../db/sql.ts';
 import type { BudgetAlertSender } from '../../domain/budgets/ports.ts';
 import type { Clock } from '../../domain/context.ts';
@@ -15,7 +14,6 @@ export const BATCH_SIZE = 200;
 const POISON_AFTER = 3;
 
 export interface OutcomeWriterOptions {
-  db: Db;
   /** The batches' transactions, on the driver under Prisma (db/sql.ts). */
   sql: SqlDriver;
   clock: Clock;
@@ -91,7 +89,7 @@ export abstract class OutcomeBatchWriter {
       await this.persist(batch);
       return { retry: [], poison: [] };
     } catch (err) {
-      if (!(await databaseAnswers(this.opts.db, 1_000))) return { retry: batch, poison: [], error: err };
+      if (!(await databaseAnswers(this.opts.sql, 1_000))) return { retry: batch, poison: [], error: err };
       const retry: InferenceOutcome[] = [];
       const poison: InferenceOutcome[] = [];
       let error: unknown = err;

@@ -1,4 +1,3 @@
-import type { Db } from '../../db/client.ts';
 import type { RawSql } from '../../db/sql.ts';
 import type { InferenceOutcome } from '../../domain/usage/outcome.ts';
 
@@ -43,11 +42,11 @@ export async function insertUsageRecords(tx: RawSql, outcomes: readonly Inferenc
 }
 
 /** Whether the database answers a trivial query within `timeoutMs` (a failing batch: poison entry, or outage?). */
-export async function databaseAnswers(db: Db, timeoutMs: number): Promise<boolean> {
+export async function databaseAnswers(sql: RawSql, timeoutMs: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
   try {
     return await Promise.race([
-      db.$queryRaw`SELECT 1`.then(() => true),
+      sql.$queryRaw`SELECT 1`.then(() => true),
       new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs))),
     ]);
   } catch {
