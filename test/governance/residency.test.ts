@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PROJECTS_CHANGED } from '../../src/domain/projects/cache.ts';
 import { buildTestApp, client, createTestDatabase, seedProject, type Client, type TestApp, type TestDatabase } from '../helpers/app.ts';
 import { expectError } from '../helpers/expect.ts';
 import { uniqueName } from '../helpers/services.ts';
@@ -21,7 +22,23 @@ beforeAll(async () => {
   b = await buildTestApp({ database: db, redisPrefix, clock: a.clock });
   opA = client(a.app);
   opB = client(b.app);
+  // After the project cache's own handler (subscribed first): counts the changes b has heard of, per project.
+  b.deps.bus.subscribe(PROJECTS_CHANGED, (projectId) => {
+    heardOnB.set(projectId, (heardOnB.get(projectId) ?? 0) + 1);
+    for (const wake of waitingOnB.splice(0)) wake();
+  });
 }, 180_000);
+
+const heardOnB = new Map<string, number>();
+const waitingOnB: (() => void)[] = [];
+/**
+ * Until replica b has heard of `changes` changes to the project over the bus. Redis pub/sub reaches the other
+ * replica asynchronously (within milliseconds: test/inference/hot-path.test.ts measures it), and in this one test
+ * process b's next request could otherwise be served before its subscriber's message is read.
+ */
+async function reachedB(projectId: string, changes: number): Promise<void> {
+  while ((heardOnB.get(projectId) ?? 0) < changes) await new Promise<void>((wake) => waitingOnB.push(wake));
+}
 afterAll(async () => {
   await a.close();
   await b.close();
@@ -32,7 +49,7 @@ const infer = (api: Client, projectId: string, region?: string) =>
   api.post('/v1/inference', { project_id: projectId, model: 'mock-1', messages: [{ role: 'user', content: 'hi' }], ...(region ? { region } : {}) });
 
 describe('residency', () => {
-  it('pins and unpins; the other replica routes by the pin at once', async () => {
+  it('pins and unpins; the other replica routes by the pin once the change reaches it over the bus', async () => {
     const { projectId, secret } = await seedProject(opA);
     // The other replica has the project cached (unpinned) before the change.
     expect((await infer(client(b.app, secret), projectId)).status).toBe(200);
@@ -40,6 +57,7 @@ describe('residency', () => {
     const pinned = await opA.put(`/v1/projects/${projectId}/residency`, { region: 'eu-west-1' });
     expect(pinned.status, pinned.raw).toBe(200);
     expect(pinned.body).toEqual({ object: 'svc.residency', project_id: projectId, region: 'eu-west-1' });
+    await reachedB(projectId, 1);
     expect((await opB.get(`/v1/projects/${projectId}`)).body.region).toBe('eu-west-1');
     // The built-in mock serves region "local": nothing is left in eu-west-1.
     expectError(await infer(client(b.app, secret), projectId), 503, 'model_unavailable');
@@ -47,6 +65,7 @@ describe('residency', () => {
 
     const unpinned = await opA.put(`/v1/projects/${projectId}/residency`, { region: null });
     expect(unpinned.body.region).toBeNull();
+    await reachedB(projectId, 2);
     expect((await infer(client(b.app, secret), projectId)).status).toBe(200);
 
     const events = await a.deps.db.event.findMany({ where: { projectId, type: 'policy.updated' }, orderBy: { id: 'asc' } });

@@ -16,7 +16,8 @@ export interface CachedProject {
   privacy?: { piiRedact: boolean; retentionMode: string; retentionDays: number };
 }
 
-const CHANNEL = 'projects:changed';
+/** The bus channel of project changes (the project id as message): every replica's cache evicts on it. */
+export const PROJECTS_CHANGED = 'projects:changed';
 /** A safety net only: changes are pushed over the bus, so an entry this old is re-read even if a message was lost. */
 export const PROJECT_CACHE_TTL_MS = 60_000;
 /** Past this share of the TTL a request still uses the entry and a reload starts in the background. */
@@ -77,7 +78,7 @@ export class ProjectCache {
     ttlMs = PROJECT_CACHE_TTL_MS,
   ) {
     this.entries = loadingCache({ ttlMs, max: MAX_ENTRIES, now: monotonicNow, load: async (projectId) => (await load(projectId)) ?? undefined });
-    bus.subscribe(CHANNEL, (projectId) => this.entries.delete(projectId));
+    bus.subscribe(PROJECTS_CHANGED, (projectId) => this.entries.delete(projectId));
     bus.onResync(() => this.clear());
   }
 
@@ -89,7 +90,7 @@ export class ProjectCache {
   /** Evicts here at once, then tells the other replicas. Call after the change has committed. */
   async invalidate(projectId: string): Promise<void> {
     this.entries.delete(projectId);
-    await this.bus.publish(CHANNEL, projectId);
+    await this.bus.publish(PROJECTS_CHANGED, projectId);
   }
 
   clear(): void {
