@@ -53,6 +53,10 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const OFFERED = Number(process.env.BENCH_OFFERED_RATE ?? 1000);
 const ONLY = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(',')) : null;
 const PROFILE = process.env.BENCH_PROFILE !== '0';
+/** BENCH_PROFILE_SCENARIO (uncached-webhook): the scenario the profile phase drives; BENCH_PROFILE_RATE: open loop at
+ * that rate instead of saturation. The profiles are kept in bench/tmp/prof-* for a closer look. */
+const PROFILE_SCENARIO = process.env.BENCH_PROFILE_SCENARIO || 'uncached-webhook';
+const PROFILE_RATE = Number(process.env.BENCH_PROFILE_RATE ?? 0);
 const PEERS = process.env.BENCH_PEERS !== '0';
 const OUT = process.env.BENCH_OUT ?? 'results';
 const BEFORE_ROOT = process.env.BENCH_BEFORE_ROOT || null;
@@ -572,8 +576,8 @@ async function main(): Promise<void> {
   const webhooks = await deliveries(db, schema, `https://127.0.0.1:${receiverPort}/count`);
 
   // Profiles of the api and worker processes under the uncached + webhook load (sample-count weighting).
-  let profile: { api: ProfileSummary; worker: ProfileSummary } | null = null;
-  const hookedScenario = scenarios.find((s) => s.id === 'uncached-webhook');
+  let profile: { scenario: string; load: string; api: ProfileSummary; worker: ProfileSummary } | null = null;
+  const hookedScenario = scenarios.find((s) => s.id === PROFILE_SCENARIO);
   if (PROFILE && hookedScenario) {
     process.stderr.write('bench: profile (api and worker with --cpu-prof) …\n');
     const dir = path.join(tmp, `prof-${Date.now().toString(36)}`);
@@ -589,7 +593,8 @@ async function main(): Promise<void> {
     await saturate(s, WARMUP);
     // Only the measured load goes into the summary: not start-up, warm-up or shutdown.
     const loadFrom = performance.now();
-    await saturate(s, DURATION);
+    if (PROFILE_RATE > 0) await paced(s, PROFILE_RATE, DURATION);
+    else await saturate(s, DURATION);
     await caughtUp();
     const loadTo = performance.now();
     const apiPid = apiProc.child.pid!;
@@ -601,6 +606,8 @@ async function main(): Promise<void> {
     const workerFile = fileOf(workerPid);
     if (apiFile && workerFile) {
       profile = {
+        scenario: hookedScenario.name,
+        load: PROFILE_RATE > 0 ? `${PROFILE_RATE}/s offered` : 'saturation',
         api: summarizeProfile(path.join(dir, apiFile), root, { fromMs: loadFrom - apiStarted, toMs: loadTo - apiStarted }),
         worker: summarizeProfile(path.join(dir, workerFile), root, { fromMs: loadFrom - workerStarted, toMs: loadTo - workerStarted }),
       };
@@ -788,7 +795,7 @@ ${a ? `Added latency at half of the gateway's uncached peak (${a.rate_per_s} req
 
 Usage and webhooks: ${r.webhooks.usage_records} usage records (${r.webhooks.usage_records_distinct_requests} distinct requests), deliveries by status ${JSON.stringify(r.webhooks.deliveries_by_status)}, the receiver got ${r.webhooks.receiver_distinct_deliveries} distinct deliveries (${r.webhooks.receiver_requests} requests).
 
-Profile (uncached + webhook at saturation, node --cpu-prof, the measured ${r.settings.duration_s} s only; share of busy samples by package, sample-count weighting; a sample in Node's internals or a V8 builtin counts for its nearest caller that is a package or this repository's code):
+Profile (${r.profile ? `${r.profile.scenario}, ${r.profile.load}` : 'uncached + webhook at saturation'}, node --cpu-prof, the measured ${r.settings.duration_s} s only; share of busy samples by package, sample-count weighting; a sample in Node's internals or a V8 builtin counts for its nearest caller that is a package or this repository's code):
 - api: ${prof(r.profile?.api)}
 - worker: ${prof(r.profile?.worker)}
 ${r.notes.length ? `\nNotes: ${r.notes.join('; ')}.\n` : ''}`;

@@ -6,15 +6,9 @@ const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
 let lastMs = -1;
 /** The random part of the last id: 16 characters of 5 bits each (80 bits). */
 const lastRandom = new Uint8Array(16);
-
-function encodeTime(ms: number): string {
-  let out = '';
-  for (let i = 0; i < 10; i++) {
-    out = ALPHABET[ms % 32] + out;
-    ms = Math.floor(ms / 32);
-  }
-  return out;
-}
+/** ALPHABET as character codes, and the buffer an id is written into: one string per id, no intermediate ones. */
+const CODES = Uint8Array.from(ALPHABET, (c) => c.charCodeAt(0));
+const out = Buffer.alloc(64);
 
 /** Within one millisecond the random part is incremented, so ids made by one process are strictly increasing. */
 function nextRandom(ms: number): Uint8Array {
@@ -50,7 +44,14 @@ export function isId(prefix: IdPrefix, value: string): boolean {
 export function newId(prefix: IdPrefix, nowMs: number = Date.now()): string {
   const ms = Math.max(nowMs, lastMs);
   const random = nextRandom(ms);
-  let id = `${prefix}_${encodeTime(ms)}`;
-  for (let i = 0; i < 16; i++) id += ALPHABET[random[i]!];
-  return id;
+  const n = out.write(prefix, 0, 'latin1');
+  out[n] = 0x5f; // _
+  // 10 characters of time, most significant first.
+  let t = ms;
+  for (let i = n + 10; i > n; i--) {
+    out[i] = CODES[t % 32]!;
+    t = Math.floor(t / 32);
+  }
+  for (let i = 0; i < 16; i++) out[n + 11 + i] = CODES[random[i]!]!;
+  return out.toString('latin1', 0, n + 27);
 }

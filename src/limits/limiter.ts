@@ -115,10 +115,23 @@ export class Limiter {
     return this.run(owner, nowMs, 'force', 0, delta);
   }
 
+  /** The bucket ids of a key's own windows, made once per key (bounded like the store's key memo). */
+  private readonly keyBucketIds = new Map<string, readonly [string, string]>();
+
+  private idsOfKey(keyId: string): readonly [string, string] {
+    let ids = this.keyBucketIds.get(keyId);
+    if (!ids) {
+      if (this.keyBucketIds.size >= MAX_CACHED_PROJECTS) this.keyBucketIds.clear();
+      ids = [`k:${keyId}:r`, `k:${keyId}:t`];
+      this.keyBucketIds.set(keyId, ids);
+    }
+    return ids;
+  }
+
   private async run(owner: WindowOwner, nowMs: number, mode: 'take' | 'force', requests: number, tokens: number): Promise<Decision> {
     let scope: string;
     let limits: VersionedLimits;
-    let buckets: (BucketSpec & { owner: RateLimitState['owner'] })[];
+    let buckets: OwnedBucket[];
     if (owner.kind === 'operator') {
       scope = 'operator';
       limits = this.opts.operatorLimits;
@@ -133,31 +146,27 @@ export class Limiter {
     } else {
       scope = owner.projectId;
       limits = await this.limitsFor(owner.projectId);
+      const [r, t] = this.idsOfKey(owner.keyId);
       buckets = [
-        { id: `k:${owner.keyId}:r`, resource: 'requests', cost: requests, owner: 'key' },
+        { id: r, resource: 'requests', cost: requests, owner: 'key' },
         { id: 'p:r', resource: 'requests', cost: requests, owner: 'project' },
-        { id: `k:${owner.keyId}:t`, resource: 'tokens', cost: tokens, owner: 'key' },
+        { id: t, resource: 'tokens', cost: tokens, owner: 'key' },
         { id: 'p:t', resource: 'tokens', cost: tokens, owner: 'project' },
       ];
     }
-    const result = await this.opts.store.apply({
-      scope,
-      limits,
-      mode,
-      nowMs,
-      buckets: buckets.map(({ id, resource, cost }) => ({ id, resource, cost })),
-    });
+    // The stores read id, resource and cost; the owner rides along for the headers.
+    const result = await this.opts.store.apply({ scope, limits, mode, nowMs, buckets });
     if (result.limits.version > limits.version && owner.kind !== 'operator') {
       // Another replica published newer limits: keep them rather than re-reading stale ones.
       this.cache.set(owner.projectId, result.limits);
     }
-    return {
-      allowed: result.allowed,
-      state: bindingWindow(buckets, result, nowMs),
-      applied: result.buckets.map((b) => b.applied),
-    };
+    const applied: number[] = new Array(result.buckets.length);
+    for (let i = 0; i < applied.length; i++) applied[i] = result.buckets[i]!.applied;
+    return { allowed: result.allowed, state: bindingWindow(buckets, result, nowMs), applied };
   }
 }
+
+type OwnedBucket = BucketSpec & { owner: RateLimitState['owner'] };
 
 /**
  * The window the headers describe. Refused: of the windows that did not fit, the one a retry must wait for longest.
@@ -165,39 +174,51 @@ export class Limiter {
  * key-requests, project-requests, key-tokens, project-tokens order.
  */
 export function bindingWindow(
-  buckets: { resource: Resource; owner: RateLimitState['owner'] }[],
+  buckets: readonly { resource: Resource; owner: RateLimitState['owner'] }[],
   result: ApplyResult,
   nowMs: number,
 ): RateLimitState {
-  let best: RateLimitState | null = null;
+  // The first window unless another binds (a window of zero capacity scores NaN and never binds by score).
+  let best = 0;
   let bestScore = Infinity;
-  buckets.forEach((spec, i) => {
-    const { capacity, rate } = bucketShape(spec.resource, result.limits);
+  let bestRetryAtMs = nowMs;
+  for (let i = 0; i < buckets.length; i++) {
+    const { capacity, rate } = bucketShape(buckets[i]!.resource, result.limits);
     const { used, applied } = result.buckets[i]!;
-    const base = {
-      limit: capacity / SCALE,
-      remaining: Math.max(0, Math.floor((capacity - used) / SCALE)),
-      resource: spec.resource,
-      owner: spec.owner,
-    };
     if (!result.allowed) {
       const missing = used + applied * SCALE - capacity;
-      if (applied <= 0 || missing <= 0) return;
+      if (applied <= 0 || missing <= 0) continue;
       const retryAtMs = nowMs + Math.ceil(missing / rate);
       // Higher score binds less: the latest retry time wins.
       const score = -retryAtMs;
       if (score < bestScore) {
-        const reset = Math.ceil(retryAtMs / 1000);
         bestScore = score;
-        best = { ...base, reset, retryAfter: Math.max(1, Math.ceil((reset * 1000 - nowMs) / 1000)) };
+        best = i;
+        bestRetryAtMs = retryAtMs;
       }
-      return;
+      continue;
     }
     const score = (capacity - used) / capacity;
     if (score < bestScore) {
       bestScore = score;
-      best = { ...base, reset: Math.ceil((nowMs + Math.ceil(used / rate)) / 1000) };
+      best = i;
     }
-  });
-  return best!;
+  }
+  const spec = buckets[best]!;
+  const { capacity, rate } = bucketShape(spec.resource, result.limits);
+  const used = result.buckets[best]!.used;
+  const state: RateLimitState = {
+    limit: capacity / SCALE,
+    remaining: Math.max(0, Math.floor((capacity - used) / SCALE)),
+    reset: 0,
+    resource: spec.resource,
+    owner: spec.owner,
+  };
+  if (result.allowed) {
+    state.reset = Math.ceil((nowMs + Math.ceil(used / rate)) / 1000);
+  } else {
+    state.reset = Math.ceil(bestRetryAtMs / 1000);
+    state.retryAfter = Math.max(1, Math.ceil((state.reset * 1000 - nowMs) / 1000));
+  }
+  return state;
 }

@@ -1,6 +1,8 @@
 import type { Redis } from 'ioredis';
 import { redisBatchOf, type RedisBatch } from './redis-batch.ts';
-import type { ApplyRequest, ApplyResult, LimitStore, VersionedLimits } from './types.ts';
+import type { ApplyRequest, ApplyResult, BucketOutcome, LimitStore, VersionedLimits } from './types.ts';
+
+const MAX_MEMO_KEYS = 100_000;
 
 /** Publishes limits only if they are newer than what the scope already holds (two updates may race). */
 const PUBLISH_LUA = `
@@ -51,22 +53,61 @@ export class RedisLimitStore implements LimitStore {
     return `${this.prefix}rl:{${scope}}:${suffix}`;
   }
 
+  /**
+   * The keys of a scope's windows, made once: every inference names the same five. Bounded: past MAX_MEMO_KEYS the
+   * memo starts again (the keys are made anew as they are used).
+   */
+  private readonly memo = new Map<string, Map<string, string>>();
+  private memoSize = 0;
+
+  private memoKey(scope: string, suffix: string): string {
+    let keys = this.memo.get(scope);
+    if (!keys) {
+      if (this.memoSize > MAX_MEMO_KEYS) {
+        this.memo.clear();
+        this.memoSize = 0;
+      }
+      keys = new Map();
+      this.memo.set(scope, keys);
+    }
+    let key = keys.get(suffix);
+    if (key === undefined) {
+      key = this.key(scope, suffix);
+      keys.set(suffix, key);
+      this.memoSize++;
+    }
+    return key;
+  }
+
+  /** The limits' part of the packed argument, made once per limits object (the limiter's cache hands out the same one). */
+  private readonly limitsText = new WeakMap<VersionedLimits, string>();
+
   async apply(req: ApplyRequest): Promise<ApplyResult> {
-    const keys = [this.key(req.scope, 'cfg')];
     const l = req.limits;
+    const buckets = req.buckets;
+    const keys: string[] = new Array(buckets.length + 1);
+    keys[0] = this.memoKey(req.scope, 'cfg');
+    let limits = this.limitsText.get(l);
+    if (limits === undefined) {
+      limits = `${l.requestsPerMinute},${l.tokensPerMinute},${l.burst},${l.version}`;
+      this.limitsText.set(l, limits);
+    }
     // One argument (BATCH_LUA's `L`): every argument of a command is encoded, sent and parsed on its own.
-    let packed = `${req.nowMs},${req.mode},${l.requestsPerMinute},${l.tokensPerMinute},${l.burst},${l.version}`;
-    for (const b of req.buckets) {
-      keys.push(this.key(req.scope, b.id));
-      packed += `,${b.resource === 'requests' ? 'r' : 't'},${Math.trunc(b.cost)}`;
+    let packed = `${req.nowMs},${req.mode},${limits}`;
+    for (let i = 0; i < buckets.length; i++) {
+      const b = buckets[i]!;
+      keys[i + 1] = this.memoKey(req.scope, b.id);
+      packed += b.resource === 'requests' ? `,r,${Math.trunc(b.cost)}` : `,t,${Math.trunc(b.cost)}`;
     }
     const out = (await this.batch.run<string>('L', keys, [packed])).split(',');
-    const num = (i: number) => Number(out[i]);
-    return {
-      allowed: out[0] === '1',
-      limits: { requestsPerMinute: num(1), tokensPerMinute: num(2), burst: num(3), version: num(4) },
-      buckets: req.buckets.map((_, i) => ({ used: num(5 + 2 * i), applied: num(6 + 2 * i) })),
-    };
+    const outcomes: BucketOutcome[] = new Array(buckets.length);
+    for (let i = 0; i < buckets.length; i++) outcomes[i] = { used: Number(out[5 + 2 * i]), applied: Number(out[6 + 2 * i]) };
+    const rpm = Number(out[1]);
+    const tpm = Number(out[2]);
+    const burst = Number(out[3]);
+    const version = Number(out[4]);
+    const same = rpm === l.requestsPerMinute && tpm === l.tokensPerMinute && burst === l.burst && version === l.version;
+    return { allowed: out[0] === '1', limits: same ? l : { requestsPerMinute: rpm, tokensPerMinute: tpm, burst, version }, buckets: outcomes };
   }
 
   async publish(scope: string, limits: VersionedLimits): Promise<void> {

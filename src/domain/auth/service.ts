@@ -3,7 +3,7 @@ import type { CachedKey } from './key-cache.ts';
 import type { Caller } from '../context.ts';
 import type { AuthPorts } from './ports.ts';
 import { SCOPES, type Scope } from '../keys/scopes.ts';
-import { KEY_PREFIX, hashSecret, safeEqualHex } from '../keys/secrets.ts';
+import { KEY_PREFIX, digestEquals, digestSecret } from '../keys/secrets.ts';
 
 export const OPERATOR_KEY_ID = 'key_master';
 
@@ -24,8 +24,9 @@ export function bearerSecret(header: string | undefined): string {
  */
 export async function authenticate(ports: AuthPorts, header: string | undefined): Promise<Caller> {
   const secret = bearerSecret(header);
-  const hash = hashSecret(secret);
-  if (safeEqualHex(hash, ports.masterKeyHash)) {
+  const digest = digestSecret(secret);
+  const hash = digest.hex;
+  if (digestEquals(digest.bytes, ports.masterKeyHash)) {
     return { kind: 'operator', keyId: OPERATOR_KEY_ID, projectId: null, scopes: SCOPES };
   }
   const now = ports.clock.now();
@@ -34,11 +35,11 @@ export async function authenticate(ports: AuthPorts, header: string | undefined)
   const key: CachedKey | undefined = ports.keys.get(hash) ?? (await ports.keys.fetch(hash, () => loadKey(ports, hash)));
   if (!key || key.status !== 'active') throw invalidKey();
   if (key.expiresAt && key.expiresAt.getTime() <= now) throw invalidKey();
-  const current = safeEqualHex(hash, key.secretHash);
+  const current = digestEquals(digest.bytes, key.secretHash);
   const previous =
     !current &&
     key.previousSecretHash !== null &&
-    safeEqualHex(hash, key.previousSecretHash) &&
+    digestEquals(digest.bytes, key.previousSecretHash) &&
     key.previousExpiresAt !== null &&
     key.previousExpiresAt.getTime() > now;
   if (!current && !previous) throw invalidKey();

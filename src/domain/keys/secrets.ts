@@ -15,6 +15,18 @@ export function hashSecret(secret: string): string {
   return hash('sha256', secret, 'hex');
 }
 
+/** The secret's SHA-256 digest as bytes (compare with digestEquals) and as the hex stored in the database. */
+export function digestSecret(secret: string): { bytes: Buffer; hex: string } {
+  const bytes = hash('sha256', secret, 'buffer');
+  return { bytes, hex: bytes.toString('hex') };
+}
+
+/** Constant-time: `bytes` against a stored hex digest (only the stored side is decoded). */
+export function digestEquals(bytes: Buffer, hex: string): boolean {
+  const other = Buffer.from(hex, 'hex');
+  return other.length === bytes.length && timingSafeEqual(bytes, other);
+}
+
 export function safeEqualHex(a: string, b: string): boolean {
   const ab = Buffer.from(a, 'hex');
   const bb = Buffer.from(b, 'hex');
