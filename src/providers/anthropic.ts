@@ -251,16 +251,17 @@ export class AnthropicProvider implements Provider {
   }
 
   async complete(req: ProviderRequest): Promise<Completion> {
-    const res = await this.send(req, false);
-    return fromAnthropic(await this.http.json(res, req.signal), responseTool(req), this.name);
+    const { path, headers, body } = this.request(req, false);
+    return fromAnthropic(await this.http.postJson(path, headers, body, req.signal), responseTool(req), this.name);
   }
 
   async openStream(req: ProviderRequest): Promise<AsyncIterable<StreamPart>> {
-    const res = await this.send(req, true);
+    const { path, headers, body } = this.request(req, true);
+    const res = await this.http.post(path, headers, body, req.signal);
     return this.http.stream(res, req.signal, sseData, new AnthropicStream(responseTool(req), this.name, (t) => this.http.redact(t)));
   }
 
-  private send(req: ProviderRequest, stream: boolean) {
+  private request(req: ProviderRequest, stream: boolean) {
     const field = this.unsupported(req);
     if (field) throw new ProviderError('rejected', `${this.name}: kind anthropic cannot carry ${field}`, 400);
     const body = { ...toAnthropic(req, this.defaultMaxTokens), ...(stream ? { stream: true } : {}) };
@@ -270,7 +271,7 @@ export class AnthropicProvider implements Provider {
       'anthropic-version': this.version,
     };
     if (this.apiKey) headers['x-api-key'] = this.apiKey.reveal();
-    return this.http.post(this.path, headers, JSON.stringify(body), req.signal);
+    return { path: this.path, headers, body: JSON.stringify(body) };
   }
 
   close(): Promise<void> {

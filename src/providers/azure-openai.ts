@@ -1,7 +1,7 @@
 import type { ProviderSpec, SecretValue } from './config-file.ts';
 import { chatBody, ChatChunkStream, fromChatCompletion } from './openai-wire.ts';
 import { sseData } from './sse.ts';
-import { ProviderError, type Completion, type EmbeddingRequest, type EmbeddingResult, type Provider, type ProviderRequest, type ProviderSignal, type StreamPart } from './types.ts';
+import { ProviderError, type Completion, type EmbeddingRequest, type EmbeddingResult, type Provider, type ProviderRequest, type StreamPart } from './types.ts';
 import { basePath, Upstream } from './upstream.ts';
 
 /**
@@ -32,12 +32,13 @@ export class AzureOpenAIProvider implements Provider {
   }
 
   async complete(req: ProviderRequest): Promise<Completion> {
-    const res = await this.send(req.model, 'chat/completions', chatBody(req, false), false, req.signal);
-    return fromChatCompletion(await this.http.json(res, req.signal), this.name);
+    const { path, headers, body } = this.request(req.model, 'chat/completions', chatBody(req, false), false);
+    return fromChatCompletion(await this.http.postJson(path, headers, body, req.signal), this.name);
   }
 
   async openStream(req: ProviderRequest): Promise<AsyncIterable<StreamPart>> {
-    const res = await this.send(req.model, 'chat/completions', chatBody(req, true), true, req.signal);
+    const { path, headers, body } = this.request(req.model, 'chat/completions', chatBody(req, true), true);
+    const res = await this.http.post(path, headers, body, req.signal);
     return this.http.stream(res, req.signal, sseData, new ChatChunkStream(this.name, (t) => this.http.redact(t)));
   }
 
@@ -48,8 +49,8 @@ export class AzureOpenAIProvider implements Provider {
       ...(req.dimensions !== undefined ? { dimensions: req.dimensions } : {}),
       ...(req.user !== undefined ? { user: req.user } : {}),
     };
-    const res = await this.send(req.model, 'embeddings', body, false, req.signal);
-    const parsed = await this.http.json(res, req.signal);
+    const call = this.request(req.model, 'embeddings', body, false);
+    const parsed = await this.http.postJson(call.path, call.headers, call.body, req.signal);
     const data: any[] = Array.isArray(parsed?.data) ? [...parsed.data] : [];
     data.sort((a, b) => (a?.index ?? 0) - (b?.index ?? 0));
     const vectors = data.map((d) => d?.embedding);
@@ -60,12 +61,12 @@ export class AzureOpenAIProvider implements Provider {
     return { vectors, usage: Number.isInteger(prompt) && prompt >= 0 ? { promptTokens: prompt } : null };
   }
 
-  private send(model: string, operation: string, body: unknown, stream: boolean, signal: ProviderSignal) {
+  private request(model: string, operation: string, body: unknown, stream: boolean) {
     const deployment = encodeURIComponent(this.deployments.get(model) ?? model);
     const path = `${this.base}/openai/deployments/${deployment}/${operation}?api-version=${encodeURIComponent(this.apiVersion)}`;
     const headers: Record<string, string> = { 'content-type': 'application/json', accept: stream ? 'text/event-stream' : 'application/json' };
     if (this.apiKey) headers['api-key'] = this.apiKey.reveal();
-    return this.http.post(path, headers, JSON.stringify(body), signal);
+    return { path, headers, body: JSON.stringify(body) };
   }
 
   close(): Promise<void> {

@@ -282,16 +282,17 @@ export class BedrockProvider implements Provider {
   }
 
   async complete(req: ProviderRequest): Promise<Completion> {
-    const res = await this.send(req, false);
-    return fromBedrock(await this.http.json(res, req.signal), responseTool(req), this.name);
+    const { path, headers, body } = this.request(req, false);
+    return fromBedrock(await this.http.postJson(path, headers, body, req.signal), responseTool(req), this.name);
   }
 
   async openStream(req: ProviderRequest): Promise<AsyncIterable<StreamPart>> {
-    const res = await this.send(req, true);
+    const { path, headers, body } = this.request(req, true);
+    const res = await this.http.post(path, headers, body, req.signal);
     return this.http.stream(res, req.signal, eventStreamMessages, new BedrockStream(responseTool(req), this.name, (t) => this.http.redact(t)));
   }
 
-  private send(req: ProviderRequest, stream: boolean) {
+  private request(req: ProviderRequest, stream: boolean) {
     const field = this.unsupported(req);
     if (field) throw new ProviderError('rejected', `${this.name}: kind bedrock cannot carry ${field}`, 400);
     const path = `${this.base}/model/${encodeURIComponent(req.model)}/${stream ? 'converse-stream' : 'converse'}`;
@@ -303,7 +304,7 @@ export class BedrockProvider implements Provider {
       { 'content-type': 'application/json', accept: stream ? 'application/vnd.amazon.eventstream' : 'application/json' },
       body,
     );
-    return this.http.post(path, headers, body, req.signal);
+    return { path, headers, body };
   }
 
   close(): Promise<void> {

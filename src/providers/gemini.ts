@@ -11,7 +11,6 @@ import {
   type EmbeddingResult,
   type Provider,
   type ProviderRequest,
-  type ProviderSignal,
   type ProviderUsage,
   type StreamPart,
   type ToolCall,
@@ -243,12 +242,13 @@ export class GeminiProvider implements Provider {
   }
 
   async complete(req: ProviderRequest): Promise<Completion> {
-    const res = await this.send(req, 'generateContent', toGemini(req));
-    return fromGemini(await this.http.json(res, req.signal), this.name, req.options?.n ?? 1);
+    const { path, headers, body } = this.request(req, 'generateContent', toGemini(req));
+    return fromGemini(await this.http.postJson(path, headers, body, req.signal), this.name, req.options?.n ?? 1);
   }
 
   async openStream(req: ProviderRequest): Promise<AsyncIterable<StreamPart>> {
-    const res = await this.send(req, 'streamGenerateContent', toGemini(req), true);
+    const { path, headers, body } = this.request(req, 'streamGenerateContent', toGemini(req), true);
+    const res = await this.http.post(path, headers, body, req.signal);
     return this.http.stream(res, req.signal, sseData, new GeminiStream(this.name));
   }
 
@@ -261,8 +261,8 @@ export class GeminiProvider implements Provider {
         ...(req.dimensions !== undefined ? { outputDimensionality: req.dimensions } : {}),
       })),
     };
-    const res = await this.send(req, 'batchEmbedContents', body);
-    const parsed = await this.http.json(res, req.signal);
+    const call = this.request(req, 'batchEmbedContents', body);
+    const parsed = await this.http.postJson(call.path, call.headers, call.body, req.signal);
     const vectors = Array.isArray(parsed?.embeddings) ? parsed.embeddings.map((e: any) => e?.values) : [];
     if (vectors.length !== req.input.length || !vectors.every((v: unknown) => Array.isArray(v) && v.every((x) => typeof x === 'number'))) {
       throw new ProviderError('protocol', `${this.name}: the response has no embeddings[].values for every input`);
@@ -276,7 +276,7 @@ export class GeminiProvider implements Provider {
     return /^(models|tunedModels)\//.test(model) ? model : `models/${model}`;
   }
 
-  private send(req: { model: string; signal: ProviderSignal } & Partial<Req>, method: string, body: unknown, stream = false) {
+  private request(req: { model: string } & Partial<Req>, method: string, body: unknown, stream = false) {
     if (req.messages) {
       const field = this.unsupported(req as Req);
       if (field) throw new ProviderError('rejected', `${this.name}: kind gemini cannot carry ${field}`, 400);
@@ -288,7 +288,7 @@ export class GeminiProvider implements Provider {
     const path = `${this.base}/${this.modelPath(req.model)}:${method}${qs ? `?${qs}` : ''}`;
     const headers: Record<string, string> = { 'content-type': 'application/json', accept: stream ? 'text/event-stream' : 'application/json' };
     if (this.apiKey && !this.keyInQuery) headers['x-goog-api-key'] = this.apiKey.reveal();
-    return this.http.post(path, headers, JSON.stringify(body), req.signal);
+    return { path, headers, body: JSON.stringify(body) };
   }
 
   close(): Promise<void> {

@@ -1,6 +1,7 @@
 import { Pool, errors as undiciErrors, type Dispatcher } from 'undici';
 import type { ProviderSpec, SecretValue } from './config-file.ts';
 import { sseData } from './sse.ts';
+import { postWhole, type WholeAnswer } from './whole-answer.ts';
 import {
   ProviderError,
   type Choice,
@@ -146,13 +147,7 @@ export class OpenAIProvider implements Provider {
   }
 
   async complete(req: ProviderRequest): Promise<Completion> {
-    const res = await this.send(req, false);
-    let text: string;
-    try {
-      text = await res.body.text();
-    } catch (err) {
-      throw abortReason(req.signal, transportError(err, this.name));
-    }
+    const text = await this.postWhole(this.path, this.payload(req, false), req.signal);
     let parsed: { choices?: WireChoice[]; usage?: unknown };
     try {
       parsed = JSON.parse(text);
@@ -173,7 +168,7 @@ export class OpenAIProvider implements Provider {
   }
 
   async openStream(req: ProviderRequest): Promise<AsyncIterable<StreamPart>> {
-    const res = await this.send(req, true);
+    const res = await this.postForStream(this.payload(req, true), req.signal);
     const name = this.name;
     const apiKey = this.apiKey;
     const signal = req.signal;
@@ -231,13 +226,7 @@ export class OpenAIProvider implements Provider {
     const payload: Record<string, unknown> = { model: req.model, input: req.input, encoding_format: 'float' };
     if (req.dimensions !== undefined) payload.dimensions = req.dimensions;
     if (req.user !== undefined) payload.user = req.user;
-    const res = await this.post(this.embeddingsPath, payload, false, req.signal);
-    let text: string;
-    try {
-      text = await res.body.text();
-    } catch (err) {
-      throw abortReason(req.signal, transportError(err, this.name));
-    }
+    const text = await this.postWhole(this.embeddingsPath, payload, req.signal);
     let parsed: { data?: Array<{ index?: unknown; embedding?: unknown }>; usage?: { prompt_tokens?: unknown } };
     try {
       parsed = JSON.parse(text);
@@ -260,8 +249,8 @@ export class OpenAIProvider implements Provider {
     return { vectors, usage: typeof p === 'number' && Number.isInteger(p) && p >= 0 ? { promptTokens: p } : null };
   }
 
-  private send(req: ProviderRequest, stream: boolean): Promise<Dispatcher.ResponseData> {
-    const payload: Record<string, unknown> = {
+  private payload(req: ProviderRequest, stream: boolean): Record<string, unknown> {
+    return {
       model: req.model,
       messages: req.messages,
       ...req.sampling,
@@ -270,25 +259,44 @@ export class OpenAIProvider implements Provider {
       ...req.options,
       ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}),
     };
-    return this.post(this.path, payload, stream, req.signal);
   }
 
-  private async post(path: string, payload: Record<string, unknown>, stream: boolean, signal: ProviderSignal): Promise<Dispatcher.ResponseData> {
+  private headers(stream: boolean): Record<string, string> {
     const headers: Record<string, string> = {
       'content-type': 'application/json',
       accept: stream ? 'text/event-stream' : 'application/json',
     };
     if (this.apiKey) headers.authorization = `Bearer ${this.apiKey.reveal()}`;
+    return headers;
+  }
+
+  /** A streamed answer: the response with its body still to read (2xx only). */
+  private async postForStream(payload: Record<string, unknown>, signal: ProviderSignal): Promise<Dispatcher.ResponseData> {
     let res: Dispatcher.ResponseData;
     try {
-      res = await postThroughPool(this.pool, { method: 'POST', path, headers, body: JSON.stringify(payload), signal });
+      res = await postThroughPool(this.pool, { method: 'POST', path: this.path, headers: this.headers(true), body: JSON.stringify(payload), signal });
     } catch (err) {
       throw abortReason(signal, transportError(err, this.name));
     }
     if (res.statusCode >= 200 && res.statusCode < 300) return res;
-    const body = await res.body.text().catch(() => '');
-    const detail = `${this.name} answered ${res.statusCode}: ${upstreamMessage(redactCredentials(body, this.apiKey?.reveal() ?? null))}`;
-    throw new ProviderError(REJECTED.has(res.statusCode) ? 'rejected' : 'status', detail, res.statusCode);
+    throw this.statusError(res.statusCode, await res.body.text().catch(() => ''));
+  }
+
+  /** A whole answer's body text (2xx only; whole-answer.ts). */
+  private async postWhole(path: string, payload: Record<string, unknown>, signal: ProviderSignal): Promise<string> {
+    let answer: WholeAnswer;
+    try {
+      answer = await postWhole(this.pool, { path, headers: this.headers(false), body: JSON.stringify(payload), signal });
+    } catch (err) {
+      throw abortReason(signal, transportError(err, this.name));
+    }
+    if (answer.statusCode >= 200 && answer.statusCode < 300) return answer.text;
+    throw this.statusError(answer.statusCode, answer.text);
+  }
+
+  private statusError(status: number, body: string): ProviderError {
+    const detail = `${this.name} answered ${status}: ${upstreamMessage(redactCredentials(body, this.apiKey?.reveal() ?? null))}`;
+    return new ProviderError(REJECTED.has(status) ? 'rejected' : 'status', detail, status);
   }
 
   async close(): Promise<void> {

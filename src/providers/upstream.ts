@@ -1,6 +1,7 @@
 import { Pool, type Dispatcher } from 'undici';
 import { postThroughPool, redactCredentials, transportError } from './openai.ts';
 import { ProviderError, type ProviderSignal, type StreamPart } from './types.ts';
+import { postWhole, type WholeAnswer } from './whole-answer.ts';
 
 /** Statuses that say the request itself is wrong: the same request would fail on every provider (as kind openai). */
 const REJECTED = new Set([400, 413, 422]);
@@ -78,6 +79,7 @@ export class Upstream {
     return redactAll(text, this.secrets());
   }
 
+  /** A streamed answer (2xx only): the response with its body still to read, for stream(). */
   async post(path: string, headers: Record<string, string>, body: string, signal: ProviderSignal): Promise<Dispatcher.ResponseData> {
     let res: Dispatcher.ResponseData;
     try {
@@ -86,25 +88,29 @@ export class Upstream {
       throw abortReason(signal, transportError(err, this.name));
     }
     if (res.statusCode >= 200 && res.statusCode < 300) return res;
-    const text = await res.body.text().catch(() => '');
-    const detail = `${this.name} answered ${res.statusCode}: ${errorMessage(this.redact(text))}`;
-    const kind = this.classify(res.statusCode, text) ?? (REJECTED.has(res.statusCode) ? 'rejected' : 'status');
-    throw new ProviderError(kind, detail, res.statusCode);
+    throw this.statusError(res.statusCode, await res.body.text().catch(() => ''));
   }
 
-  /** The whole JSON body of a 2xx answer. */
-  async json(res: Dispatcher.ResponseData, signal: ProviderSignal): Promise<any> {
-    let text: string;
+  /** A whole answer (2xx only), its JSON body parsed (whole-answer.ts: no response stream). */
+  async postJson(path: string, headers: Record<string, string>, body: string, signal: ProviderSignal): Promise<any> {
+    let answer: WholeAnswer;
     try {
-      text = await res.body.text();
+      answer = await postWhole(this.pool, { path, headers, body, signal });
     } catch (err) {
       throw abortReason(signal, transportError(err, this.name));
     }
+    if (answer.statusCode < 200 || answer.statusCode >= 300) throw this.statusError(answer.statusCode, answer.text);
     try {
-      return JSON.parse(text);
+      return JSON.parse(answer.text);
     } catch {
       throw new ProviderError('protocol', `${this.name}: the response is not JSON`);
     }
+  }
+
+  private statusError(status: number, text: string): ProviderError {
+    const detail = `${this.name} answered ${status}: ${errorMessage(this.redact(text))}`;
+    const kind = this.classify(status, text) ?? (REJECTED.has(status) ? 'rejected' : 'status');
+    return new ProviderError(kind, detail, status);
   }
 
   /**
