@@ -21,9 +21,18 @@ export function digestSecret(secret: string): { bytes: Buffer; hex: string } {
   return { bytes, hex: bytes.toString('hex') };
 }
 
-/** Constant-time: `bytes` against a stored hex digest (only the stored side is decoded). */
+/** Stored digests decoded once (the master key's and the cached keys' are compared on every request); bounded. */
+const decoded = new Map<string, Buffer>();
+const MAX_DECODED = 10_000;
+
+/** Constant-time: `bytes` against a stored hex digest. */
 export function digestEquals(bytes: Buffer, hex: string): boolean {
-  const other = Buffer.from(hex, 'hex');
+  let other = decoded.get(hex);
+  if (!other) {
+    other = Buffer.from(hex, 'hex');
+    if (decoded.size >= MAX_DECODED) decoded.clear();
+    decoded.set(hex, other);
+  }
   return other.length === bytes.length && timingSafeEqual(bytes, other);
 }
 
