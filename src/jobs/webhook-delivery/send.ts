@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import { Agent, request } from 'undici';
+import { Agent, type Dispatcher } from 'undici';
 import type { EgressPolicy } from '../../webhooks/egress.ts';
 import { eventEnvelopeJson } from '../../webhooks/envelope.ts';
 import type { SecretBox } from '../../webhooks/secret-box.ts';
@@ -73,25 +73,14 @@ export class DeliverySender {
         data: JSON.parse(row.dataJson),
       });
       const { url, secret } = this.target(row);
-      const res = await request(url, {
-        method: 'POST',
-        dispatcher: this.agent,
-        headers: {
-          'content-type': 'application/json',
-          'user-agent': 'svc-webhooks/1',
-          'x-svc-signature': signatureHeader(secret, body, Math.floor(attemptedAt.getTime() / 1000)),
-          'x-svc-event': row.type,
-          'x-svc-delivery-id': row.id,
-          'x-svc-webhook-id': row.webhookId,
-        },
-        body,
-        signal: AbortSignal.timeout(this.timeoutMs),
-        headersTimeout: this.timeoutMs,
-        bodyTimeout: this.timeoutMs,
+      responseStatus = await this.post(url, body, {
+        'content-type': 'application/json',
+        'user-agent': 'svc-webhooks/1',
+        'x-svc-signature': signatureHeader(secret, body, Math.floor(attemptedAt.getTime() / 1000)),
+        'x-svc-event': row.type,
+        'x-svc-delivery-id': row.id,
+        'x-svc-webhook-id': row.webhookId,
       });
-      responseStatus = res.statusCode;
-      // Read (a bounded part of) the body so the keep-alive connection can be reused.
-      await res.body.dump({ limit: RESPONSE_DRAIN_LIMIT }).catch(() => {});
       if (responseStatus >= 300 && responseStatus < 400) error = 'redirect not followed';
       else if (responseStatus < 200 || responseStatus >= 300) error = `receiver answered ${responseStatus}`;
     } catch (err) {
@@ -99,6 +88,57 @@ export class DeliverySender {
     }
     const durationMs = Math.max(0, Math.round(performance.now() - started));
     return { responseStatus, durationMs, error };
+  }
+
+  /**
+   * POSTs and resolves with the receiver's status once its body is read (up to RESPONSE_DRAIN_LIMIT, so that the
+   * kept-alive connection can be reused; past it the connection is closed). On undici's dispatch API: no response
+   * stream, and one timer for the whole attempt instead of an AbortSignal.timeout per delivery.
+   */
+  private post(url: URL, body: string, headers: Record<string, string>): Promise<number> {
+    return new Promise<number>((resolve, reject) => {
+      let status = 0;
+      let drained = 0;
+      let done = false;
+      let controller: Dispatcher.DispatchController | null = null;
+      let timedOut: Error | null = null;
+      const finish = (err: Error | null) => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        if (err) reject(err);
+        else resolve(status);
+      };
+      const timer = setTimeout(() => {
+        timedOut = new DOMException('the receiver did not answer within the deadline', 'TimeoutError');
+        if (controller) controller.abort(timedOut);
+        else finish(timedOut);
+      }, this.timeoutMs);
+      const handler: Dispatcher.DispatchHandler = {
+        onRequestStart: (c) => {
+          controller = c;
+          if (timedOut) c.abort(timedOut);
+        },
+        onResponseStart: (_c, statusCode) => {
+          status = statusCode;
+        },
+        onResponseData: (c, chunk) => {
+          drained += chunk.length;
+          if (drained > RESPONSE_DRAIN_LIMIT) {
+            // The answer is known; the rest of an oversized body is not read (the connection is closed instead).
+            finish(null);
+            c.abort(new Error('response body over the drain limit'));
+          }
+        },
+        onResponseEnd: () => finish(null),
+        // After the status line, a body cut short or slow still leaves the receiver's answer (as draining it did).
+        onResponseError: (_c, err) => finish(status !== 0 ? null : err),
+      };
+      this.agent.dispatch(
+        { origin: url.origin, path: `${url.pathname}${url.search}`, method: 'POST', headers, body, headersTimeout: this.timeoutMs, bodyTimeout: this.timeoutMs },
+        handler,
+      );
+    });
   }
 
   async close(): Promise<void> {
