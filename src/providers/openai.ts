@@ -1,7 +1,6 @@
-import { Pool, errors as undiciErrors, type Dispatcher } from 'undici';
 import type { ProviderSpec, SecretValue } from './config-file.ts';
 import { sseData } from './sse.ts';
-import { postWhole, type WholeAnswer } from './whole-answer.ts';
+import { Upstream, abortReason, errorMessage, transportError } from './upstream.ts';
 import {
   ProviderError,
   type Choice,
@@ -10,14 +9,11 @@ import {
   type EmbeddingResult,
   type Provider,
   type ProviderRequest,
-  type ProviderSignal,
   type ProviderUsage,
   type StreamPart,
   type ToolCall,
 } from './types.ts';
 
-/** Statuses that say the request itself is wrong: the same request would fail on every provider. */
-const REJECTED = new Set([400, 413, 422]);
 
 function usageOf(raw: unknown): ProviderUsage | null {
   if (typeof raw !== 'object' || raw === null) return null;
@@ -28,17 +24,6 @@ function usageOf(raw: unknown): ProviderUsage | null {
     return null;
   }
   return { promptTokens: p, completionTokens: c };
-}
-
-/**
- * What a provider's error text may not pass on to the caller or the logs: the provider's own API key (a provider that
- * echoes the request), and anything shaped like a credential (`Bearer …`, `sk-…`, an svc secret).
- */
-export function redactCredentials(text: string, apiKey: string | null): string {
-  let out = apiKey ? text.split(apiKey).join('[redacted]') : text;
-  out = out.replace(/\b(Bearer|Basic)\s+[^\s"',;]+/gi, '$1 [redacted]');
-  out = out.replace(/\b(sk|svc_sk|whsec)[-_][A-Za-z0-9_-]{8,}/g, '[redacted]');
-  return out;
 }
 
 interface WireChoice {
@@ -72,56 +57,17 @@ function choiceOf(c: WireChoice, index: number, provider: string): Choice {
   return choice;
 }
 
-function upstreamMessage(body: string): string {
-  try {
-    const parsed = JSON.parse(body) as { error?: { message?: unknown } | string };
-    const e = parsed.error;
-    if (typeof e === 'string') return e.slice(0, 300);
-    if (e && typeof e.message === 'string') return e.message.slice(0, 300);
-  } catch {
-    // not JSON
-  }
-  return body.slice(0, 300);
-}
-
-function abortReason(signal: ProviderSignal, err: unknown): unknown {
-  return signal.aborted ? (signal.reason ?? err) : err;
-}
-
-/** undici's own errors: a deadline it enforced, or a connection that failed. */
-export function transportError(err: unknown, provider: string): ProviderError {
-  // A provider that does not answer in time. Not answering a connect (ConnectTimeoutError) is a connection error:
-  // fallback and, when nothing else answers, 503 model_unavailable (CONTRACT §8), not 408.
-  if (err instanceof undiciErrors.HeadersTimeoutError || err instanceof undiciErrors.BodyTimeoutError) {
-    return new ProviderError('timeout', `${provider}: ${(err as Error).message}`);
-  }
-  return new ProviderError('connection', `${provider}: ${(err as Error).message ?? 'connection failed'}`);
-}
-
 /**
- * One POST through a keep-alive pool, sent again once when the connection it went out on was closed by the provider
- * before any answer ("other side closed": the provider's idle timeout ending just as the pool reused the connection).
- * Only that failure and only once, on a fresh connection; the body is text, so it is sent again as it was.
- */
-export async function postThroughPool(pool: Pool, opts: Dispatcher.RequestOptions & { signal: ProviderSignal }): Promise<Dispatcher.ResponseData> {
-  try {
-    return await pool.request(opts);
-  } catch (err) {
-    if (!(err instanceof undiciErrors.SocketError) || opts.signal.aborted) throw err;
-    return pool.request(opts);
-  }
-}
-
-/**
- * Kind `openai`: the OpenAI chat-completions API (OpenAI, vLLM, Ollama, llama.cpp server, …) over one keep-alive undici
- * Pool per provider. Never global fetch: the pool bounds connections and reuses them across requests.
+ * Kind `openai`: the OpenAI chat-completions API (OpenAI, vLLM, Ollama, llama.cpp server, …) over the HTTP side every
+ * kind shares (upstream.ts: one keep-alive undici Pool per provider, never global fetch; whole answers on the dispatch
+ * API, streams through pool.request; statuses, transport errors and credential redaction as for every kind).
  */
 export class OpenAIProvider implements Provider {
   readonly kind = 'openai' as const;
   readonly name: string;
   readonly region: string;
   readonly timeoutMs: number;
-  private readonly pool: Pool;
+  private readonly http: Upstream;
   private readonly path: string;
   private readonly embeddingsPath: string;
   private readonly apiKey: SecretValue | null;
@@ -134,26 +80,16 @@ export class OpenAIProvider implements Provider {
     const url = new URL(spec.baseUrl!);
     this.path = `${url.pathname.replace(/\/+$/, '')}/chat/completions`;
     this.embeddingsPath = `${url.pathname.replace(/\/+$/, '')}/embeddings`;
-    this.pool = new Pool(url.origin, {
-      connections: 256,
-      pipelining: 1,
-      keepAliveTimeout: 30_000,
-      keepAliveMaxTimeout: 600_000,
-      // Backstops; the router's own per-hop and routing deadlines usually fire first.
-      headersTimeout: spec.timeoutMs,
-      bodyTimeout: spec.timeoutMs,
-      connect: { timeout: Math.min(spec.timeoutMs, 10_000) },
-    });
+    this.http = new Upstream(spec.name, url.origin, spec.timeoutMs, () => (this.apiKey ? [this.apiKey.reveal()] : []));
   }
 
   async complete(req: ProviderRequest): Promise<Completion> {
-    const text = await this.postWhole(this.path, this.payload(req, false), req.signal);
-    let parsed: { choices?: WireChoice[]; usage?: unknown };
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      throw new ProviderError('protocol', `${this.name}: the response is not JSON`);
-    }
+    const parsed: { choices?: WireChoice[]; usage?: unknown } = await this.http.postJson(
+      this.path,
+      this.headers(false),
+      JSON.stringify(this.payload(req, false)),
+      req.signal,
+    );
     const wire = parsed.choices;
     const first = wire?.[0];
     if (!first || (first.message?.content === undefined && first.message?.tool_calls === undefined)) {
@@ -168,9 +104,9 @@ export class OpenAIProvider implements Provider {
   }
 
   async openStream(req: ProviderRequest): Promise<AsyncIterable<StreamPart>> {
-    const res = await this.postForStream(this.payload(req, true), req.signal);
+    const res = await this.http.post(this.path, this.headers(true), JSON.stringify(this.payload(req, true)), req.signal);
     const name = this.name;
-    const apiKey = this.apiKey;
+    const http = this.http;
     const signal = req.signal;
     return (async function* () {
       try {
@@ -186,7 +122,7 @@ export class OpenAIProvider implements Provider {
           } catch {
             throw new ProviderError('protocol', `${name}: a stream event is not JSON`);
           }
-          if (chunk.error) throw new ProviderError('status', `${name}: error in stream: ${upstreamMessage(redactCredentials(data, apiKey?.reveal() ?? null))}`);
+          if (chunk.error) throw new ProviderError('status', `${name}: error in stream: ${errorMessage(http.redact(data))}`);
           for (const choice of chunk.choices ?? []) {
             // Choice 0 carries no `choice` field: the plain stream's parts stay what they were.
             const at = typeof choice.index === 'number' && choice.index > 0 ? { choice: choice.index } : undefined;
@@ -226,13 +162,12 @@ export class OpenAIProvider implements Provider {
     const payload: Record<string, unknown> = { model: req.model, input: req.input, encoding_format: 'float' };
     if (req.dimensions !== undefined) payload.dimensions = req.dimensions;
     if (req.user !== undefined) payload.user = req.user;
-    const text = await this.postWhole(this.embeddingsPath, payload, req.signal);
-    let parsed: { data?: Array<{ index?: unknown; embedding?: unknown }>; usage?: { prompt_tokens?: unknown } };
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      throw new ProviderError('protocol', `${this.name}: the response is not JSON`);
-    }
+    const parsed: { data?: Array<{ index?: unknown; embedding?: unknown }>; usage?: { prompt_tokens?: unknown } } = await this.http.postJson(
+      this.embeddingsPath,
+      this.headers(false),
+      JSON.stringify(payload),
+      req.signal,
+    );
     const data = parsed.data;
     if (!Array.isArray(data) || data.length !== req.input.length) {
       throw new ProviderError('protocol', `${this.name}: the response does not hold one embedding per input`);
@@ -270,36 +205,7 @@ export class OpenAIProvider implements Provider {
     return headers;
   }
 
-  /** A streamed answer: the response with its body still to read (2xx only). */
-  private async postForStream(payload: Record<string, unknown>, signal: ProviderSignal): Promise<Dispatcher.ResponseData> {
-    let res: Dispatcher.ResponseData;
-    try {
-      res = await postThroughPool(this.pool, { method: 'POST', path: this.path, headers: this.headers(true), body: JSON.stringify(payload), signal });
-    } catch (err) {
-      throw abortReason(signal, transportError(err, this.name));
-    }
-    if (res.statusCode >= 200 && res.statusCode < 300) return res;
-    throw this.statusError(res.statusCode, await res.body.text().catch(() => ''));
-  }
-
-  /** A whole answer's body text (2xx only; whole-answer.ts). */
-  private async postWhole(path: string, payload: Record<string, unknown>, signal: ProviderSignal): Promise<string> {
-    let answer: WholeAnswer;
-    try {
-      answer = await postWhole(this.pool, { path, headers: this.headers(false), body: JSON.stringify(payload), signal });
-    } catch (err) {
-      throw abortReason(signal, transportError(err, this.name));
-    }
-    if (answer.statusCode >= 200 && answer.statusCode < 300) return answer.text;
-    throw this.statusError(answer.statusCode, answer.text);
-  }
-
-  private statusError(status: number, body: string): ProviderError {
-    const detail = `${this.name} answered ${status}: ${upstreamMessage(redactCredentials(body, this.apiKey?.reveal() ?? null))}`;
-    return new ProviderError(REJECTED.has(status) ? 'rejected' : 'status', detail, status);
-  }
-
-  async close(): Promise<void> {
-    await this.pool.close().catch(() => this.pool.destroy());
+  close(): Promise<void> {
+    return this.http.close();
   }
 }

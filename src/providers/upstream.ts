@@ -1,10 +1,44 @@
-import { Pool, type Dispatcher } from 'undici';
-import { postThroughPool, redactCredentials, transportError } from './openai.ts';
+import { Pool, errors as undiciErrors, type Dispatcher } from 'undici';
 import { ProviderError, type ProviderSignal, type StreamPart } from './types.ts';
 import { postWhole, type WholeAnswer } from './whole-answer.ts';
 
-/** Statuses that say the request itself is wrong: the same request would fail on every provider (as kind openai). */
+/** Statuses that say the request itself is wrong: the same request would fail on every provider. */
 const REJECTED = new Set([400, 413, 422]);
+
+/**
+ * What a provider's error text may not pass on to the caller or the logs: the provider's own API key (a provider that
+ * echoes the request), and anything shaped like a credential (`Bearer …`, `sk-…`, an svc secret).
+ */
+export function redactCredentials(text: string, apiKey: string | null): string {
+  let out = apiKey ? text.split(apiKey).join('[redacted]') : text;
+  out = out.replace(/\b(Bearer|Basic)\s+[^\s"',;]+/gi, '$1 [redacted]');
+  out = out.replace(/\b(sk|svc_sk|whsec)[-_][A-Za-z0-9_-]{8,}/g, '[redacted]');
+  return out;
+}
+
+/** undici's own errors: a deadline it enforced, or a connection that failed. */
+export function transportError(err: unknown, provider: string): ProviderError {
+  // A provider that does not answer in time. Not answering a connect (ConnectTimeoutError) is a connection error:
+  // fallback and, when nothing else answers, 503 model_unavailable (CONTRACT §8), not 408.
+  if (err instanceof undiciErrors.HeadersTimeoutError || err instanceof undiciErrors.BodyTimeoutError) {
+    return new ProviderError('timeout', `${provider}: ${(err as Error).message}`);
+  }
+  return new ProviderError('connection', `${provider}: ${(err as Error).message ?? 'connection failed'}`);
+}
+
+/**
+ * One POST through a keep-alive pool, sent again once when the connection it went out on was closed by the provider
+ * before any answer ("other side closed": the provider's idle timeout ending just as the pool reused the connection).
+ * Only that failure and only once, on a fresh connection; the body is text, so it is sent again as it was.
+ */
+export async function postThroughPool(pool: Pool, opts: Dispatcher.RequestOptions & { signal: ProviderSignal }): Promise<Dispatcher.ResponseData> {
+  try {
+    return await pool.request(opts);
+  } catch (err) {
+    if (!(err instanceof undiciErrors.SocketError) || opts.signal.aborted) throw err;
+    return pool.request(opts);
+  }
+}
 
 /** Shapes of provider credentials beyond redactCredentials' own: Google API keys, AWS access key ids. */
 const MORE_CREDENTIALS = [/\bAIza[0-9A-Za-z_-]{30,}/g, /\b(AKIA|ASIA)[0-9A-Z]{16}\b/g];
@@ -20,7 +54,7 @@ export function redactAll(text: string, secrets: readonly string[]): string {
 
 /**
  * The message of a provider's error body: OpenAI, Azure, Anthropic and Gemini put it in `error.message` (or `error`),
- * Bedrock in `message` (or `Message`); else the body's start.
+ * Bedrock and some OpenAI-compatible servers (vLLM) in `message` (or `Message`); else the body's start.
  */
 export function errorMessage(body: string): string {
   try {
@@ -36,7 +70,8 @@ export function errorMessage(body: string): string {
   return body.slice(0, 300);
 }
 
-function abortReason(signal: ProviderSignal, err: unknown): unknown {
+/** The hop's own reason when its signal aborted the call (the client left, a deadline), else the error as it came. */
+export function abortReason(signal: ProviderSignal, err: unknown): unknown {
   return signal.aborted ? (signal.reason ?? err) : err;
 }
 
@@ -48,8 +83,7 @@ export interface StreamTranslator<E> {
 }
 
 /**
- * The HTTP side every kind shares, as kind openai does it: one keep-alive undici Pool per provider (never global
- * fetch), the hop's signal on every request, 400/413/422 as `rejected` and every other status as `status` (the router
+ * The HTTP side every kind shares: one keep-alive undici Pool per provider (never global fetch), the hop's signal on every request, 400/413/422 as `rejected` and every other status as `status` (the router
  * falls back), undici's failures as `connection`/`timeout`, and the kind's credentials redacted from every error text.
  */
 export class Upstream {

@@ -20,7 +20,7 @@ export interface WholeRequest {
  * mixin and no promise per chunk. pool.request() wraps every answer in a Readable stream, which cost the api process
  * 15-25 µs per call against a local server (same answers, same pool); a non-streaming call reads the body whole anyway.
  *
- * As postThroughPool (openai.ts): sent again once, on a fresh connection, when the connection it went out on was
+ * As postThroughPool (upstream.ts): sent again once, on a fresh connection, when the connection it went out on was
  * closed by the provider before any answer ("other side closed"); the body is text, so it is sent again as it was.
  * The hop's signal aborts it; the rejection is then the signal's reason (undici's RequestAbortedError without one).
  * Failures are undici's own errors (HeadersTimeoutError, BodyTimeoutError, SocketError, …), as pool.request's are.

@@ -4,7 +4,7 @@ import { CircuitBreaker } from '../../src/providers/circuit-breaker.ts';
 import type { ProviderSpec } from '../../src/providers/config-file.ts';
 import { ProviderRegistry } from '../../src/providers/router.ts';
 import { sseData } from '../../src/providers/sse.ts';
-import { redactCredentials, transportError } from '../../src/providers/openai.ts';
+import { redactCredentials, transportError } from '../../src/providers/upstream.ts';
 import { errors as undiciErrors } from 'undici';
 import { FakeClock } from '../helpers/clock.ts';
 
