@@ -542,6 +542,7 @@ async function main(): Promise<void> {
       });
     }
   }
+  const range = (xs: number[]): [number, number] => [Math.min(...xs), Math.max(...xs)];
   const median = (xs: number[]) => {
     const s = [...xs].sort((a, b) => a - b);
     return s.length % 2 ? s[(s.length - 1) / 2]! : round2((s[s.length / 2 - 1]! + s[s.length / 2]!) / 2);
@@ -577,8 +578,8 @@ async function main(): Promise<void> {
 
   // Profiles of the api and worker processes under the uncached + webhook load (sample-count weighting).
   let profile: { scenario: string; load: string; api: ProfileSummary; worker: ProfileSummary } | null = null;
-  const hookedScenario = scenarios.find((s) => s.id === PROFILE_SCENARIO);
-  if (PROFILE && hookedScenario) {
+  const profiledScenario = scenarios.find((s) => s.id === PROFILE_SCENARIO);
+  if (PROFILE && profiledScenario) {
     process.stderr.write('bench: profile (api and worker with --cpu-prof) …\n');
     const dir = path.join(tmp, `prof-${Date.now().toString(36)}`);
     mkdirSync(dir, { recursive: true });
@@ -588,7 +589,7 @@ async function main(): Promise<void> {
     worker = await startGateway('worker', `--cpu-prof --cpu-prof-dir=${dir}`);
     const apiStarted = performance.now();
     apiProc = await startGateway('api', `--cpu-prof --cpu-prof-dir=${dir}`);
-    const s = { ...hookedScenario, url: hookedScenario.url.replace(base, apiProc.url) };
+    const s = { ...profiledScenario, url: profiledScenario.url.replace(base, apiProc.url) };
     base = apiProc.url;
     await saturate(s, WARMUP);
     // Only the measured load goes into the summary: not start-up, warm-up or shutdown.
@@ -606,7 +607,7 @@ async function main(): Promise<void> {
     const workerFile = fileOf(workerPid);
     if (apiFile && workerFile) {
       profile = {
-        scenario: hookedScenario.name,
+        scenario: profiledScenario.name,
         load: PROFILE_RATE > 0 ? `${PROFILE_RATE}/s offered` : 'saturation',
         api: summarizeProfile(path.join(dir, apiFile), root, { fromMs: loadFrom - apiStarted, toMs: loadTo - apiStarted }),
         worker: summarizeProfile(path.join(dir, workerFile), root, { fromMs: loadFrom - workerStarted, toMs: loadTo - workerStarted }),
@@ -635,11 +636,11 @@ async function main(): Promise<void> {
           saturation: median(rounds.map((x) => x.saturation)),
           offered_1000: median(rounds.map((x) => x.offered)),
           method: `median of ${rounds.length} paired rounds (proxy then gateway, ${ROUND_S} s each)`,
-          saturation_range: [Math.min(...rounds.map((x) => x.saturation)), Math.max(...rounds.map((x) => x.saturation))],
-          offered_range: [Math.min(...rounds.map((x) => x.offered)), Math.max(...rounds.map((x) => x.offered))],
+          saturation_range: range(rounds.map((x) => x.saturation)),
+          offered_range: range(rounds.map((x) => x.offered)),
           // Not the issue's ratio (see the rounds above): the api at its saturation ÷ the proxy at that same rate.
           at_gateway_peak: median(rounds.map((x) => x.at_gateway_peak)),
-          at_gateway_peak_range: [Math.min(...rounds.map((x) => x.at_gateway_peak)), Math.max(...rounds.map((x) => x.at_gateway_peak))],
+          at_gateway_peak_range: range(rounds.map((x) => x.at_gateway_peak)),
           single_pass: uncachedPlain ? { saturation: uncachedPlain.saturation.cpu_ratio, offered_1000: uncachedPlain.offered.cpu_ratio } : null,
         }
       : uncachedPlain
