@@ -118,6 +118,7 @@ export async function createDeps(config: Readonly<Config>, overrides: DepsOverri
   const budgetAlerts = new BudgetAlertMailer(config, log);
   const outcomes = createOutcomeWriter({
     sql: database.sql,
+    sealer: webhooks.secretBox,
     clock,
     log,
     handoff: webhooks.worker,

@@ -176,12 +176,21 @@ describe.skipIf(!REDIS_URL)('Redis round trips of an uncached inference', () => 
       return send(c);
     };
     // The operations those commands carried (limits/redis-batch.ts).
-    const batch = redisBatchOf(t.deps.redis!) as unknown as { run: (op: string, ...rest: unknown[]) => Promise<unknown> };
+    const batch = redisBatchOf(t.deps.redis!) as unknown as {
+      run: (op: string, ...rest: unknown[]) => Promise<unknown>;
+      gather: (group: object, op: string, ...rest: unknown[]) => Promise<unknown>;
+    };
     const run = batch.run.bind(batch);
+    const gather = batch.gather.bind(batch);
     const opsSent: { op: string }[] = [];
     batch.run = (op, ...rest) => {
       opsSent.push({ op });
       return run(op, ...rest);
+    };
+    // The usage stream's entry: the turn's outcomes gathered into one operation.
+    batch.gather = (group, op, ...rest) => {
+      opsSent.push({ op });
+      return gather(group, op, ...rest);
     };
     const providers = t.deps.providers as unknown as { complete: (...a: unknown[]) => Promise<unknown> };
     const complete = providers.complete.bind(providers);
@@ -197,6 +206,7 @@ describe.skipIf(!REDIS_URL)('Redis round trips of an uncached inference', () => 
       redis.sendCommand = send;
       providers.complete = complete;
       batch.run = run;
+      batch.gather = gather;
     }
     const waves = (segment: Mark[]) => {
       let count = 0;

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { newId } from '../../src/db/ids.ts';
@@ -5,7 +6,9 @@ import { periodOf } from '../../src/domain/budgets/service.ts';
 import { testOutcome } from '../helpers/outcomes.ts';
 import { MemoryOutcomeWriter } from '../../src/jobs/outcomes/memory-queue.ts';
 import { RedisOutcomeWriter } from '../../src/jobs/outcomes/redis-stream.ts';
-import { encodeOutcome } from '../../src/jobs/outcomes/codec.ts';
+import { encodeOutcome, encodeOutcomeBatch } from '../../src/jobs/outcomes/codec.ts';
+import type { InferenceOutcome } from '../../src/domain/usage/outcome.ts';
+import { AesGcmSecretBox } from '../../src/webhooks/secret-box.ts';
 import { persistOutcomes } from '../../src/jobs/outcomes/persist-outcomes.ts';
 import { buildTestApp, client, seedProject, type Client, type TestApp } from '../helpers/app.ts';
 import { expectError } from '../helpers/expect.ts';
@@ -13,6 +16,8 @@ import { REDIS_URL, uniqueName } from '../helpers/services.ts';
 import { user, writeProvidersFile } from '../inference/fixtures.ts';
 
 let t: TestApp;
+/** persistOutcomes' ports as the app's outcome writer has them: the driver and the sealer of retained content. */
+const persistPorts = () => ({ sql: t.deps.database.sql, sealer: t.deps.webhooks.secretBox });
 let operator: Client;
 
 beforeAll(async () => {
@@ -46,6 +51,17 @@ async function setUp(budgetUsd = 10) {
 
 const outcome = (projectId: string, keyId: string, costMicros: bigint) => testOutcome(projectId, keyId, new Date(t.clock.now()), costMicros);
 
+/** The outcome with a retained record whose content (in clear, as the request path hands it over) carries `marker`. */
+const withContent = (o: InferenceOutcome, marker: string): InferenceOutcome => ({
+  ...o,
+  retained: {
+    inferenceId: newId('inf'),
+    status: 'succeeded',
+    content: { request: { model: 'mock-priced', messages: [{ role: 'user', content: marker }] }, response: null },
+    retainedUntil: t.clock.now() + 86_400_000,
+  },
+});
+
 async function written(projectId: string, webhookId: string, keyId: string) {
   const period = periodOf(new Date(t.clock.now()));
   const spend = await t.deps.db.budgetSpend.findMany({ where: { projectId, period } });
@@ -66,9 +82,9 @@ describe('a batch of outcomes', () => {
     const { projectId, webhookId, keyId } = await setUp();
     const batch = [outcome(projectId, keyId, 1_000_000n), outcome(projectId, keyId, 2_000_000n)];
     const now = new Date(t.clock.now());
-    await persistOutcomes(t.deps.database.sql, batch, now);
-    await persistOutcomes(t.deps.database.sql, [...batch, outcome(projectId, keyId, 5_000_000n)], now);
-    await persistOutcomes(t.deps.database.sql, batch, now);
+    await persistOutcomes(persistPorts(), batch, now);
+    await persistOutcomes(persistPorts(), [...batch, outcome(projectId, keyId, 5_000_000n)], now);
+    await persistOutcomes(persistPorts(), batch, now);
     expect(await written(projectId, webhookId, keyId)).toEqual({
       records: 3,
       events: 3,
@@ -83,7 +99,7 @@ describe('a batch of outcomes', () => {
     const { projectId, webhookId, keyId } = await setUp(10);
     const now = new Date(t.clock.now());
     const batches = Array.from({ length: 4 }, () => Array.from({ length: 5 }, () => outcome(projectId, keyId, 600_000n)));
-    await Promise.all(batches.map((b) => persistOutcomes(t.deps.database.sql, b, now)));
+    await Promise.all(batches.map((b) => persistOutcomes(persistPorts(), b, now)));
     const w = await written(projectId, webhookId, keyId);
     expect(w.keySpent).toBe(12_000_000n);
     expect(w.thresholds.sort()).toEqual([0.8, 0.95, 1]);
@@ -112,11 +128,12 @@ describe('the outcome writer', () => {
     }
   });
 
-  it('sets aside an outcome PostgreSQL keeps refusing, without holding the others back', async () => {
+  it('sets aside an outcome PostgreSQL keeps refusing, without holding the others back, its content still sealed', async () => {
     const { projectId, keyId } = await setUp();
     const good = [outcome(projectId, keyId, 0n), outcome(projectId, keyId, 0n)];
     // No such project: its usage record breaks the foreign key, whatever the batch.
-    const poison = outcome('prj_00000000000000000000000000', keyId, 0n);
+    const marker = `poison-content-${uniqueName('m')}`;
+    const poison = withContent(outcome('prj_00000000000000000000000000', keyId, 0n), marker);
     await t.deps.outcomes.record(good[0]!);
     await t.deps.outcomes.record(poison);
     await t.deps.outcomes.record(good[1]!);
@@ -128,13 +145,17 @@ describe('the outcome writer', () => {
       const raw = new Redis(REDIS_URL!);
       try {
         const dead = (await raw.xrange(`${t.deps.outcomes.stream}:dead`, '-', '+')) as [string, string[]][];
-        expect(dead.map(([, f]) => JSON.parse(f[f.indexOf('o') + 1]!).requestId)).toContain(poison.requestId);
+        const kept = dead.map(([, f]) => JSON.parse(f[f.indexOf('o') + 1]!)).find((o) => o.requestId === poison.requestId);
+        // Set aside as it would be stored: the content sealed, bound to its inference, never in clear.
+        expect(t.deps.webhooks.secretBox.open(kept.retained.sealed, poison.retained!.inferenceId)).toContain(marker);
+        expect(JSON.stringify(dead)).not.toContain(marker);
       } finally {
         raw.disconnect();
       }
     } else {
       expect(t.logs.text).toContain(poison.requestId);
     }
+    expect(t.logs.text).not.toContain(marker);
   });
 
   it('seeds the month counter from budget_spend the first time a scope is read', async () => {
@@ -210,6 +231,59 @@ describe('the outcome writer', () => {
     }
   });
 
+  it.runIf(REDIS_URL)('appends the outcomes of one turn as one stream entry, their contents sealed together; each row gets its own seal', async () => {
+    const { projectId, keyId } = await setUp();
+    const writer = t.deps.outcomes as RedisOutcomeWriter;
+    const marker = `turn-content-${uniqueName('m')}`;
+    const batch = [0, 1, 2].map((i) => withContent(outcome(projectId, keyId, 0n), `${marker}-${i}`));
+    const raw = new Redis(REDIS_URL!);
+    writer.pause();
+    try {
+      await new Promise((r) => setTimeout(r, 50));
+      await Promise.all(batch.map((o) => writer.record(o)));
+      const entries = ((await raw.xrange(writer.stream, '-', '+')) as [string, string[]][]).filter(([, f]) => f.join().includes(batch[0]!.requestId));
+      expect(entries).toHaveLength(1);
+      const fields = entries[0]![1];
+      expect(fields.filter((_, i) => i % 2 === 0)).toEqual(['b', 'c']);
+      for (const o of batch) expect(fields[1]).toContain(o.requestId);
+      // Redis holds no content in clear: the turn's contents are one ciphertext.
+      expect(fields.join()).not.toContain(marker);
+    } finally {
+      writer.resume();
+      raw.disconnect();
+    }
+    expect(await writer.flush({ timeoutMs: 10_000 })).toBe(true);
+    const rows = await t.deps.db.retainedInference.findMany({ where: { requestId: { in: batch.map((o) => o.requestId) } } });
+    expect(rows).toHaveLength(3);
+    for (const o of batch) {
+      const row = rows.find((r) => r.requestId === o.requestId)!;
+      expect(row.sealed).not.toContain(marker);
+      const content = JSON.parse(t.deps.webhooks.secretBox.open(row.sealed!, row.id));
+      expect(content.request.messages[0].content).toBe(`${marker}-${batch.indexOf(o)}`);
+    }
+  });
+
+  it.runIf(REDIS_URL)('sets aside, as it is, an entry whose contents do not open (sealed with another key)', async () => {
+    const { projectId, keyId } = await setUp();
+    const writer = t.deps.outcomes as RedisOutcomeWriter;
+    const o = withContent(outcome(projectId, keyId, 0n), `other-key-${uniqueName('m')}`);
+    const { outcomes, contents } = encodeOutcomeBatch([o]);
+    const sealed = new AesGcmSecretBox(randomBytes(32)).seal(contents!, outcomes);
+    const raw = new Redis(REDIS_URL!);
+    try {
+      const lost = writer.stats().lost;
+      const id = await raw.xadd(writer.stream, '*', 'b', outcomes, 'c', sealed);
+      await vi.waitFor(async () => expect(writer.stats().lost).toBe(lost + 1), { timeout: 10_000 });
+      const dead = (await raw.xrange(`${writer.stream}:dead`, '-', '+')) as [string, string[]][];
+      const kept = dead.find(([, f]) => f[f.indexOf('id') + 1] === id)![1];
+      expect(kept.slice(0, 4)).toEqual(['b', outcomes, 'c', sealed]);
+      expect(kept[kept.indexOf('error') + 1]).toMatch(/authenticate/i);
+      expect(await t.deps.db.usageRecord.count({ where: { requestId: o.requestId } })).toBe(0);
+    } finally {
+      raw.disconnect();
+    }
+  });
+
   it.runIf(REDIS_URL)('writes directly to PostgreSQL when the stream refuses the entry', async () => {
     const { projectId, keyId } = await setUp();
     const prefix = `${uniqueName('refusing')}:`;
@@ -217,7 +291,7 @@ describe('the outcome writer', () => {
     // A key of the wrong type where the stream should be: every XADD fails.
     await raw.set(`${prefix}usage:outcomes`, 'not a stream');
     const writer = new RedisOutcomeWriter(
-      { sql: t.deps.database.sql, clock: t.deps.clock, log: t.deps.log, handoff: t.deps.webhooks.worker, alerts: t.deps.budgetAlerts, flushMs: 20 },
+      { ...persistPorts(), clock: t.deps.clock, log: t.deps.log, handoff: t.deps.webhooks.worker, alerts: t.deps.budgetAlerts, flushMs: 20 },
       t.deps.redis!,
       prefix,
       5_000,

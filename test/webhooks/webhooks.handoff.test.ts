@@ -79,7 +79,7 @@ describe("an inference's webhook delivery", () => {
     const now = new Date(t.clock.now());
     const outcome = testOutcome(project.projectId, project.keyId, now);
     // Written leased to a worker that then died: nobody was handed the delivery.
-    const { leased } = await persistOutcomes(t.deps.database.sql, [outcome], now, { leaseUntil: new Date(now.getTime() + 15_000) });
+    const { leased } = await persistOutcomes({ sql: t.deps.database.sql, sealer: t.deps.webhooks.secretBox }, [outcome], now, { leaseUntil: new Date(now.getTime() + 15_000) });
     expect(leased.map((d) => d.webhookId)).toEqual([webhook.id]);
 
     const other = testWorker(t);

@@ -315,7 +315,7 @@ class Tracker {
       createdAt: this.createdAt,
       eventId: newId('evt', this.createdAt.getTime()),
       spend: o.spend ?? null,
-      retained: this.privacy ? retainedRecord(this.ports.privacy, this.privacy, this.id, this.createdAt, o.status, o.result ?? null) : null,
+      retained: this.privacy ? retainedRecord(this.privacy, this.id, this.createdAt, o.status, o.result ?? null) : null,
       ...(this.template ? { templateId: this.template.id, templateVersion: this.template.version } : {}),
     });
   }

@@ -3,9 +3,9 @@ import type { Ctx } from '../context.ts';
 import type { CachedProject } from '../projects/cache.ts';
 import { PiiRedaction, type PiiCounts, type StreamRestorer } from './pii.ts';
 import type { InferencePrivacyPorts } from './ports.ts';
-import type { RetainedRecord } from './types.ts';
+import type { RetainedContent, RetainedRecord, RetainedResult } from './types.ts';
 
-export type { RetainedRecord } from './types.ts';
+export type { RetainedContent, RetainedRecord, RetainedResult } from './types.ts';
 import { DEFAULT_RETENTION_DAYS, type PiiOption } from './schema.ts';
 
 const DAY_MS = 86_400_000;
@@ -71,35 +71,12 @@ export function planPrivacy(
   };
 }
 
-/** What is retained of an answer: the result's fields (the retrieval presents them again). */
-export interface RetainedResult {
-  id: string;
-  requestId: string;
-  createdAt: Date;
-  model: string;
-  route: string;
-  region: string;
-  cacheHit: boolean;
-  content: string;
-  finishReason: string;
-  toolCalls?: unknown;
-  promptTokens: number;
-  completionTokens: number;
-  costMicros: bigint;
-}
-
-/** The sealed content of a retained inference (JSON inside the seal). */
-export interface RetainedContent {
-  request: { model: string; messages: ChatMessage[] };
-  response: (Omit<RetainedResult, 'createdAt' | 'costMicros'> & { createdAt: number; costMicros: string; pii?: { redacted: PiiCounts } }) | null;
-}
-
 /**
- * The retained record of an inference (CONTRACT §12), sealed on the request path (one AES-GCM over a few KB) so that
- * the outcome queue (a Redis stream) and the database hold only ciphertext. Zero retention: the id alone, no content.
+ * The retained record of an inference (CONTRACT §12), handed to the outcome writer with its content in clear: it is
+ * sealed where it is written (privacy/store.ts: one AES-GCM per database row; the usage stream's entry seals the
+ * contents of a whole turn's outcomes at once), never on the request path. Zero retention: the id alone, no content.
  */
 export function retainedRecord(
-  ports: InferencePrivacyPorts,
   plan: PrivacyPlan,
   inferenceId: string,
   createdAt: Date,
@@ -131,7 +108,7 @@ export function retainedRecord(
   return {
     inferenceId,
     status,
-    sealed: ports.sealer.seal(JSON.stringify(content), inferenceId),
+    content,
     retainedUntil: createdAt.getTime() + plan.retentionDays * DAY_MS,
   };
 }

@@ -1,12 +1,28 @@
 import type { Tx } from '../../db/client.ts';
 import type { RawSql } from '../../db/sql.ts';
 import type { InferenceOutcome } from '../usage/outcome.ts';
+import type { ContentSealer } from './ports.ts';
+import type { RetainedRecord } from './types.ts';
+
+/** A retained record's content as it is stored: sealed (AES-256-GCM, the inference id as associated data), or null. */
+export function sealedContent(sealer: ContentSealer, r: RetainedRecord): string | null {
+  if (r.sealed != null) return r.sealed;
+  return r.content ? sealer.seal(JSON.stringify(r.content), r.inferenceId) : null;
+}
+
+/** The outcome in the form it may be written anywhere outside memory (a dead letter, a log line): its content sealed. */
+export function outcomeAtRest(sealer: ContentSealer, o: InferenceOutcome): InferenceOutcome {
+  if (!o.retained || o.retained.content == null) return o;
+  const { content: _content, ...rest } = o.retained;
+  return { ...o, retained: { ...rest, sealed: sealedContent(sealer, o.retained) } };
+}
 
 /**
  * The retained records of a batch of outcomes, written in the outcome writer's transaction (off the request path):
- * one statement, the batch as one JSON parameter; ON CONFLICT: an outcome written again is written once.
+ * each content sealed here, one statement, the batch as one JSON parameter; ON CONFLICT: an outcome written again is
+ * written once.
  */
-export async function insertRetainedInferences(tx: RawSql, outcomes: readonly InferenceOutcome[]): Promise<void> {
+export async function insertRetainedInferences(tx: RawSql, sealer: ContentSealer, outcomes: readonly InferenceOutcome[]): Promise<void> {
   const rows = outcomes
     .filter((o) => o.retained)
     .map((o) => ({
@@ -14,7 +30,7 @@ export async function insertRetainedInferences(tx: RawSql, outcomes: readonly In
       project_id: o.projectId,
       request_id: o.requestId,
       status: o.retained!.status,
-      sealed: o.retained!.sealed,
+      sealed: sealedContent(sealer, o.retained!),
       retained_until: o.retained!.retainedUntil === null ? null : new Date(o.retained!.retainedUntil).toISOString(),
       created_at: o.createdAt.toISOString(),
     }));

@@ -3,6 +3,7 @@ import type { SqlDriver } from '../../db/sql.ts';
 import type { BudgetAlertSender } from '../../domain/budgets/ports.ts';
 import type { Clock } from '../../domain/context.ts';
 import type { DeliveryHandoff } from '../../domain/events/ports.ts';
+import type { ContentSealer } from '../../domain/privacy/ports.ts';
 import type { InferenceOutcome } from '../../domain/usage/outcome.ts';
 import type { OutcomeStats } from '../../domain/usage/ports.ts';
 import { SampleWindow } from './percentiles.ts';
@@ -16,6 +17,8 @@ const POISON_AFTER = 3;
 export interface OutcomeWriterOptions {
   /** The batches' transactions, on the driver under Prisma (db/sql.ts). */
   sql: SqlDriver;
+  /** Seals the retained content where it is written (the rows, the usage stream's entries, dead letters, logs). */
+  sealer: ContentSealer;
   clock: Clock;
   log: Logger;
   /** This process's delivery worker: a batch's inference.completed deliveries are written leased to it. */
@@ -71,7 +74,7 @@ export abstract class OutcomeBatchWriter {
     // The inference.completed deliveries go straight to this process's delivery worker, leased, when it runs.
     const { handoff } = this.opts;
     const leaseUntil = handoff.handoffLeaseUntil(now, batch.length) ?? undefined;
-    const { alerts, leased } = await persistOutcomes(this.opts.sql, batch, now, { leaseUntil });
+    const { alerts, leased } = await persistOutcomes(this.opts, batch, now, { leaseUntil });
     if (leased.length > 0) handoff.deliverLeased(leased);
     this.batchTime.add(Math.round((performance.now() - started) * 10) / 10);
     this.counts.batches++;
@@ -118,7 +121,7 @@ export abstract class OutcomeBatchWriter {
   /** The fallback: this outcome alone, now, on the request path. */
   protected async direct(o: InferenceOutcome): Promise<void> {
     try {
-      const { alerts } = await persistOutcomes(this.opts.sql, [o], new Date(this.opts.clock.now()));
+      const { alerts } = await persistOutcomes(this.opts, [o], new Date(this.opts.clock.now()));
       this.counts.direct++;
       if (alerts.length > 0) this.opts.alerts.send(alerts);
     } catch (err) {

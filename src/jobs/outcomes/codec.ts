@@ -1,11 +1,48 @@
+import type { RetainedContent } from '../../domain/privacy/types.ts';
 import type { InferenceOutcome } from '../../domain/usage/outcome.ts';
 
-/** The write-ahead form of an outcome (a Redis stream field): JSON, money as a decimal string, times in ms. */
+type Wire = Omit<InferenceOutcome, 'costMicros' | 'createdAt'> & { costMicros: string; createdAt: number };
+
+const toWire = (o: InferenceOutcome): Wire => ({ ...o, costMicros: o.costMicros.toString(), createdAt: o.createdAt.getTime() });
+const fromWire = (raw: Wire): InferenceOutcome => ({ ...raw, costMicros: BigInt(raw.costMicros), createdAt: new Date(raw.createdAt) });
+
+/**
+ * The write-ahead form of one outcome (a Redis stream field, a dead letter, a log line): JSON, money as a decimal
+ * string, times in ms. Only for an outcome whose retained content is sealed or absent (privacy/store.ts, outcomeAtRest).
+ */
 export function encodeOutcome(o: InferenceOutcome): string {
-  return JSON.stringify({ ...o, costMicros: o.costMicros.toString(), createdAt: o.createdAt.getTime() });
+  return JSON.stringify(toWire(o));
 }
 
 export function decodeOutcome(text: string): InferenceOutcome {
-  const raw = JSON.parse(text) as Omit<InferenceOutcome, 'costMicros' | 'createdAt'> & { costMicros: string; createdAt: number };
-  return { ...raw, costMicros: BigInt(raw.costMicros), createdAt: new Date(raw.createdAt) };
+  return fromWire(JSON.parse(text) as Wire);
+}
+
+/**
+ * The outcomes of one turn as one usage stream entry (redis-stream.ts): `outcomes` is their JSON array with the
+ * retained contents taken out; `contents` is the JSON array of those contents in the same order (null where an
+ * outcome has none), to be sealed as a whole, or null when no outcome of the turn retains content (zero retention).
+ */
+export function encodeOutcomeBatch(batch: readonly InferenceOutcome[]): { outcomes: string; contents: string | null } {
+  let contents: (RetainedContent | null)[] | null = null;
+  const wire = batch.map((o, i) => {
+    const content = o.retained?.content;
+    if (!content) return toWire(o);
+    (contents ??= new Array<RetainedContent | null>(batch.length).fill(null))[i] = content;
+    return toWire({ ...o, retained: { ...o.retained!, content: null } });
+  });
+  return { outcomes: JSON.stringify(wire), contents: contents ? JSON.stringify(contents) : null };
+}
+
+/** The entry back: each outcome with its retained content (from `contents`, opened already) put back in. */
+export function decodeOutcomeBatch(outcomes: string, contents: string | null): InferenceOutcome[] {
+  const list = (JSON.parse(outcomes) as Wire[]).map(fromWire);
+  if (contents === null) return list;
+  const parsed = JSON.parse(contents) as (RetainedContent | null)[];
+  if (!Array.isArray(parsed) || parsed.length !== list.length) throw new Error('the sealed contents do not match the entry');
+  for (let i = 0; i < list.length; i++) {
+    const c = parsed[i];
+    if (c) list[i] = { ...list[i]!, retained: { ...list[i]!.retained!, content: c } };
+  }
+  return list;
 }

@@ -3,20 +3,22 @@ import { applySpend } from '../../domain/budgets/service.ts';
 import type { BudgetAlert } from '../../domain/budgets/types.ts';
 import { enqueueEvents, type LeasedDelivery } from '../../domain/events/outbox.ts';
 import { inferenceCompletedData, type InferenceOutcome } from '../../domain/usage/outcome.ts';
+import type { ContentSealer } from '../../domain/privacy/ports.ts';
 import { insertRetainedInferences } from '../../domain/privacy/store.ts';
 import { insertUsageRecords } from './store.ts';
 
 /**
  * Writes a batch of outcomes in ONE transaction: the usage records, their inference.completed events (with the
- * deliveries of subscribed webhooks and one wake-up), and their spend added to budget_spend with the threshold
- * alerts it crosses. Idempotent: an outcome whose usage record exists already (its batch was written before, e.g.
- * re-read after a crash) is skipped whole, so nothing is inserted, charged or delivered twice. About ten statements
- * whatever the batch size, run on the driver directly (db/sql.ts): through Prisma, the batch's large JSON parameters
- * were encoded and decoded once more on their way. Returns the budget alerts to e-mail once committed and, with `leaseUntil`, the webhook
- * deliveries written already leased to the caller (see enqueueEvents), to hand to this process's delivery worker.
+ * deliveries of subscribed webhooks and one wake-up), their retained content (sealed here, row by row), and their
+ * spend added to budget_spend with the threshold alerts it crosses. Idempotent: an outcome whose usage record exists
+ * already (its batch was written before, e.g. re-read after a crash) is skipped whole, so nothing is inserted, charged
+ * or delivered twice. About ten statements whatever the batch size, run on the driver directly (db/sql.ts): through
+ * Prisma, the batch's large JSON parameters were encoded and decoded once more on their way. Returns the budget alerts
+ * to e-mail once committed and, with `leaseUntil`, the webhook deliveries written already leased to the caller (see
+ * enqueueEvents), to hand to this process's delivery worker.
  */
 export async function persistOutcomes(
-  sql: SqlDriver,
+  { sql, sealer }: { sql: SqlDriver; sealer: ContentSealer },
   batch: readonly InferenceOutcome[],
   now: Date,
   opts: { leaseUntil?: Date } = {},
@@ -30,8 +32,8 @@ export async function persistOutcomes(
     const fresh = await insertUsageRecords(tx, outcomes);
     const written = outcomes.filter((o) => fresh.has(o.requestId));
     if (written.length === 0) return { alerts: [], leased: [] };
-    // CONTRACT §12: the retained content (sealed) of the inferences, in the same transaction.
-    await insertRetainedInferences(tx, written);
+    // CONTRACT §12: the retained content of the inferences, sealed row by row, in the same transaction.
+    await insertRetainedInferences(tx, sealer, written);
     const { leased } = await enqueueEvents(
       tx,
       written.map((o) => ({ id: o.eventId, projectId: o.projectId, type: 'inference.completed', data: inferenceCompletedData(o), createdAt: o.createdAt })),

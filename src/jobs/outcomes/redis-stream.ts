@@ -3,10 +3,11 @@ import { hostname } from 'node:os';
 import type { Redis } from 'ioredis';
 import { redisBatchOf } from '../../limits/redis-batch.ts';
 import { redisHealthOf, withRedisTimeout } from '../../limits/redis-health.ts';
+import { outcomeAtRest } from '../../domain/privacy/store.ts';
 import type { InferenceOutcome } from '../../domain/usage/outcome.ts';
 import type { OutcomeQueue } from '../../domain/usage/ports.ts';
 import { BATCH_SIZE, OutcomeBatchWriter, type OutcomeWriterOptions } from './batch-writer.ts';
-import { decodeOutcome, encodeOutcome } from './codec.ts';
+import { decodeOutcome, decodeOutcomeBatch, encodeOutcome, encodeOutcomeBatch } from './codec.ts';
 
 const BLOCK_MS = 2_000;
 const COMMAND_TIMEOUT_MS = 2_000;
@@ -84,11 +85,11 @@ export class RedisOutcomeWriter extends OutcomeBatchWriter implements OutcomeQue
     const batch = redisBatchOf(this.redis);
     if (this.closed || !batch.usable) return this.direct(o);
     try {
-      // An operation of the turn's batch (limits/redis-batch.ts): the XADD travels in the script call that carries the
-      // settlement and the spend of this request and of the others finishing in the same turn; the caller answers once
-      // Redis has acknowledged it. Not answered within the client's commandTimeout (Redis dying), the outcome is
-      // written directly instead; should the XADD land after all, it is written once anyway.
-      const id = await batch.run<string>('X', [this.stream], ['o', encodeOutcome(o)]);
+      // An operation of the turn's batch (limits/redis-batch.ts): the outcomes finishing in this turn become ONE stream
+      // entry (entryFields), whose XADD travels in the script call that carries their settlement and spend; each caller
+      // answers once Redis has acknowledged it. Not answered within the client's commandTimeout (Redis dying), the
+      // outcome is written directly instead; should the XADD land after all, it is written once anyway.
+      const id = (await batch.gather(this, 'X', [this.stream], o, this.entryFields)) as string | null;
       if (id) this.lastId = id;
       this.warnedFallback = false;
     } catch (err) {
@@ -99,6 +100,26 @@ export class RedisOutcomeWriter extends OutcomeBatchWriter implements OutcomeQue
       // If the XADD did land after all, the consumer skips it: persistOutcomes writes each request once.
       await this.direct(o);
     }
+  }
+
+  /**
+   * One turn's outcomes as the fields of one entry: `b`, their JSON array (codec.ts) without the retained contents, and
+   * `c`, the contents sealed together (one AES-GCM per turn, not per request; the `b` text is the associated data, so
+   * sealed contents moved onto another entry do not open), left out when none retains content. An entry of an earlier
+   * version (`o`: one outcome, its content sealed alone) is still read.
+   */
+  private readonly entryFields = (outcomes: InferenceOutcome[]): string[] => {
+    const { outcomes: text, contents } = encodeOutcomeBatch(outcomes);
+    return contents === null ? ['b', text] : ['b', text, 'c', this.opts.sealer.seal(contents, text)];
+  };
+
+  /** An entry's outcomes, contents opened (both entry forms: see entryFields). Throws on an entry that cannot be read. */
+  private decodeEntry(fields: string[]): InferenceOutcome[] {
+    const at = fields.indexOf('b');
+    if (at < 0) return [decodeOutcome(fields[fields.indexOf('o') + 1] ?? '')];
+    const text = fields[at + 1] ?? '';
+    const c = fields.indexOf('c');
+    return decodeOutcomeBatch(text, c < 0 ? null : this.opts.sealer.open(fields[c + 1] ?? '', text));
   }
 
   async flush(opts: { timeoutMs?: number } = {}): Promise<boolean> {
@@ -250,21 +271,24 @@ export class RedisOutcomeWriter extends OutcomeBatchWriter implements OutcomeQue
   private async write(conn: Redis, entries: StreamEntry[]): Promise<boolean> {
     const outcomes: InferenceOutcome[] = [];
     const idOf = new Map<InferenceOutcome, string>();
-    const dead: { id: string; text: string; error: string }[] = [];
+    const dead: { id: string; fields: string[]; error: string }[] = [];
     for (const [id, fields] of entries) {
       // Null fields: an entry already deleted (written by another replica) that was still pending here.
       if (!fields) continue;
-      const text = fields[fields.indexOf('o') + 1] ?? '';
       try {
-        const o = decodeOutcome(text);
-        outcomes.push(o);
-        idOf.set(o, id);
+        for (const o of this.decodeEntry(fields)) {
+          outcomes.push(o);
+          idOf.set(o, id);
+        }
       } catch (err) {
-        dead.push({ id, text, error: (err as Error).message });
+        // Kept as it was (its contents still sealed): a malformed entry, or sealed with another key than this one's.
+        dead.push({ id, fields, error: (err as Error).message });
       }
     }
     const { retry, poison, error } = outcomes.length > 0 ? await this.persistIsolating(outcomes) : { retry: [], poison: [] };
-    for (const o of poison) dead.push({ id: idOf.get(o)!, text: encodeOutcome(o), error: String((error as Error)?.message ?? error) });
+    for (const o of poison) {
+      dead.push({ id: idOf.get(o)!, fields: ['o', encodeOutcome(outcomeAtRest(this.opts.sealer, o))], error: String((error as Error)?.message ?? error) });
+    }
     if (retry.length > 0) {
       this.opts.log.warn({ err: (error as Error).message, outcomes: retry.length }, 'usage records not written yet; they stay in the stream');
     }
@@ -275,7 +299,7 @@ export class RedisOutcomeWriter extends OutcomeBatchWriter implements OutcomeQue
     try {
       const tx = conn.multi();
       // Set aside, never silently dropped: `<stream>:dead` keeps the entry and why it could not be written.
-      for (const d of dead) tx.xadd(`${this.stream}:dead`, '*', 'o', d.text, 'error', d.error, 'id', d.id);
+      for (const d of dead) tx.xadd(`${this.stream}:dead`, '*', ...d.fields, 'error', d.error, 'id', d.id);
       if (ids.length > 0) tx.xack(this.stream, GROUP, ...ids).xdel(this.stream, ...ids);
       await tx.exec();
       for (const d of dead) this.opts.log.error({ id: d.id, err: d.error }, `a usage stream entry that cannot be written was moved to ${this.stream}:dead`);

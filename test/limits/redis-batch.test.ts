@@ -1,0 +1,63 @@
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { redisBatchOf } from '../../src/limits/redis-batch.ts';
+import { REDIS_URL, uniqueName } from '../helpers/services.ts';
+
+// The hot path's batched script call (src/limits/redis-batch.ts), against a real Redis.
+describe.runIf(REDIS_URL)('operations gathered in one turn', () => {
+  let redis: Redis;
+  beforeAll(() => {
+    redis = new Redis(REDIS_URL!);
+  });
+  afterAll(() => redis.disconnect());
+
+  it('leave as one operation made once from all the items, in the same script call as the others, and every caller gets its answer', async () => {
+    const batch = redisBatchOf(redis);
+    const stream = uniqueName('gathered');
+    const counter = uniqueName('counter');
+    await redis.set(counter, 'seven');
+    const group = {};
+    let made = 0;
+    const fields = (items: number[]) => {
+      made++;
+      return ['f', items.join(',')];
+    };
+    const calls = batch.counts.calls;
+    const [a, b, c, got] = await Promise.all([
+      batch.gather(group, 'X', [stream], 1, fields),
+      batch.gather(group, 'X', [stream], 2, fields),
+      batch.gather(group, 'X', [stream], 3, fields),
+      batch.run<string>('G', [counter]),
+    ]);
+    expect(made).toBe(1);
+    expect(batch.counts.calls).toBe(calls + 1);
+    expect(got).toBe('seven');
+    expect(typeof a).toBe('string');
+    expect([b, c]).toEqual([a, a]);
+    expect(await redis.xrange(stream, '-', '+')).toEqual([[a, ['f', '1,2,3']]]);
+    // The next turn starts a new operation.
+    const d = await batch.gather(group, 'X', [stream], 4, fields);
+    expect(d).not.toBe(a);
+    expect(made).toBe(2);
+    await redis.del(stream, counter);
+  });
+
+  it('reject every caller of the group when its arguments cannot be made, and no other operation', async () => {
+    const batch = redisBatchOf(redis);
+    const counter = uniqueName('counter');
+    await redis.set(counter, 'eight');
+    const broken = () => {
+      throw new Error('cannot seal');
+    };
+    const group = {};
+    const [a, b, got] = await Promise.allSettled([
+      batch.gather(group, 'X', [uniqueName('never')], 1, broken),
+      batch.gather(group, 'X', [uniqueName('never')], 2, broken),
+      batch.run<string>('G', [counter]),
+    ]);
+    expect(a).toMatchObject({ status: 'rejected', reason: { message: 'cannot seal' } });
+    expect(b).toMatchObject({ status: 'rejected', reason: { message: 'cannot seal' } });
+    expect(got).toEqual({ status: 'fulfilled', value: 'eight' });
+    await redis.del(counter);
+  });
+});
