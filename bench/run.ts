@@ -129,32 +129,40 @@ interface ScenarioResult {
 }
 
 /** Latency at a fixed rate, open loop: each latency is measured from the moment its request was due. */
-async function paced(s: Scenario, rate: number, durationS: number) {
+/**
+ * Open loop: a request every 1/rate s for durationS, latency from when each was due. `warmS` seconds at the same rate
+ * come first and are not counted (the connections opened, the code paths warm), as the saturation runs' warm-up.
+ */
+async function paced(s: Scenario, rate: number, durationS: number, warmS = 0) {
   const url = new URL(s.url);
   const pool = new Pool(url.origin, { connections: 256, pipelining: 1, keepAliveTimeout: 60_000 });
   const latencies: number[] = [];
   const trace: [number, number][] = [];
   let non2xx = 0;
   let errors = 0;
-  const n = Math.round(rate * durationS);
+  const warm = Math.round(rate * warmS);
+  const n = warm + Math.round(rate * durationS);
   const interval = 1000 / rate;
   const pending: Promise<void>[] = [];
-  const started = performance.now();
+  const began = performance.now();
+  const started = began + warm * interval;
   for (let i = 0; i < n; i++) {
-    const due = started + i * interval;
+    const due = began + i * interval;
     const wait = due - performance.now();
     if (wait >= 1) await new Promise((r) => setTimeout(r, wait));
+    const counted = i >= warm;
     pending.push(
       pool
         .request({ method: 'POST', path: url.pathname, headers: s.headers, body: s.body })
         .then(async (res) => {
           await res.body.dump();
+          if (!counted) return;
           latencies.push(performance.now() - due);
           if (TRACE) trace.push([Math.round(due - started), Math.round((performance.now() - due) * 100) / 100]);
           if (res.statusCode < 200 || res.statusCode >= 300) non2xx++;
         })
         .catch(() => {
-          errors++;
+          if (counted) errors++;
         }),
     );
   }
@@ -554,11 +562,12 @@ async function main(): Promise<void> {
   if (uncached && uncached.saturation.non_2xx === 0) {
     const rate = LATENCY_RATE || Math.max(100, Math.round(uncached.saturation.requests_per_s / 2));
     process.stderr.write(`bench: added latency at ${rate} req/s …\n`);
-    const b = await paced(scenarios.find((s) => s.id === 'proxy')!, rate, DURATION);
-    const g = await paced(scenarios.find((s) => s.id === 'uncached')!, rate, DURATION);
+    const b = await paced(scenarios.find((s) => s.id === 'proxy')!, rate, DURATION, WARMUP);
+    const g = await paced(scenarios.find((s) => s.id === 'uncached')!, rate, DURATION, WARMUP);
     added = {
       rate_per_s: rate,
-      method: 'open loop (bench/run.ts paced()): a request every 1/rate s, latency from when it was due',
+      warm_s: WARMUP,
+      method: `open loop (bench/run.ts paced()): a request every 1/rate s, latency from when it was due; ${WARMUP} s at the rate first, not counted`,
       proxy_p50_ms: b.p50,
       gateway_p50_ms: g.p50,
       added_p50_ms: round2(g.p50 - b.p50),
@@ -792,7 +801,7 @@ CPU µs per request by process (whole machine: every process, ours and others'):
 |---|---|---|---|${groups.map(() => '---').join('|')}|---|---|---|---|---|
 ${table}
 ${ab}
-${a ? `Added latency at half of the gateway's uncached peak (${a.rate_per_s} req/s, open loop, both driven at that rate): p50 ${a.proxy_p50_ms} → ${a.gateway_p50_ms} ms (**+${a.added_p50_ms} ms**), p99 ${a.proxy_p99_ms} → ${a.gateway_p99_ms} ms (**+${a.added_p99_ms} ms**).` : 'Added latency: not measured.'}
+${a ? `Added latency at half of the gateway's uncached peak (${a.rate_per_s} req/s, open loop, both driven at that rate${a.warm_s ? `, each after ${a.warm_s} s at that rate not counted` : ''}): p50 ${a.proxy_p50_ms} → ${a.gateway_p50_ms} ms (**+${a.added_p50_ms} ms**), p99 ${a.proxy_p99_ms} → ${a.gateway_p99_ms} ms (**+${a.added_p99_ms} ms**).` : 'Added latency: not measured.'}
 
 Usage and webhooks: ${r.webhooks.usage_records} usage records (${r.webhooks.usage_records_distinct_requests} distinct requests), deliveries by status ${JSON.stringify(r.webhooks.deliveries_by_status)}, the receiver got ${r.webhooks.receiver_distinct_deliveries} distinct deliveries (${r.webhooks.receiver_requests} requests).
 
