@@ -263,6 +263,26 @@ describe('the outcome writer', () => {
     }
   });
 
+  it.runIf(REDIS_URL)('still writes an entry of the earlier form (one outcome, its content sealed alone), the content as it was sealed', async () => {
+    const { projectId, keyId } = await setUp();
+    const writer = t.deps.outcomes as RedisOutcomeWriter;
+    const marker = uniqueName('earlier-form');
+    const o = withContent(outcome(projectId, keyId, 0n), marker);
+    // What an api process of the earlier version appended: the content sealed on the request path, bound to its id.
+    const sealed = t.deps.webhooks.secretBox.seal(JSON.stringify(o.retained!.content), o.retained!.inferenceId);
+    const earlier = { ...o, retained: { inferenceId: o.retained!.inferenceId, status: 'succeeded' as const, sealed, retainedUntil: o.retained!.retainedUntil } };
+    const raw = new Redis(REDIS_URL!);
+    try {
+      await raw.xadd(writer.stream, '*', 'o', encodeOutcome(earlier));
+    } finally {
+      raw.disconnect();
+    }
+    await vi.waitFor(async () => expect(await t.deps.db.usageRecord.count({ where: { requestId: o.requestId } })).toBe(1), { timeout: 10_000 });
+    const row = await t.deps.db.retainedInference.findUniqueOrThrow({ where: { id: o.retained!.inferenceId } });
+    expect(row.sealed).toBe(sealed);
+    expect(JSON.parse(t.deps.webhooks.secretBox.open(row.sealed!, row.id)).request.messages[0].content).toBe(marker);
+  });
+
   it.runIf(REDIS_URL)('sets aside, as it is, an entry whose contents do not open (sealed with another key)', async () => {
     const { projectId, keyId } = await setUp();
     const writer = t.deps.outcomes as RedisOutcomeWriter;
