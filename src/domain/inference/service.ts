@@ -42,26 +42,15 @@ export type InferenceInput = InferenceRequest;
 /** `off`: caching not asked for; `unavailable`: asked for, but the store did not answer (the request went on uncached). */
 export type CacheStatus = 'off' | 'hit' | 'miss' | 'unavailable';
 
-export interface InferenceResult {
-  id: string;
-  requestId: string;
-  createdAt: Date;
-  model: string;
-  route: string;
-  region: string;
-  cacheHit: boolean;
+/** The answer: what its retained record keeps (RetainedResult), and more. */
+export interface InferenceResult extends RetainedResult {
   cacheStatus: CacheStatus;
-  content: string;
-  finishReason: string;
   /** Choice 0's tool calls, when the model called tools. */
   toolCalls?: ToolCall[];
   /** Choice 0's logprobs, as the provider gave them, when asked for. */
   logprobs?: unknown;
   /** Every choice, when the request asked for n > 1. */
   choices?: Choice[];
-  promptTokens: number;
-  completionTokens: number;
-  costMicros: bigint;
   /** The `rag` option's sources (CONTRACT §13), when asked for. */
   citations?: Citation[];
   /** CONTRACT §11: what PII redaction replaced, when it ran. */
