@@ -1,8 +1,9 @@
 import { ProviderError, type Choice, type Completion, type ProviderRequest, type ProviderUsage, type StreamPart, type ToolCall } from './types.ts';
-import { jsonEvent, type StreamTranslator } from './upstream.ts';
+import { errorMessage, jsonEvent, type StreamTranslator } from './upstream.ts';
 
 /**
- * OpenAI's chat-completions wire format, both ways, for kinds that speak it under another URL and auth (azure_openai).
+ * OpenAI's chat-completions wire format, both ways: the answers' usage and the stream's chunks for kind openai, and
+ * the whole format for kinds that speak it under another URL and auth (azure_openai).
  * The internal request is that format already, so the body is the request's own fields, set ones only.
  */
 
@@ -98,10 +99,7 @@ export class ChatChunkStream implements StreamTranslator<string> {
       return;
     }
     const chunk = jsonEvent(data, this.name);
-    if (chunk?.error) {
-      const message = typeof chunk.error === 'string' ? chunk.error : String(chunk.error.message ?? 'unknown');
-      throw new ProviderError('status', `${this.name}: error in stream: ${this.redact(message).slice(0, 300)}`);
-    }
+    if (chunk?.error) throw new ProviderError('status', `${this.name}: error in stream: ${errorMessage(this.redact(data))}`);
     // Azure sends prompt_filter_results in a first chunk without choices.
     for (const c of Array.isArray(chunk?.choices) ? chunk.choices : []) {
       const index = typeof c?.index === 'number' ? c.index : 0;

@@ -1,6 +1,7 @@
 import type { ProviderSpec, SecretValue } from './config-file.ts';
+import { ChatChunkStream, usageOf } from './openai-wire.ts';
 import { sseData } from './sse.ts';
-import { Upstream, abortReason, errorMessage, transportError } from './upstream.ts';
+import { Upstream } from './upstream.ts';
 import {
   ProviderError,
   type Choice,
@@ -9,22 +10,9 @@ import {
   type EmbeddingResult,
   type Provider,
   type ProviderRequest,
-  type ProviderUsage,
   type StreamPart,
   type ToolCall,
 } from './types.ts';
-
-
-function usageOf(raw: unknown): ProviderUsage | null {
-  if (typeof raw !== 'object' || raw === null) return null;
-  const u = raw as Record<string, unknown>;
-  const p = u.prompt_tokens;
-  const c = u.completion_tokens;
-  if (typeof p !== 'number' || typeof c !== 'number' || !Number.isInteger(p) || !Number.isInteger(c) || p < 0 || c < 0) {
-    return null;
-  }
-  return { promptTokens: p, completionTokens: c };
-}
 
 interface WireChoice {
   index?: unknown;
@@ -105,56 +93,8 @@ export class OpenAIProvider implements Provider {
 
   async openStream(req: ProviderRequest): Promise<AsyncIterable<StreamPart>> {
     const res = await this.http.post(this.path, this.headers(true), JSON.stringify(this.payload(req, true)), req.signal);
-    const name = this.name;
-    const http = this.http;
-    const signal = req.signal;
-    return (async function* () {
-      try {
-        for await (const data of sseData(res.body)) {
-          if (data === '[DONE]') return;
-          let chunk: {
-            choices?: Array<{ index?: unknown; delta?: { content?: unknown; tool_calls?: unknown }; finish_reason?: unknown; logprobs?: unknown }>;
-            usage?: unknown;
-            error?: unknown;
-          };
-          try {
-            chunk = JSON.parse(data);
-          } catch {
-            throw new ProviderError('protocol', `${name}: a stream event is not JSON`);
-          }
-          if (chunk.error) throw new ProviderError('status', `${name}: error in stream: ${errorMessage(http.redact(data))}`);
-          for (const choice of chunk.choices ?? []) {
-            // Choice 0 carries no `choice` field: the plain stream's parts stay what they were.
-            const at = typeof choice.index === 'number' && choice.index > 0 ? { choice: choice.index } : undefined;
-            if (typeof choice.delta?.content === 'string' && choice.delta.content !== '') {
-              yield (at ? { type: 'delta', content: choice.delta.content, ...at } : { type: 'delta', content: choice.delta.content }) as StreamPart;
-            }
-            if (Array.isArray(choice.delta?.tool_calls)) {
-              for (const c of choice.delta.tool_calls as Array<{ index?: unknown; id?: unknown; function?: { name?: unknown; arguments?: unknown } }>) {
-                yield {
-                  type: 'tool_call',
-                  index: typeof c.index === 'number' ? c.index : 0,
-                  ...(typeof c.id === 'string' ? { id: c.id } : {}),
-                  ...(typeof c.function?.name === 'string' ? { name: c.function.name } : {}),
-                  arguments: typeof c.function?.arguments === 'string' ? c.function.arguments : '',
-                  ...at,
-                } as StreamPart;
-              }
-            }
-            if (choice.logprobs !== undefined && choice.logprobs !== null) yield { type: 'logprobs', logprobs: choice.logprobs, ...at } as StreamPart;
-            if (typeof choice.finish_reason === 'string') yield { type: 'finish', finishReason: choice.finish_reason, ...at } as StreamPart;
-          }
-          const usage = usageOf(chunk.usage);
-          if (usage) yield { type: 'usage', usage };
-        }
-      } catch (err) {
-        if (err instanceof ProviderError) throw err;
-        throw abortReason(signal, transportError(err, name));
-      } finally {
-        // Stopped early (client gone): drop the upstream body so undici closes or frees the connection.
-        if (!res.body.destroyed) res.body.destroy();
-      }
-    })();
+    // Chat-completion chunks, every choice, as for azure_openai (openai-wire.ts).
+    return this.http.stream(res, req.signal, sseData, new ChatChunkStream(this.name, (t) => this.http.redact(t)));
   }
 
   /** POST <base>/embeddings, floats (the gateway encodes base64 itself when its client asks). */

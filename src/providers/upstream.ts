@@ -83,8 +83,9 @@ export interface StreamTranslator<E> {
 }
 
 /**
- * The HTTP side every kind shares: one keep-alive undici Pool per provider (never global fetch), the hop's signal on every request, 400/413/422 as `rejected` and every other status as `status` (the router
- * falls back), undici's failures as `connection`/`timeout`, and the kind's credentials redacted from every error text.
+ * The HTTP side every kind shares: one keep-alive undici Pool per provider (never global fetch), the hop's signal on
+ * every request, 400/413/422 as `rejected` and every other status as `status` (the router falls back), undici's
+ * failures as `connection`/`timeout`, and the kind's credentials redacted from every error text.
  */
 export class Upstream {
   private readonly pool: Pool;

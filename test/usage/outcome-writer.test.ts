@@ -213,7 +213,7 @@ describe('the outcome writer', () => {
       writer.pause();
       await new Promise((r) => setTimeout(r, 50));
       const o = outcome(projectId, keyId, 1_000n);
-      await raw.xadd(writer.stream, '*', 'o', encodeOutcome(o));
+      await raw.xadd(writer.stream, '*', 'o', encodeOutcome(o, t.deps.webhooks.secretBox));
       const read = (await raw.xreadgroup('GROUP', 'writers', 'dead-replica', 'COUNT', 10, 'STREAMS', writer.stream, '>')) as [string, unknown[]][];
       expect(read[0]![1]).toHaveLength(1);
       writer.resume();
@@ -273,7 +273,7 @@ describe('the outcome writer', () => {
     const earlier = { ...o, retained: { inferenceId: o.retained!.inferenceId, status: 'succeeded' as const, sealed, retainedUntil: o.retained!.retainedUntil } };
     const raw = new Redis(REDIS_URL!);
     try {
-      await raw.xadd(writer.stream, '*', 'o', encodeOutcome(earlier));
+      await raw.xadd(writer.stream, '*', 'o', encodeOutcome(earlier, t.deps.webhooks.secretBox));
     } finally {
       raw.disconnect();
     }

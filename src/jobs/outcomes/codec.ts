@@ -1,3 +1,5 @@
+import type { ContentSealer } from '../../domain/privacy/ports.ts';
+import { outcomeAtRest } from '../../domain/privacy/store.ts';
 import type { RetainedContent } from '../../domain/privacy/types.ts';
 import type { InferenceOutcome } from '../../domain/usage/outcome.ts';
 
@@ -8,10 +10,10 @@ const fromWire = (raw: Wire): InferenceOutcome => ({ ...raw, costMicros: BigInt(
 
 /**
  * The write-ahead form of one outcome (a Redis stream field, a dead letter, a log line): JSON, money as a decimal
- * string, times in ms. Only for an outcome whose retained content is sealed or absent (privacy/store.ts, outcomeAtRest).
+ * string, times in ms, its retained content sealed as the row would hold it (privacy/store.ts, outcomeAtRest).
  */
-export function encodeOutcome(o: InferenceOutcome): string {
-  return JSON.stringify(toWire(o));
+export function encodeOutcome(o: InferenceOutcome, sealer: ContentSealer): string {
+  return JSON.stringify(toWire(outcomeAtRest(sealer, o)));
 }
 
 export function decodeOutcome(text: string): InferenceOutcome {

@@ -1,6 +1,5 @@
 import type { InferenceOutcome } from '../../domain/usage/outcome.ts';
 import type { OutcomeQueue } from '../../domain/usage/ports.ts';
-import { outcomeAtRest } from '../../domain/privacy/store.ts';
 import { BATCH_SIZE, OutcomeBatchWriter } from './batch-writer.ts';
 import { encodeOutcome } from './codec.ts';
 
@@ -91,7 +90,7 @@ export class MemoryOutcomeWriter extends OutcomeBatchWriter implements OutcomeQu
           const { retry, poison, error } = await this.persistIsolating(batch.map((b) => b.o));
           for (const o of poison) {
             this.counts.lost++;
-            this.opts.log.error({ err: error, outcome: encodeOutcome(outcomeAtRest(this.opts.sealer, o)) }, 'a usage record PostgreSQL refuses again and again was set aside');
+            this.opts.log.error({ err: error, outcome: encodeOutcome(o, this.opts.sealer) }, 'a usage record PostgreSQL refuses again and again was set aside');
           }
           const kept = new Set(retry);
           const done = batch.filter((b) => !kept.has(b.o));

@@ -3,7 +3,6 @@ import { hostname } from 'node:os';
 import type { Redis } from 'ioredis';
 import { redisBatchOf } from '../../limits/redis-batch.ts';
 import { redisHealthOf, withRedisTimeout } from '../../limits/redis-health.ts';
-import { outcomeAtRest } from '../../domain/privacy/store.ts';
 import type { InferenceOutcome } from '../../domain/usage/outcome.ts';
 import type { OutcomeQueue } from '../../domain/usage/ports.ts';
 import { BATCH_SIZE, OutcomeBatchWriter, type OutcomeWriterOptions } from './batch-writer.ts';
@@ -287,7 +286,7 @@ export class RedisOutcomeWriter extends OutcomeBatchWriter implements OutcomeQue
     }
     const { retry, poison, error } = outcomes.length > 0 ? await this.persistIsolating(outcomes) : { retry: [], poison: [] };
     for (const o of poison) {
-      dead.push({ id: idOf.get(o)!, fields: ['o', encodeOutcome(outcomeAtRest(this.opts.sealer, o))], error: String((error as Error)?.message ?? error) });
+      dead.push({ id: idOf.get(o)!, fields: ['o', encodeOutcome(o, this.opts.sealer)], error: String((error as Error)?.message ?? error) });
     }
     if (retry.length > 0) {
       this.opts.log.warn({ err: (error as Error).message, outcomes: retry.length }, 'usage records not written yet; they stay in the stream');
