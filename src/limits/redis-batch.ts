@@ -21,31 +21,33 @@ import { redisHealthOf, RedisUnavailableError, type RedisHealth } from './redis-
 export const BATCH_LUA = `
 local SCALE = 60000
 
+-- Each operation gets its keys as a list (ks), picked out of KEYS by the indices in its header.
+
 -- L: the rate limiter (limits/redis-store.ts; MemoryLimitStore.apply is the same arithmetic).
--- KEYS: cfg, then one per bucket. ARGV: ONE string, comma-separated: now, mode, rpm, tpm, burst, version, then per
+-- keys: cfg, then one per bucket. ARGV: ONE string, comma-separated: now, mode, rpm, tpm, burst, version, then per
 -- bucket: kind, cost (one argument instead of 6 + 2 per bucket: each argument is encoded, sent and parsed apart).
 -- Returns one string, comma-separated: allowed, rpm, tpm, burst, version, then per bucket: used, applied.
-local function limit(k, nk, a)
+local function limit(ks, a)
   local p = {}
   for x in string.gmatch(ARGV[a], '[^,]+') do p[#p + 1] = x end
   local now = tonumber(p[1])
   local force = p[2] == 'force'
   local rpm, tpm, burst, ver = tonumber(p[3]), tonumber(p[4]), tonumber(p[5]), tonumber(p[6])
-  local cfg = redis.call('HMGET', KEYS[k], 'rpm', 'tpm', 'burst', 'v')
+  local cfg = redis.call('HMGET', ks[1], 'rpm', 'tpm', 'burst', 'v')
   local published = tonumber(cfg[4])
   if published and published >= ver then
     rpm, tpm, burst, ver = tonumber(cfg[1]), tonumber(cfg[2]), tonumber(cfg[3]), published
   elseif ver > 0 then
-    redis.call('HSET', KEYS[k], 'rpm', p[3], 'tpm', p[4], 'burst', p[5], 'v', p[6])
+    redis.call('HSET', ks[1], 'rpm', p[3], 'tpm', p[4], 'burst', p[5], 'v', p[6])
   end
-  local n = nk - 1
+  local n = #ks - 1
   local used, cost, cap, rate, last = {}, {}, {}, {}, {}
   local allowed = 1
   for i = 1, n do
     local kind = p[5 + 2 * i]
     local c = tonumber(p[6 + 2 * i])
     if kind == 'r' then cap[i] = (rpm + burst) * SCALE; rate[i] = rpm else cap[i] = tpm * SCALE; rate[i] = tpm end
-    local s = redis.call('HMGET', KEYS[k + i], 'u', 't', 'v')
+    local s = redis.call('HMGET', ks[1 + i], 'u', 't', 'v')
     local u, t = 0, now
     if s[1] and tonumber(s[3]) == ver then
       u, t = tonumber(s[1]), tonumber(s[2])
@@ -69,10 +71,10 @@ local function limit(k, nk, a)
     if allowed == 1 and cost[i] ~= 0 then
       u = math.max(0, u + cost[i] * SCALE)
       if u == 0 then
-        redis.call('DEL', KEYS[k + i])
+        redis.call('DEL', ks[1 + i])
       else
-        redis.call('HSET', KEYS[k + i], 'u', string.format('%.0f', u), 't', string.format('%.0f', last[i]), 'v', string.format('%.0f', ver))
-        redis.call('PEXPIRE', KEYS[k + i], math.ceil(u / rate[i]) + 60000)
+        redis.call('HSET', ks[1 + i], 'u', string.format('%.0f', u), 't', string.format('%.0f', last[i]), 'v', string.format('%.0f', ver))
+        redis.call('PEXPIRE', ks[1 + i], math.ceil(u / rate[i]) + 60000)
       end
     end
     out[4 + 2 * i] = string.format('%.0f', u)
@@ -82,9 +84,9 @@ local function limit(k, nk, a)
 end
 
 -- A: INCRBY ARGV[a] on each counter that exists (budget counters; missing ones stay missing).
-local function add(k, nk, a)
-  for i = k, k + nk - 1 do
-    if redis.call('EXISTS', KEYS[i]) == 1 then redis.call('INCRBY', KEYS[i], ARGV[a]) end
+local function add(ks, a)
+  for i = 1, #ks do
+    if redis.call('EXISTS', ks[i]) == 1 then redis.call('INCRBY', ks[i], ARGV[a]) end
   end
   return 0
 end
@@ -92,22 +94,26 @@ end
 local OPS = {
   L = limit,
   A = add,
-  M = function(k, nk) return redis.call('MGET', unpack(KEYS, k, k + nk - 1)) end,
-  G = function(k) return redis.call('GET', KEYS[k]) end,
-  S = function(k, nk, a) return redis.call('SET', KEYS[k], ARGV[a], 'EX', ARGV[a + 1]) end,
-  X = function(k, nk, a, na) return redis.call('XADD', KEYS[k], '*', unpack(ARGV, a, a + na - 1)) end,
+  M = function(ks) return redis.call('MGET', unpack(ks)) end,
+  G = function(ks) return redis.call('GET', ks[1]) end,
+  S = function(ks, a) return redis.call('SET', ks[1], ARGV[a], 'EX', ARGV[a + 1]) end,
+  X = function(ks, a, na) return redis.call('XADD', ks[1], '*', unpack(ARGV, a, a + na - 1)) end,
 }
 
--- ARGV: per operation one header "<code><key count>,<argument count>" (e.g. "L5,1"), then its arguments; KEYS: every
--- operation's keys in order. Returns per operation: 1 and the result, or 0 and the error message.
+-- ARGV: per operation one header "<code><argument count>" then ",<index in KEYS>" per key (e.g. "L1,1,2,3,4,5"), then
+-- its arguments; KEYS: every key of the call once, in order of first use (the requests of a turn share a project's
+-- windows: each key is sent and parsed once per call, not once per operation). Returns per operation: 1 and the
+-- result, or 0 and the error message.
 local out = {}
-local k, a = 1, 1
+local a = 1
 local op = 0
 while a <= #ARGV do
-  local code, nk, na = string.match(ARGV[a], '^(%a)(%d+),(%d+)$')
-  nk, na = tonumber(nk), tonumber(na)
+  local code, na, rest = string.match(ARGV[a], '^(%a)(%d+)(.*)$')
+  na = tonumber(na)
+  local ks = {}
+  for i in string.gmatch(rest, '%d+') do ks[#ks + 1] = KEYS[tonumber(i)] end
   a = a + 1
-  local ok, res = pcall(OPS[code], k, nk, a, na)
+  local ok, res = pcall(OPS[code], ks, a, na)
   op = op + 1
   if ok then
     out[2 * op - 1] = 1
@@ -116,7 +122,6 @@ while a <= #ARGV do
     out[2 * op - 1] = 0
     out[2 * op] = type(res) == 'table' and (res.err or 'error') or tostring(res)
   end
-  k = k + nk
   a = a + na
 end
 return out
@@ -238,13 +243,7 @@ export class RedisBatch {
       for (const p of ops) p.reject(err);
       return;
     }
-    const keys: string[] = [];
-    const argv: (string | number)[] = [];
-    for (const p of ops) {
-      argv.push(`${p.op}${p.keys.length},${p.args.length}`);
-      for (const k of p.keys) keys.push(k);
-      for (const a of p.args) argv.push(a);
-    }
+    const { keys, argv } = encodeBatch(ops);
     this.counts.calls++;
     this.counts.ops += ops.length;
     this.health.watch(this.command.svcBatch(keys.length, ...keys, ...argv)).then(
@@ -261,6 +260,33 @@ export class RedisBatch {
       },
     );
   }
+}
+
+/**
+ * The script call's KEYS and ARGV for `ops` (BATCH_LUA's format): each distinct key once, in order of first use, and
+ * per operation its header (code, argument count, the 1-based indices of its keys in KEYS), then its arguments.
+ */
+export function encodeBatch(ops: readonly { op: BatchOp; keys: readonly string[]; args: readonly (string | number)[] }[]): {
+  keys: string[];
+  argv: (string | number)[];
+} {
+  const keys: string[] = [];
+  const index = new Map<string, number>();
+  const argv: (string | number)[] = [];
+  for (const p of ops) {
+    let header = `${p.op}${p.args.length}`;
+    for (const k of p.keys) {
+      let i = index.get(k);
+      if (i === undefined) {
+        i = keys.push(k);
+        index.set(k, i);
+      }
+      header += `,${i}`;
+    }
+    argv.push(header);
+    for (const a of p.args) argv.push(a);
+  }
+  return { keys, argv };
 }
 
 const nil = (v: unknown) => (v === false || v === undefined ? null : v);

@@ -1,7 +1,18 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { redisBatchOf } from '../../src/limits/redis-batch.ts';
+import { encodeBatch, redisBatchOf } from '../../src/limits/redis-batch.ts';
 import { REDIS_URL, uniqueName } from '../helpers/services.ts';
+
+describe('a script call', () => {
+  it('names each key once, in order of first use, and each operation its keys by index', () => {
+    const ops = [
+      { op: 'S' as const, keys: ['a'], args: ['1', 60] },
+      { op: 'M' as const, keys: ['b', 'a'], args: [] },
+      { op: 'G' as const, keys: ['a'], args: [] },
+    ];
+    expect(encodeBatch(ops)).toEqual({ keys: ['a', 'b'], argv: ['S2,1', '1', 60, 'M0,2,1', 'G0,1'] });
+  });
+});
 
 // The hot path's batched script call (src/limits/redis-batch.ts), against a real Redis.
 describe.runIf(REDIS_URL)('operations gathered in one turn', () => {
@@ -40,6 +51,23 @@ describe.runIf(REDIS_URL)('operations gathered in one turn', () => {
     expect(d).not.toBe(a);
     expect(made).toBe(2);
     await redis.del(stream, counter);
+  });
+
+  it('run operations that share keys in one call, each on its own keys in its own order', async () => {
+    const batch = redisBatchOf(redis);
+    const [a, b] = [uniqueName('shared'), uniqueName('missing')];
+    const calls = batch.counts.calls;
+    const got = await Promise.all([
+      batch.run('S', [a], ['1', 60]),
+      batch.run('G', [a]),
+      batch.run('M', [b, a]),
+      batch.run('A', [a, b], ['5']),
+      batch.run('M', [a, b]),
+    ]);
+    expect(batch.counts.calls).toBe(calls + 1);
+    expect(got).toEqual(['OK', '1', [null, '1'], 0, ['6', null]]);
+    expect(await redis.exists(b)).toBe(0);
+    await redis.del(a);
   });
 
   it('reject every caller of the group when its arguments cannot be made, and no other operation', async () => {
