@@ -102,7 +102,7 @@ export function summarizeProfile(file: string, root: string, window: { fromMs?: 
 }
 
 // `node --import tsx bench/profile.ts <file.cpuprofile> [fromMs] [toMs]`: the summary of one profile.
-if (process.argv[1]?.endsWith('profile.ts') && process.argv[2]) {
+if (process.argv[1] && /(^|\/)profile\.ts$/.test(process.argv[1]) && process.argv[2]) {
   const s = summarizeProfile(process.argv[2], process.cwd(), { fromMs: Number(process.argv[3] ?? 0), toMs: Number(process.argv[4] ?? Infinity) });
   process.stdout.write(`${s.busySamples} busy samples\n`);
   for (const p of s.byPackage.slice(0, 20)) process.stdout.write(`${(p.share * 100).toFixed(1).padStart(5)}%  ${p.name}\n`);

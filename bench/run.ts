@@ -23,13 +23,15 @@
  * BENCH_PEERS (0: no Portkey), BENCH_RENDER (a results .json: render its .md again, run nothing), BENCH_OUT (file name stem under bench/, default `results`), BENCH_BEFORE_ROOT (a
  * checkout of an earlier version, built: its api process runs beside this one's, on the same worker, database and
  * Redis, and the gateway scenarios are measured on both, one after the other: a before/after in one run),
+ * BENCH_BEFORE_FLAGS (Node flags for that "before" api process; without BENCH_BEFORE_ROOT it runs this build, so
+ * the before/after compares the flags),
  * BENCH_ROUNDS (5) and BENCH_ROUND_S (6): the paired rounds behind the headline cpu_ratio (see ROUNDS below),
  * BENCH_LATENCY_RATE (the added-latency phase at this rate instead of half the uncached peak), BENCH_TRACE=1 (each
  * open-loop run's per-request latencies to bench/tmp/trace-<scenario>-<rate>.json).
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -39,6 +41,7 @@ import pg from 'pg';
 import { Agent, Pool, request as undiciRequest } from 'undici';
 import { testPki } from '../test/helpers/https-receiver.ts';
 import { freePort, rssMb, startCompiledGateway, waitHttp } from './gateway.ts';
+import { perfAvailable, recordPerf, summarizePerf, type PerfSummary } from './perf-profile.ts';
 import { summarizeProfile, type ProfileSummary } from './profile.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -57,9 +60,12 @@ const PROFILE = process.env.BENCH_PROFILE !== '0';
  * that rate instead of saturation. The profiles are kept in bench/tmp/prof-* for a closer look. */
 const PROFILE_SCENARIO = process.env.BENCH_PROFILE_SCENARIO || 'uncached-webhook';
 const PROFILE_RATE = Number(process.env.BENCH_PROFILE_RATE ?? 0);
+/** BENCH_PERF=0: no on-CPU profile of the api with Linux perf in the profile phase (bench/perf-profile.ts; skipped without perf). */
+const PERF = process.env.BENCH_PERF !== '0';
 const PEERS = process.env.BENCH_PEERS !== '0';
 const OUT = process.env.BENCH_OUT ?? 'results';
 const BEFORE_ROOT = process.env.BENCH_BEFORE_ROOT || null;
+const BEFORE_FLAGS = process.env.BENCH_BEFORE_FLAGS || '';
 /** BENCH_TRACE=1: each open-loop run's [due ms, latency ms] per request, to bench/tmp/trace-<scenario>-<rate>.json. */
 const TRACE = process.env.BENCH_TRACE === '1';
 /**
@@ -296,7 +302,7 @@ async function main(): Promise<void> {
     NODE_EXTRA_CA_CERTS: pki.caFile,
   };
   let built = false;
-  const startGateway = async (role: 'api' | 'worker', flags = '', from = root) => {
+  const startGateway = async (role: 'api' | 'worker', flags = '', from = root, isBefore = false) => {
     const port = await freePort();
     const saved = process.env.BENCH_NODE_FLAGS;
     // BENCH_NODE_FLAGS given to the bench (e.g. --trace-gc) reach every gateway process, the profile's flags added.
@@ -306,7 +312,7 @@ async function main(): Promise<void> {
     else process.env.BENCH_NODE_FLAGS = saved;
     if (from === root) built = true;
     children.push(child);
-    groupPids.set(child.pid!, from !== root ? 'api (before)' : role === 'api' ? 'api' : 'worker');
+    groupPids.set(child.pid!, isBefore ? 'api (before)' : role === 'api' ? 'api' : 'worker');
     const url = `http://127.0.0.1:${port}`;
     await waitHttp(`${url}/healthz`);
     return { child, url };
@@ -314,7 +320,7 @@ async function main(): Promise<void> {
   let worker = await startGateway('worker');
   let apiProc = await startGateway('api');
   let base = apiProc.url;
-  const before = BEFORE_ROOT ? await startGateway('api', '', BEFORE_ROOT) : null;
+  const before = BEFORE_ROOT || BEFORE_FLAGS ? await startGateway('api', BEFORE_FLAGS, BEFORE_ROOT ?? root, true) : null;
 
   // Two projects with a key each and limits that do not bind: A without a webhook, B with one on inference.completed.
   const setUp = async (name: string, webhook: boolean) => {
@@ -586,7 +592,7 @@ async function main(): Promise<void> {
   const webhooks = await deliveries(db, schema, `https://127.0.0.1:${receiverPort}/count`);
 
   // Profiles of the api and worker processes under the uncached + webhook load (sample-count weighting).
-  let profile: { scenario: string; load: string; api: ProfileSummary; worker: ProfileSummary } | null = null;
+  let profile: { scenario: string; load: string; api: ProfileSummary; worker: ProfileSummary; api_perf?: PerfSummary } | null = null;
   const profiledScenario = scenarios.find((s) => s.id === PROFILE_SCENARIO);
   if (PROFILE && profiledScenario) {
     process.stderr.write('bench: profile (api and worker with --cpu-prof) …\n');
@@ -597,14 +603,19 @@ async function main(): Promise<void> {
     const workerStarted = performance.now();
     worker = await startGateway('worker', `--cpu-prof --cpu-prof-dir=${dir}`);
     const apiStarted = performance.now();
-    apiProc = await startGateway('api', `--cpu-prof --cpu-prof-dir=${dir}`);
+    const perf = PERF && perfAvailable();
+    // --perf-basic-prof: the process writes /tmp/perf-<pid>.map, which names its JavaScript frames for perf.
+    apiProc = await startGateway('api', `--cpu-prof --cpu-prof-dir=${dir}${perf ? ' --perf-basic-prof' : ''}`);
     const s = { ...profiledScenario, url: profiledScenario.url.replace(base, apiProc.url) };
     base = apiProc.url;
     await saturate(s, WARMUP);
     // Only the measured load goes into the summary: not start-up, warm-up or shutdown.
     const loadFrom = performance.now();
+    const perfFile = path.join(dir, 'api.perf.data');
+    const recording = perf ? recordPerf(apiProc.child.pid!, perfFile) : null;
     if (PROFILE_RATE > 0) await paced(s, PROFILE_RATE, DURATION);
     else await saturate(s, DURATION);
+    await recording?.stop();
     await caughtUp();
     const loadTo = performance.now();
     const apiPid = apiProc.child.pid!;
@@ -620,7 +631,9 @@ async function main(): Promise<void> {
         load: PROFILE_RATE > 0 ? `${PROFILE_RATE}/s offered` : 'saturation',
         api: summarizeProfile(path.join(dir, apiFile), root, { fromMs: loadFrom - apiStarted, toMs: loadTo - apiStarted }),
         worker: summarizeProfile(path.join(dir, workerFile), root, { fromMs: loadFrom - workerStarted, toMs: loadTo - workerStarted }),
+        ...(recording && existsSync(perfFile) ? { api_perf: summarizePerf(perfFile, root) } : {}),
       };
+      rmSync(`/tmp/perf-${apiPid}.map`, { force: true });
     } else notes.push(`profile files not found in ${dir}`);
   }
   await db.end();
@@ -783,6 +796,7 @@ function renderMarkdown(r: any): string {
         .join('\n')}\n`
     : '';
   const a = r.added_latency_at_half_peak;
+  const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
   const prof = (s: ProfileSummary | undefined) =>
     s
       ? `${s.byPackage.slice(0, 12).map((p) => `${p.name} ${(p.share * 100).toFixed(1)}%`).join(', ')} (${s.busySamples} busy samples). Own files: ${s.ownFiles.slice(0, 6).map((f) => `${f.file} ${(f.share * 100).toFixed(1)}%`).join(', ')}`
@@ -808,7 +822,17 @@ Usage and webhooks: ${r.webhooks.usage_records} usage records (${r.webhooks.usag
 Profile (${r.profile ? `${r.profile.scenario}, ${r.profile.load}` : 'uncached + webhook at saturation'}, node --cpu-prof, the measured ${r.settings.duration_s} s only; share of busy samples by package, sample-count weighting; a sample in Node's internals or a V8 builtin counts for its nearest caller that is a package or this repository's code):
 - api: ${prof(r.profile?.api)}
 - worker: ${prof(r.profile?.worker)}
-${r.notes.length ? `\nNotes: ${r.notes.join('; ')}.\n` : ''}`;
+${
+  r.profile?.api_perf
+    ? `\nOn-CPU profile of the api in the same window (Linux perf, cpu-clock, every thread of the process; bench/perf-profile.ts): ${r.profile.api_perf.samples} samples, ${pct(r.profile.api_perf.otherThreads)} outside the main thread. By owner: ${r.profile.api_perf.byOwner
+        .filter((x: { share: number }) => x.share >= 0.001)
+        .map((x: { name: string; share: number }) => `${x.name} ${pct(x.share)}`)
+        .join(', ')}. Own files: ${r.profile.api_perf.ownFiles
+        .slice(0, 6)
+        .map((f: { file: string; share: number }) => `${f.file} ${pct(f.share)}`)
+        .join(', ')}. GC counts every sample with a collector frame, in any thread; kernel is the main thread in system calls and the network stack; V8's --cpu-prof above samples the main thread on a wall-clock timer, so it leaves out the GC's helper threads and counts waits for a core inside system calls.\n`
+    : ''
+}${r.notes.length ? `\nNotes: ${r.notes.join('; ')}.\n` : ''}`;
 }
 
 // BENCH_RENDER=bench/x.json: only renders that run's markdown again (bench/x.md), e.g. after the report's layout changed.
