@@ -824,7 +824,7 @@ Profile (${r.profile ? `${r.profile.scenario}, ${r.profile.load}` : 'uncached + 
 - worker: ${prof(r.profile?.worker)}
 ${
   r.profile?.api_perf
-    ? `\nOn-CPU profile of the api in the same window (Linux perf, cpu-clock, every thread of the process; bench/perf-profile.ts): ${r.profile.api_perf.samples} samples, ${pct(r.profile.api_perf.otherThreads)} outside the main thread. By owner: ${r.profile.api_perf.byOwner
+    ? `\nOn-CPU profile of the api over the same measured load, the catching up after it left out (Linux perf, cpu-clock, every thread of the process; bench/perf-profile.ts): ${r.profile.api_perf.samples} samples, ${pct(r.profile.api_perf.otherThreads)} outside the main thread. By owner: ${r.profile.api_perf.byOwner
         .filter((x: { share: number }) => x.share >= 0.001)
         .map((x: { name: string; share: number }) => `${x.name} ${pct(x.share)}`)
         .join(', ')}. Own files: ${r.profile.api_perf.ownFiles
