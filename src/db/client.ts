@@ -1,7 +1,6 @@
 import { mkdirSync } from 'node:fs';
-import { PGlite } from '@electric-sql/pglite';
+import type { PGlite } from '@electric-sql/pglite';
 import { PrismaPg } from '@prisma/adapter-pg';
-import { PrismaPGlite } from 'pglite-prisma-adapter';
 import pg from 'pg';
 import { PrismaClient } from '../generated/prisma/client.ts';
 import { startPgliteMaintenance, type PgliteMaintenance, type PgliteMaintenanceOptions } from './pglite-maintenance.ts';
@@ -61,6 +60,8 @@ export async function openDatabase(opts: OpenOptions): Promise<Database> {
     return { prisma, kind: 'postgres', schema, sql: pgDriver(pool, { timeoutMs: 30_000 }), close: () => prisma.$disconnect() };
   }
   if (opts.dataDir) mkdirSync(opts.dataDir, { recursive: true });
+  // Loaded only here: a PostgreSQL deployment never holds PGlite's code (about 3 MB of heap) in memory.
+  const [{ PGlite }, { PrismaPGlite }] = await Promise.all([import('@electric-sql/pglite'), import('pglite-prisma-adapter')]);
   const pglite = opts.dataDir ? new PGlite(opts.dataDir) : new PGlite();
   await pglite.waitReady;
   const prisma = new PrismaClient({ adapter: new PrismaPGlite(pglite), log: log ? [...log] : undefined });

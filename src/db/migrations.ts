@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { PGlite } from '@electric-sql/pglite';
+import type { PGlite } from '@electric-sql/pglite';
 import { PrismaPg } from '@prisma/adapter-pg';
 import { PROJECT_ROOT } from '../project-root.ts';
 import {
@@ -19,7 +19,12 @@ import {
 } from '@prisma/driver-adapter-utils';
 import type { MigrationList, SchemaEngine, SchemaFilter } from '@prisma/schema-engine-wasm';
 import pg from 'pg';
-import { PrismaPGlite } from 'pglite-prisma-adapter';
+
+/** PGlite and its adapter, loaded on first use: a PostgreSQL deployment that is up to date never loads them. */
+const pgliteModules = async () => {
+  const [{ PGlite }, { PrismaPGlite }] = await Promise.all([import('@electric-sql/pglite'), import('pglite-prisma-adapter')]);
+  return { PGlite, PrismaPGlite };
+};
 
 export type MigrationTarget =
   | { kind: 'postgres'; url: string; schema?: string }
@@ -131,7 +136,7 @@ export async function createMigration(
 /** `prisma migrate status`, plus a drift check: does the database still match what its applied migrations built? */
 export async function migrationStatus(target: MigrationTarget, opts: MigrateOptions = {}): Promise<MigrationStatus> {
   const local = readMigrationList(opts.migrationsDir ?? DEFAULT_MIGRATIONS_DIR);
-  const connection = target.kind === 'postgres' ? postgresConnection(target) : pgliteConnection(target.pglite);
+  const connection = target.kind === 'postgres' ? postgresConnection(target) : await pgliteConnection(target.pglite);
   return withEngine(connection, async (engine) => {
     const rows = await readMigrationRows(connection.query);
     const diagnosis = await engine.diagnoseMigrationHistory({
@@ -159,7 +164,7 @@ export async function migrationStatus(target: MigrationTarget, opts: MigrateOpti
 async function deployPglite(pglite: PGlite, local: MigrationList, log: (msg: string) => void): Promise<string[]> {
   const query = pgliteQuery(pglite);
   if (isUpToDate(await readMigrationRows(query), local)) return [];
-  return runEngineDeploy(pgliteConnection(pglite), local, log);
+  return runEngineDeploy(await pgliteConnection(pglite), local, log);
 }
 
 async function deployPostgres(
@@ -387,7 +392,8 @@ function postgresConnection(target: Extract<MigrationTarget, { kind: 'postgres' 
   return { factory, query: pgClientQuery(pool), close };
 }
 
-function pgliteConnection(pglite: PGlite): DatabaseConnection {
+async function pgliteConnection(pglite: PGlite): Promise<DatabaseConnection> {
+  const { PrismaPGlite } = await pgliteModules();
   const base = new PrismaPGlite(pglite);
   const shadows = new ShadowDatabases('public');
   const factory: SqlMigrationAwareDriverAdapterFactory = {
@@ -421,6 +427,7 @@ class ShadowDatabases {
   constructor(private readonly schema: string) {}
 
   async connect(): Promise<SqlDriverAdapter> {
+    const { PGlite, PrismaPGlite } = await pgliteModules();
     const db = new PGlite();
     this.open.add(db);
     const schema = quoteIdent(this.schema);

@@ -1,5 +1,4 @@
-import { EventStreamCodec, getChunkedStream, type Message } from '@smithy/core/event-streams';
-import aws4 from 'aws4';
+import type { Message } from '@smithy/core/event-streams';
 import type { AwsSpec, ProviderSpec } from './config-file.ts';
 import { argumentsObject, dataUrl, firstUnsupported, mergeTurns, responseTool, systemPrompt, type ResponseTool } from './translate.ts';
 import {
@@ -126,10 +125,22 @@ export function fromBedrock(res: any, forced: ResponseTool | null, name: string)
   };
 }
 
-const codec = new EventStreamCodec(
-  (bytes) => Buffer.from(bytes).toString('utf8'),
-  (text) => Buffer.from(text, 'utf8'),
-);
+/**
+ * AWS's signing and event-stream code, loaded with the first Bedrock request: a deployment without a Bedrock provider
+ * never holds it (about 1.5 MB of heap).
+ */
+let awsCode: Promise<{ aws4: typeof import('aws4'); codec: import('@smithy/core/event-streams').EventStreamCodec; getChunkedStream: typeof import('@smithy/core/event-streams').getChunkedStream }> | undefined;
+function loadAwsCode() {
+  awsCode ??= Promise.all([import('@smithy/core/event-streams'), import('aws4')]).then(([streams, aws4]) => ({
+    aws4: aws4.default,
+    codec: new streams.EventStreamCodec(
+      (bytes) => Buffer.from(bytes).toString('utf8'),
+      (text) => Buffer.from(text, 'utf8'),
+    ),
+    getChunkedStream: streams.getChunkedStream,
+  }));
+  return awsCode;
+}
 
 /**
  * AWS event-stream framing (application/vnd.amazon.eventstream): each message is a prelude (total and header lengths,
@@ -137,6 +148,7 @@ const codec = new EventStreamCodec(
  * the codec checks both CRCs and parses the headers (AWS's own @smithy code).
  */
 export async function* eventStreamMessages(body: AsyncIterable<Uint8Array>): AsyncGenerator<Message> {
+  const { codec, getChunkedStream } = await loadAwsCode();
   for await (const raw of getChunkedStream(body)) yield codec.decode(raw);
 }
 
@@ -226,14 +238,15 @@ export class BedrockStream implements StreamTranslator<Message> {
  * The headers of one POST signed with SigV4 (aws4 signs every header given, host, x-amz-date, and the body's hash;
  * an `x-amz-date` given is used as the signing time). Bedrock's signing name is `bedrock`.
  */
-export function signedHeaders(
+export async function signedHeaders(
   aws: Pick<AwsSpec, 'region' | 'accessKeyId' | 'secretAccessKey' | 'sessionToken'>,
   host: string,
   path: string,
   headers: Record<string, string>,
   body: string,
   service = 'bedrock',
-): Record<string, string> {
+): Promise<Record<string, string>> {
+  const { aws4 } = await loadAwsCode();
   const request = { host, path, method: 'POST', service, region: aws.region, headers: { ...headers }, body };
   aws4.sign(request, {
     accessKeyId: aws.accessKeyId.reveal(),
@@ -282,22 +295,22 @@ export class BedrockProvider implements Provider {
   }
 
   async complete(req: ProviderRequest): Promise<Completion> {
-    const { path, headers, body } = this.request(req, false);
+    const { path, headers, body } = await this.request(req, false);
     return fromBedrock(await this.http.postJson(path, headers, body, req.signal), responseTool(req), this.name);
   }
 
   async openStream(req: ProviderRequest): Promise<AsyncIterable<StreamPart>> {
-    const { path, headers, body } = this.request(req, true);
+    const { path, headers, body } = await this.request(req, true);
     const res = await this.http.post(path, headers, body, req.signal);
     return this.http.stream(res, req.signal, eventStreamMessages, new BedrockStream(responseTool(req), this.name, (t) => this.http.redact(t)));
   }
 
-  private request(req: ProviderRequest, stream: boolean) {
+  private async request(req: ProviderRequest, stream: boolean) {
     const field = this.unsupported(req);
     if (field) throw new ProviderError('rejected', `${this.name}: kind bedrock cannot carry ${field}`, 400);
     const path = `${this.base}/model/${encodeURIComponent(req.model)}/${stream ? 'converse-stream' : 'converse'}`;
     const body = JSON.stringify(toBedrock(req));
-    const headers = signedHeaders(
+    const headers = await signedHeaders(
       this.aws,
       this.host,
       path,

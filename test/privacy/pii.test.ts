@@ -1,7 +1,12 @@
-import { describe, expect, it } from 'vitest';
-import { PiiRedaction } from '../../src/domain/privacy/pii.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { loadPiiParsers, PiiRedaction } from '../../src/domain/privacy/pii.ts';
 import { restoreStream, type PrivacyPlan } from '../../src/domain/privacy/stage.ts';
 import { SvcError } from '../../src/errors/svc-error.ts';
+
+// Loaded with the first redacting request in the gateway (http tests cover that path); here, once up front.
+beforeAll(async () => {
+  await loadPiiParsers();
+});
 
 const redaction = (timeoutMs = 250, now: () => number = () => performance.now()) => new PiiRedaction({ timeoutMs, now });
 

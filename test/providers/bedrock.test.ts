@@ -36,9 +36,9 @@ beforeEach(() => fake.set({ text: 'Hello from Bedrock.' }));
 const req = (messages: Parameters<typeof request>[0], more: Parameters<typeof request>[1] = {}) => request(messages, { model: MODEL, ...more });
 
 describe('SigV4', () => {
-  it("reproduces AWS's published test vectors (get-vanilla's key and scope, post-vanilla)", () => {
+  it("reproduces AWS's published test vectors (get-vanilla's key and scope, post-vanilla)", async () => {
     const aws = { region: 'us-east-1', accessKeyId: new SecretValue('AKIDEXAMPLE'), secretAccessKey: new SecretValue('wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY'), sessionToken: null };
-    const headers = signedHeaders(aws, 'example.amazonaws.com', '/', { 'x-amz-date': '20150830T123600Z' }, '', 'service');
+    const headers = await signedHeaders(aws, 'example.amazonaws.com', '/', { 'x-amz-date': '20150830T123600Z' }, '', 'service');
     expect(headers.authorization).toBe(
       'AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, SignedHeaders=host;x-amz-date, Signature=5da7c1a2acd57cee7505fc6676e4e544621c30862966e37dddb68e92efbe5d6b',
     );

@@ -31,7 +31,7 @@ import { assertWithinBudget, chargeSpend, type SpendCharge } from '../budgets/se
 import { cacheKey, DEFAULT_CACHE_TTL_S, MAX_CACHE_TTL_S, type CachedAnswer } from './cache.ts';
 import { EmbeddingsRequest, InferenceRequest, parseInput } from './schema.ts';
 import { applyRag, type Citation } from '../rag/stage.ts';
-import { finishPrivacy, planPrivacy, restoreStream, retainedRecord, type PrivacyPlan, type RetainedResult } from '../privacy/stage.ts';
+import { finishPrivacy, planPrivacy, privacyReady, restoreStream, retainedRecord, type PrivacyPlan, type RetainedResult } from '../privacy/stage.ts';
 import type { PiiCounts } from '../privacy/pii.ts';
 import { applyTemplate, type AppliedTemplate } from '../templates/inference-stage.ts';
 import { askUntilValid, failureMessage, NO_TALLY, outputCheck, type OutputCheck, type Tally } from './stages/structured-output.ts';
@@ -349,7 +349,11 @@ async function plan(ctx: Ctx, t: Tracker, v: Validated): Promise<Plan> {
     });
   }
   const region = project.region ?? v.region;
-  if (v.kind === 'chat') ({ plan: t.privacy, messages: v.messages } = planPrivacy(t.ports.privacy, ctx, project, v.model, v.messages, v.pii));
+  if (v.kind === 'chat') {
+    const ready = privacyReady(project, v.pii);
+    if (ready) await ready;
+    ({ plan: t.privacy, messages: v.messages } = planPrivacy(t.ports.privacy, ctx, project, v.model, v.messages, v.pii));
+  }
   const registry = t.ports.providers;
   let routes: Route[];
   let policyTtlS: number | null = null;

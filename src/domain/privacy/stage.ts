@@ -1,7 +1,7 @@
 import type { ChatMessage, ContentPart } from '../../providers/types.ts';
 import type { Ctx } from '../context.ts';
 import type { CachedProject } from '../projects/cache.ts';
-import { PiiRedaction, type PiiCounts, type StreamRestorer } from './pii.ts';
+import { loadPiiParsers, PiiRedaction, type PiiCounts, type StreamRestorer } from './pii.ts';
 import type { InferencePrivacyPorts } from './ports.ts';
 import type { RetainedContent, RetainedRecord, RetainedResult } from './types.ts';
 
@@ -36,6 +36,19 @@ function redactMessages(redaction: PiiRedaction, messages: ChatMessage[]): ChatM
   });
 }
 
+/** Whether this request's messages are redacted: its `pii` option, else the project's default. */
+function redacts(project: CachedProject, option: PiiOption | null | undefined): boolean {
+  return option ? option.redact : (project.privacy?.piiRedact ?? false);
+}
+
+/**
+ * What planPrivacy needs loaded first: the PII parsers, when this request redacts and they are not loaded yet (the
+ * first such request of the process waits for them); null otherwise.
+ */
+export function privacyReady(project: CachedProject, option: PiiOption | null | undefined): Promise<void> | null {
+  return redacts(project, option) ? loadPiiParsers() : null;
+}
+
 /**
  * Runs in the pipeline's plan step, after the project is known and before the cache key, the reservation and the
  * provider (CONTRACT §11): the request's `pii` option, else the project's default, decides the redaction. Returns the
@@ -52,7 +65,7 @@ export function planPrivacy(
   const settings = project.privacy;
   // The idempotency store then keeps no content of the answer either (http/hooks/idempotency.ts).
   if (settings?.retentionMode === 'zero') ctx.zeroRetention = true;
-  const redact = option ? option.redact : (settings?.piiRedact ?? false);
+  const redact = redacts(project, option);
   let redaction: PiiRedaction | null = null;
   let out = messages;
   if (redact) {

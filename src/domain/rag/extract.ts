@@ -1,5 +1,3 @@
-import { convert } from 'html-to-text';
-import { extractText, getDocumentProxy } from 'unpdf';
 import { invalid } from '../../errors/svc-error.ts';
 import type { ContentType } from './schema.ts';
 
@@ -19,10 +17,12 @@ export function contentTypeOf(declared: string | undefined, fileName: string | u
 /**
  * The text to index. Markdown is indexed as written (its markup is mostly punctuation, which full text search drops);
  * HTML through html-to-text (scripts, styles and link targets left out); PDF through unpdf (pdf.js), pages joined.
+ * Both are loaded with the first document of their type: a gateway that indexes none never holds them.
  */
 export async function extractDocumentText(type: ContentType, data: Uint8Array | string, param: string): Promise<string> {
   if (type === 'application/pdf') {
     if (typeof data === 'string') throw invalid('content_type', 'A PDF must be uploaded as a file (multipart/form-data).');
+    const { extractText, getDocumentProxy } = await import('unpdf');
     try {
       const pdf = await getDocumentProxy(new Uint8Array(data));
       const { text } = await extractText(pdf, { mergePages: true });
@@ -33,6 +33,7 @@ export async function extractDocumentText(type: ContentType, data: Uint8Array | 
   }
   const text = typeof data === 'string' ? data : new TextDecoder('utf-8', { fatal: false }).decode(data);
   if (type === 'text/html') {
+    const { convert } = await import('html-to-text');
     return convert(text, {
       wordwrap: false,
       selectors: [

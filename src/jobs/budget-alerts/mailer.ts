@@ -1,4 +1,4 @@
-import { createTransport, type Transporter } from 'nodemailer';
+import type { Transporter } from 'nodemailer';
 import type { Logger } from 'pino';
 import type { Config } from '../../config/config.ts';
 import type { BudgetAlertSender } from '../../domain/budgets/ports.ts';
@@ -12,7 +12,7 @@ import { alertMessage } from './alert-message.ts';
  * e-mails in flight are tracked, for settled() (shutdown, tests).
  */
 export class BudgetAlertMailer implements BudgetAlertSender {
-  private transport: Transporter | null = null;
+  private transport: Promise<Transporter> | null = null;
   private readonly pending = new Set<Promise<void>>();
 
   constructor(
@@ -31,13 +31,16 @@ export class BudgetAlertMailer implements BudgetAlertSender {
     await Promise.all([...this.pending]);
   }
 
-  private transportFor(smtpUrl: string): Transporter {
-    this.transport ??= createTransport({
-      url: smtpUrl,
-      connectionTimeout: 10_000,
-      greetingTimeout: 10_000,
-      socketTimeout: 20_000,
-    } as Parameters<typeof createTransport>[0]);
+  /** nodemailer is loaded with the first e-mail: a deployment without SMTP never holds it (about 3 MB of heap). */
+  private transportFor(smtpUrl: string): Promise<Transporter> {
+    this.transport ??= import('nodemailer').then(({ createTransport }) =>
+      createTransport({
+        url: smtpUrl,
+        connectionTimeout: 10_000,
+        greetingTimeout: 10_000,
+        socketTimeout: 20_000,
+      } as Parameters<typeof createTransport>[0]),
+    );
     return this.transport;
   }
 
@@ -51,7 +54,7 @@ export class BudgetAlertMailer implements BudgetAlertSender {
     const to = config.alertEmailTo.length > 0 ? config.alertEmailTo : [from];
     const { subject, text } = alertMessage(alert);
     try {
-      await this.transportFor(config.smtpUrl).sendMail({
+      await (await this.transportFor(config.smtpUrl)).sendMail({
         from,
         to,
         subject,

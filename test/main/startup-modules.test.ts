@@ -1,0 +1,64 @@
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+/**
+ * What `npm start`'s entry point loads before it does anything: the static import graph of src/main.ts. The packages
+ * below are loaded where they are first needed (README "Memory": together about 11 MB of heap that a PostgreSQL
+ * deployment with no Bedrock provider, no SMTP, no PII redaction and no RAG upload never uses). A static import of one
+ * of them anywhere under main.ts puts it back in every process; this test names it.
+ */
+const LOADED_ON_FIRST_USE = [
+  '@electric-sql/pglite', // the embedded database (db/client.ts, db/migrations.ts)
+  'pglite-prisma-adapter',
+  'nodemailer', // budget alert e-mails (jobs/budget-alerts/mailer.ts)
+  'libphonenumber-js', // PII redaction (domain/privacy/pii.ts)
+  'ibantools',
+  '@smithy/core', // Bedrock's event streams and signing (providers/bedrock.ts)
+  'aws4',
+  'html-to-text', // RAG uploads (domain/rag/extract.ts)
+  'unpdf',
+];
+
+// A resolve hook (on Node's hooks thread) that prints every package a module of the graph resolves.
+const HOOK = `data:text/javascript,${encodeURIComponent(`
+import { register } from 'node:module';
+register('data:text/javascript,' + encodeURIComponent(\`
+export async function resolve(specifier, context, next) {
+  const r = await next(specifier, context);
+  const m = /\\\\/node_modules\\\\/((?:@[^/]+\\\\/)?[^/]+)\\\\//.exec(r.url);
+  if (m) process.stderr.write('RESOLVED ' + m[1] + '\\\\n');
+  return r;
+}\`));
+`)}`;
+
+function packagesLoadedAtStart(): Promise<{ code: number | null; packages: Set<string>; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    // PORT is refused by the configuration, so main.ts exits right after its imports, before opening anything.
+    const child = spawn(process.execPath, ['--import', 'tsx', '--import', HOOK, 'src/main.ts'], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', PORT: 'eighty', DATABASE_URL: 'postgresql://127.0.0.1:1/none' },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
+    child.on('error', reject);
+    child.on('exit', (code) => {
+      const packages = new Set([...stderr.matchAll(/^RESOLVED (\S+)$/gm)].map((m) => m[1]!));
+      resolve({ code, packages, stderr: stderr.replace(/^RESOLVED .*\n/gm, '') });
+    });
+  });
+}
+
+describe('start-up', () => {
+  it('loads the optional packages only where they are first used', async () => {
+    const run = await packagesLoadedAtStart();
+    expect(run.stderr.trim()).toBe('configuration error: PORT: must be a whole number, got "eighty"');
+    expect(run.code).toBe(1);
+    // The hook sees the graph: the packages every request needs are in it.
+    for (const pkg of ['fastify', 'ioredis', 'undici', '@prisma/client', 'graphql']) expect(run.packages).toContain(pkg);
+    expect(LOADED_ON_FIRST_USE.filter((pkg) => run.packages.has(pkg))).toEqual([]);
+  }, 60_000);
+});
