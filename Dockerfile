@@ -22,4 +22,4 @@ VOLUME ["/data"]
 HEALTHCHECK --interval=10s --timeout=3s CMD node -e "fetch('http://127.0.0.1:'+process.env.PORT+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
 # Migrations are applied at start (migrate-deploy semantics, under an advisory lock so replicas do not race).
 # The same Node flags as `npm start` (package.json): see README "Memory".
-CMD ["node", "--enable-source-maps", "--max-old-space-size=192", "--liftoff-only", "dist/server/main.js"]
+CMD ["node", "--enable-source-maps", "--max-old-space-size=192", "--min-semi-space-size=16", "--liftoff-only", "dist/server/main.js"]

@@ -24,7 +24,7 @@
  * checkout of an earlier version, built: its api process runs beside this one's, on the same worker, database and
  * Redis, and the gateway scenarios are measured on both, one after the other: a before/after in one run),
  * BENCH_BEFORE_FLAGS (Node flags for that "before" api process; without BENCH_BEFORE_ROOT it runs this build, so
- * the before/after compares the flags),
+ * the before/after compares the flags), BENCH_BEFORE_FIRST=1 (the "before" api measured first in each pair),
  * BENCH_ROUNDS (5) and BENCH_ROUND_S (6): the paired rounds behind the headline cpu_ratio (see ROUNDS below),
  * BENCH_LATENCY_RATE (the added-latency phase at this rate instead of half the uncached peak), BENCH_TRACE=1 (each
  * open-loop run's per-request latencies to bench/tmp/trace-<scenario>-<rate>.json).
@@ -66,6 +66,11 @@ const PEERS = process.env.BENCH_PEERS !== '0';
 const OUT = process.env.BENCH_OUT ?? 'results';
 const BEFORE_ROOT = process.env.BENCH_BEFORE_ROOT || null;
 const BEFORE_FLAGS = process.env.BENCH_BEFORE_FLAGS || '';
+/**
+ * 1: each scenario on the "before" api first, then on this one. The api measured second has cost 18–30% less CPU per
+ * request at saturation whichever build or flags it ran (README "Performance", late night): compare in both orders.
+ */
+const BEFORE_FIRST = process.env.BENCH_BEFORE_FIRST === '1';
 /** BENCH_TRACE=1: each open-loop run's [due ms, latency ms] per request, to bench/tmp/trace-<scenario>-<rate>.json. */
 const TRACE = process.env.BENCH_TRACE === '1';
 /**
@@ -425,9 +430,10 @@ async function main(): Promise<void> {
     }),
   ];
   if (before) {
-    // The same gateway scenarios on the earlier version's api process, each right after this version's.
+    // The same gateway scenarios on the earlier version's api process, each right after this version's (or right
+    // before it, BENCH_BEFORE_FIRST=1).
     for (const s of all.filter((x) => x.gateway)) {
-      all.splice(all.indexOf(s) + 1, 0, {
+      all.splice(all.indexOf(s) + (BEFORE_FIRST ? 0 : 1), 0, {
         ...s,
         id: `${s.id}-before`,
         name: `${s.name} [before]`,
@@ -786,7 +792,7 @@ function renderMarkdown(r: any): string {
   const table = results.flatMap((x) => [row(x, 'saturation'), row(x, 'offered')]).join('\n');
   const pairs = results.filter((x) => x.target === 'api').map((x) => [x, results.find((y) => y.id === `${x.id}-before`)] as const).filter(([, y]) => y);
   const ab = pairs.length
-    ? `\nBefore → after in this run (BENCH_BEFORE_ROOT: the earlier version's api process beside this one's, same worker, database and Redis, each scenario measured on both one right after the other):\n\n| scenario | load | api µs/request before → after | cpu_ratio before → after | p50 ms before → after | p99 ms before → after |\n|---|---|---|---|---|---|\n${pairs
+    ? `\nBefore → after in this run (BENCH_BEFORE_ROOT: the earlier version's api process beside this one's, same worker, database and Redis, each scenario measured on both one right after the other, ${BEFORE_FIRST ? 'the earlier version first' : 'this version first'}; the one measured second has been the cheaper by 18–30% at saturation whatever it ran, so compare in both orders, BENCH_BEFORE_FIRST=1):\n\n| scenario | load | api µs/request before → after | cpu_ratio before → after | p50 ms before → after | p99 ms before → after |\n|---|---|---|---|---|---|\n${pairs
         .flatMap(([x, y]) =>
           (['saturation', 'offered'] as const).map(
             (m) =>
