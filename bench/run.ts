@@ -17,7 +17,7 @@
  * Then: the added latency at half of the gateway's uncached peak (both driven at that rate, open loop), and a profile
  * of the api and worker processes (node --cpu-prof, summarized by package, sample-count weighting).
  *
- * Env: DATABASE_URL, REDIS_URL (local defaults), BENCH_DURATION_S (10), BENCH_WARMUP_S (3), BENCH_FIRST_WARMUP_S (10: a
+ * Env: DATABASE_URL, REDIS_URL (local defaults), BENCH_DURATION_S (10), BENCH_WARMUP_S (3), BENCH_FIRST_WARMUP_S (30: a
  * process's first scenario), BENCH_CONNECTIONS (50),
  * BENCH_OFFERED_RATE (1000), BENCH_ONLY (comma-separated scenario ids), BENCH_PROFILE (0: no profile phase),
  * BENCH_PEERS (0: no Portkey), BENCH_RENDER (a results .json: render its .md again, run nothing), BENCH_OUT (file name stem under bench/, default `results`), BENCH_BEFORE_ROOT (a
@@ -50,8 +50,12 @@ const DATABASE_URL = process.env.DATABASE_URL || 'postgresql://postgres@127.0.0.
 const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
 const DURATION = Number(process.env.BENCH_DURATION_S ?? 10);
 const WARMUP = Number(process.env.BENCH_WARMUP_S ?? 3);
-/** The warm-up of a target process's first scenario (its code is compiled meanwhile). */
-const FIRST_WARMUP = Number(process.env.BENCH_FIRST_WARMUP_S ?? 10);
+/**
+ * The warm-up of a target process's first scenario (its code is compiled meanwhile, and the worker, PostgreSQL and
+ * Redis warm up with the first gateway's). With 10 s, the api measured second in a before → after cost 18–30% less
+ * than the first whatever either ran; with 30 s, no such slot effect in two runs (README "Performance", late night).
+ */
+const FIRST_WARMUP = Number(process.env.BENCH_FIRST_WARMUP_S ?? 30);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const OFFERED = Number(process.env.BENCH_OFFERED_RATE ?? 1000);
 const ONLY = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(',')) : null;
@@ -67,8 +71,9 @@ const OUT = process.env.BENCH_OUT ?? 'results';
 const BEFORE_ROOT = process.env.BENCH_BEFORE_ROOT || null;
 const BEFORE_FLAGS = process.env.BENCH_BEFORE_FLAGS || '';
 /**
- * 1: each scenario on the "before" api first, then on this one. The api measured second has cost 18–30% less CPU per
- * request at saturation whichever build or flags it ran (README "Performance", late night): compare in both orders.
+ * 1: each scenario on the "before" api first, then on this one. With a short first warm-up the api measured second
+ * cost 18–30% less CPU per request at saturation whichever build or flags it ran (README "Performance", late night):
+ * a before → after is worth running in both orders.
  */
 const BEFORE_FIRST = process.env.BENCH_BEFORE_FIRST === '1';
 /** BENCH_TRACE=1: each open-loop run's [due ms, latency ms] per request, to bench/tmp/trace-<scenario>-<rate>.json. */
@@ -792,7 +797,7 @@ function renderMarkdown(r: any): string {
   const table = results.flatMap((x) => [row(x, 'saturation'), row(x, 'offered')]).join('\n');
   const pairs = results.filter((x) => x.target === 'api').map((x) => [x, results.find((y) => y.id === `${x.id}-before`)] as const).filter(([, y]) => y);
   const ab = pairs.length
-    ? `\nBefore → after in this run (BENCH_BEFORE_ROOT: the earlier version's api process beside this one's, same worker, database and Redis, each scenario measured on both one right after the other, ${BEFORE_FIRST ? 'the earlier version first' : 'this version first'}; the one measured second has been the cheaper by 18–30% at saturation whatever it ran, so compare in both orders, BENCH_BEFORE_FIRST=1):\n\n| scenario | load | api µs/request before → after | cpu_ratio before → after | p50 ms before → after | p99 ms before → after |\n|---|---|---|---|---|---|\n${pairs
+    ? `\nBefore → after in this run (BENCH_BEFORE_ROOT: the earlier version's api process beside this one's, same worker, database and Redis, each scenario measured on both one right after the other, ${BEFORE_FIRST ? 'the earlier version first' : 'this version first'}; run it in both orders to rule out the slot, BENCH_BEFORE_FIRST=1):\n\n| scenario | load | api µs/request before → after | cpu_ratio before → after | p50 ms before → after | p99 ms before → after |\n|---|---|---|---|---|---|\n${pairs
         .flatMap(([x, y]) =>
           (['saturation', 'offered'] as const).map(
             (m) =>
