@@ -63,18 +63,23 @@ afterAll(async () => {
   await t.close();
   await Promise.all([primary.close(), secondary.close()]);
 });
-beforeEach(async () => {
-  primary.reset();
-  secondary.reset();
-  // Fresh circuit breakers for every test: the registry is rebuilt from the same providers file.
+/** Fresh circuit breakers: the registry rebuilt from the same providers file, its timeouts as given. */
+async function freshRegistry(timeouts: { hopMs?: number; routingMs?: number } = {}): Promise<void> {
   await t.deps.providers.close();
-  t.deps.providers = new ProviderRegistry(t.config.providers, {
+  const specs = timeouts.hopMs === undefined ? t.config.providers : t.config.providers.map((p) => ({ ...p, timeoutMs: timeouts.hopMs! }));
+  t.deps.providers = new ProviderRegistry(specs, {
     clock: t.clock,
     log: t.deps.log,
     failureThreshold: t.config.circuitFailureThreshold,
     cooldownMs: t.config.circuitCooldownMs,
-    routingTimeoutMs: t.config.routingTimeoutMs,
+    routingTimeoutMs: timeouts.routingMs ?? t.config.routingTimeoutMs,
   });
+}
+
+beforeEach(async () => {
+  primary.reset();
+  secondary.reset();
+  await freshRegistry();
 });
 
 const infer = (model = 'gpt-test') => api.post('/v1/inference', { model, project_id: projectId, messages: user('fallback') });
@@ -180,6 +185,13 @@ describe('timeouts', () => {
 });
 
 describe('circuit breaker', () => {
+  // These are about the breaker (on the injected clock), not about timeouts: the hops' real-time budgets are made
+  // long, so that a provider answering slowly while the whole suite loads both cores is not a failure. (With 600 ms,
+  // the probe once fell back to the secondary in a full embedded run.)
+  beforeEach(async () => {
+    await freshRegistry({ hopMs: 10_000, routingMs: 20_000 });
+  });
+
   it('opens after consecutive failures, skips the provider, probes after the cool-down and closes on success', async () => {
     primary.set({ status: 500 });
     for (let i = 0; i < 2; i++) expect((await infer()).body.route).toBe('secondary/gpt-test');
