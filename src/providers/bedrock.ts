@@ -1,4 +1,5 @@
 import type { Message } from '@smithy/core/event-streams';
+import { onceAsync } from '../kernel/once.ts';
 import type { AwsSpec, ProviderSpec } from './config-file.ts';
 import { argumentsObject, dataUrl, firstUnsupported, mergeTurns, responseTool, systemPrompt, type ResponseTool } from './translate.ts';
 import {
@@ -129,18 +130,14 @@ export function fromBedrock(res: any, forced: ResponseTool | null, name: string)
  * AWS's signing and event-stream code, loaded with the first Bedrock request: a deployment without a Bedrock provider
  * never holds it (about 1.5 MB of heap).
  */
-let awsCode: Promise<{ aws4: typeof import('aws4'); codec: import('@smithy/core/event-streams').EventStreamCodec; getChunkedStream: typeof import('@smithy/core/event-streams').getChunkedStream }> | undefined;
-function loadAwsCode() {
-  awsCode ??= Promise.all([import('@smithy/core/event-streams'), import('aws4')]).then(([streams, aws4]) => ({
-    aws4: aws4.default,
-    codec: new streams.EventStreamCodec(
-      (bytes) => Buffer.from(bytes).toString('utf8'),
-      (text) => Buffer.from(text, 'utf8'),
-    ),
-    getChunkedStream: streams.getChunkedStream,
-  }));
-  return awsCode;
-}
+const loadAwsCode = onceAsync(async () => {
+  const [streams, aws4] = await Promise.all([import('@smithy/core/event-streams'), import('aws4')]);
+  const codec = new streams.EventStreamCodec(
+    (bytes) => Buffer.from(bytes).toString('utf8'),
+    (text) => Buffer.from(text, 'utf8'),
+  );
+  return { aws4: aws4.default, codec, getChunkedStream: streams.getChunkedStream };
+});
 
 /**
  * AWS event-stream framing (application/vnd.amazon.eventstream): each message is a prelude (total and header lengths,

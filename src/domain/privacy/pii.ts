@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import { SvcError } from '../../errors/svc-error.ts';
+import { onceAsync } from '../../kernel/once.ts';
 
 /** CONTRACT §11: what the redaction finds, in the order it looks (a value found by an earlier kind is not looked at again). */
 export const PII_KINDS = ['email', 'iban', 'card', 'ssn', 'ip', 'phone'] as const;
@@ -88,7 +89,11 @@ interface PiiParsers {
   findPhoneNumbersInText: typeof import('libphonenumber-js').findPhoneNumbersInText;
 }
 let parsers: PiiParsers | null = null;
-let loading: Promise<void> | null = null;
+const loadParsers = onceAsync(async () => {
+  const [iban, phone] = await Promise.all([import('ibantools'), import('libphonenumber-js')]);
+  phone.findPhoneNumbersInText('+1 415 555 2671', { defaultCountry: 'US' });
+  parsers = { electronicFormatIBAN: iban.electronicFormatIBAN, isValidIBAN: iban.isValidIBAN, findPhoneNumbersInText: phone.findPhoneNumbersInText };
+});
 
 /**
  * Loads the parsers, once per process: with the first request that redacts, so that a gateway whose projects never
@@ -96,18 +101,7 @@ let loading: Promise<void> | null = null;
  * on a loaded machine): done here too, before any redaction's deadline starts. Null when they are loaded already.
  */
 export function loadPiiParsers(): Promise<void> | null {
-  if (parsers) return null;
-  loading ??= Promise.all([import('ibantools'), import('libphonenumber-js')]).then(
-    ([iban, phone]) => {
-      phone.findPhoneNumbersInText('+1 415 555 2671', { defaultCountry: 'US' });
-      parsers = { electronicFormatIBAN: iban.electronicFormatIBAN, isValidIBAN: iban.isValidIBAN, findPhoneNumbersInText: phone.findPhoneNumbersInText };
-    },
-    (err: unknown) => {
-      loading = null;
-      throw err;
-    },
-  );
-  return loading;
+  return parsers ? null : loadParsers();
 }
 
 function loaded(): PiiParsers {

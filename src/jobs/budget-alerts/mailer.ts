@@ -4,6 +4,7 @@ import type { Config } from '../../config/config.ts';
 import type { BudgetAlertSender } from '../../domain/budgets/ports.ts';
 import type { BudgetAlert } from '../../domain/budgets/types.ts';
 import type { Deps } from '../../deps.ts';
+import { onceAsync } from '../../kernel/once.ts';
 import { alertMessage } from './alert-message.ts';
 
 /**
@@ -12,8 +13,17 @@ import { alertMessage } from './alert-message.ts';
  * e-mails in flight are tracked, for settled() (shutdown, tests).
  */
 export class BudgetAlertMailer implements BudgetAlertSender {
-  private transport: Promise<Transporter> | null = null;
   private readonly pending = new Set<Promise<void>>();
+  /** nodemailer is loaded with the first e-mail: a deployment without SMTP never holds it (about 3 MB of heap). */
+  private readonly transport = onceAsync(async (): Promise<Transporter> => {
+    const { createTransport } = await import('nodemailer');
+    return createTransport({
+      url: this.config.smtpUrl!,
+      connectionTimeout: 10_000,
+      greetingTimeout: 10_000,
+      socketTimeout: 20_000,
+    } as Parameters<typeof createTransport>[0]);
+  });
 
   constructor(
     private readonly config: Pick<Readonly<Config>, 'smtpUrl' | 'alertEmailFrom' | 'alertEmailTo'>,
@@ -31,19 +41,6 @@ export class BudgetAlertMailer implements BudgetAlertSender {
     await Promise.all([...this.pending]);
   }
 
-  /** nodemailer is loaded with the first e-mail: a deployment without SMTP never holds it (about 3 MB of heap). */
-  private transportFor(smtpUrl: string): Promise<Transporter> {
-    this.transport ??= import('nodemailer').then(({ createTransport }) =>
-      createTransport({
-        url: smtpUrl,
-        connectionTimeout: 10_000,
-        greetingTimeout: 10_000,
-        socketTimeout: 20_000,
-      } as Parameters<typeof createTransport>[0]),
-    );
-    return this.transport;
-  }
-
   private async sendOne(alert: BudgetAlert): Promise<void> {
     const { config, log } = this;
     if (!config.smtpUrl) {
@@ -54,7 +51,7 @@ export class BudgetAlertMailer implements BudgetAlertSender {
     const to = config.alertEmailTo.length > 0 ? config.alertEmailTo : [from];
     const { subject, text } = alertMessage(alert);
     try {
-      await (await this.transportFor(config.smtpUrl)).sendMail({
+      await (await this.transport()).sendMail({
         from,
         to,
         subject,
