@@ -14,8 +14,9 @@
  * the whole machine comes from /proc, over the load plus the time the worker takes to catch up (usage records written,
  * deliveries sent), so the background work an inference causes is counted with it.
  *
- * Then: the added latency at half of the gateway's uncached peak (both driven at that rate, open loop), and a profile
- * of the api and worker processes (node --cpu-prof, summarized by package, sample-count weighting).
+ * Then: the added latency at half of the gateway's uncached peak (both driven at that rate, open loop), a profile
+ * of the api and worker processes (node --cpu-prof, summarized by package, sample-count weighting), and an on-CPU
+ * profile of the api in a run of its own (Linux perf, without --cpu-prof).
  *
  * Env: DATABASE_URL, REDIS_URL (local defaults), BENCH_DURATION_S (10), BENCH_WARMUP_S (3), BENCH_FIRST_WARMUP_S (30: a
  * process's first scenario), BENCH_CONNECTIONS (50),
@@ -64,7 +65,7 @@ const PROFILE = process.env.BENCH_PROFILE !== '0';
  * that rate instead of saturation. The profiles are kept in bench/tmp/prof-* for a closer look. */
 const PROFILE_SCENARIO = process.env.BENCH_PROFILE_SCENARIO || 'uncached-webhook';
 const PROFILE_RATE = Number(process.env.BENCH_PROFILE_RATE ?? 0);
-/** BENCH_PERF=0: no on-CPU profile of the api with Linux perf in the profile phase (bench/perf-profile.ts; skipped without perf). */
+/** BENCH_PERF=0: no on-CPU profile of the api with Linux perf after the profile phase (bench/perf-profile.ts; skipped without perf). */
 const PERF = process.env.BENCH_PERF !== '0';
 const PEERS = process.env.BENCH_PEERS !== '0';
 const OUT = process.env.BENCH_OUT ?? 'results';
@@ -614,19 +615,14 @@ async function main(): Promise<void> {
     const workerStarted = performance.now();
     worker = await startGateway('worker', `--cpu-prof --cpu-prof-dir=${dir}`);
     const apiStarted = performance.now();
-    const perf = PERF && perfAvailable();
-    // --perf-basic-prof: the process writes /tmp/perf-<pid>.map, which names its JavaScript frames for perf.
-    apiProc = await startGateway('api', `--cpu-prof --cpu-prof-dir=${dir}${perf ? ' --perf-basic-prof' : ''}`);
+    apiProc = await startGateway('api', `--cpu-prof --cpu-prof-dir=${dir}`);
     const s = { ...profiledScenario, url: profiledScenario.url.replace(base, apiProc.url) };
     base = apiProc.url;
     await saturate(s, WARMUP);
     // Only the measured load goes into the summary: not start-up, warm-up or shutdown.
     const loadFrom = performance.now();
-    const perfFile = path.join(dir, 'api.perf.data');
-    const recording = perf ? recordPerf(apiProc.child.pid!, perfFile) : null;
     if (PROFILE_RATE > 0) await paced(s, PROFILE_RATE, DURATION);
     else await saturate(s, DURATION);
-    await recording?.stop();
     await caughtUp();
     const loadTo = performance.now();
     const apiPid = apiProc.child.pid!;
@@ -642,10 +638,30 @@ async function main(): Promise<void> {
         load: PROFILE_RATE > 0 ? `${PROFILE_RATE}/s offered` : 'saturation',
         api: summarizeProfile(path.join(dir, apiFile), root, { fromMs: loadFrom - apiStarted, toMs: loadTo - apiStarted }),
         worker: summarizeProfile(path.join(dir, workerFile), root, { fromMs: loadFrom - workerStarted, toMs: loadTo - workerStarted }),
-        ...(recording && existsSync(perfFile) ? { api_perf: summarizePerf(perfFile, root) } : {}),
       };
-      rmSync(`/tmp/perf-${apiPid}.map`, { force: true });
     } else notes.push(`profile files not found in ${dir}`);
+    // The on-CPU profile in a run of its own, on an api without --cpu-prof: V8's sampler thread took 11-12% of the
+    // api's samples when both ran at once (shown under "other threads"), and its interrupts slow the main thread.
+    if (PERF && perfAvailable() && profile) {
+      process.stderr.write('bench: on-CPU profile of the api (perf) …\n');
+      worker = await startGateway('worker');
+      // --perf-basic-prof: the process writes /tmp/perf-<pid>.map, which names its JavaScript frames for perf.
+      apiProc = await startGateway('api', '--perf-basic-prof');
+      const p = { ...s, url: s.url.replace(base, apiProc.url) };
+      base = apiProc.url;
+      await saturate(p, WARMUP);
+      const perfFile = path.join(dir, 'api.perf.data');
+      const recording = recordPerf(apiProc.child.pid!, perfFile);
+      if (PROFILE_RATE > 0) await paced(p, PROFILE_RATE, DURATION);
+      else await saturate(p, DURATION);
+      await recording.stop();
+      await caughtUp();
+      const perfPid = apiProc.child.pid!;
+      await stopChild(apiProc.child);
+      await stopChild(worker.child);
+      if (existsSync(perfFile)) profile.api_perf = summarizePerf(perfFile, root);
+      rmSync(`/tmp/perf-${perfPid}.map`, { force: true });
+    }
   }
   await db.end();
   if (stuck > 0) notes.push(`${stuck} time(s) the worker had not caught up within 30 s (deliveries still pending); the CPU window closed there`);
@@ -835,7 +851,7 @@ Profile (${r.profile ? `${r.profile.scenario}, ${r.profile.load}` : 'uncached + 
 - worker: ${prof(r.profile?.worker)}
 ${
   r.profile?.api_perf
-    ? `\nOn-CPU profile of the api over the same measured load, the catching up after it left out (Linux perf, cpu-clock, every thread of the process; bench/perf-profile.ts): ${r.profile.api_perf.samples} samples, ${pct(r.profile.api_perf.otherThreads)} outside the main thread. By owner: ${r.profile.api_perf.byOwner
+    ? `\nOn-CPU profile of the api in a run of its own under the same load, without --cpu-prof, the catching up after it left out (Linux perf, cpu-clock, every thread of the process; bench/perf-profile.ts): ${r.profile.api_perf.samples} samples, ${pct(r.profile.api_perf.otherThreads)} outside the main thread. By owner: ${r.profile.api_perf.byOwner
         .filter((x: { share: number }) => x.share >= 0.001)
         .map((x: { name: string; share: number }) => `${x.name} ${pct(x.share)}`)
         .join(', ')}. Own files: ${r.profile.api_perf.ownFiles
