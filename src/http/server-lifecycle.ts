@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { FastifyInstance } from 'fastify';
+import { InFlight } from '../kernel/in-flight.ts';
 
 /**
  * What the drain allows beyond SVC_ROUTING_TIMEOUT_MS (which bounds an inference's provider hops): the request's own
@@ -35,7 +36,8 @@ export interface Drain {
  */
 export function drainOnClose(app: FastifyInstance, opts: DrainOptions): Drain {
   const server = app.server;
-  const unanswered = new Set<ServerResponse>();
+  // The responses not sent yet: a list, not a Set (a Set churned by every request costs the GC dearly: kernel/in-flight.ts).
+  const unanswered = new InFlight<ServerResponse>();
   let draining = false;
   const closeIdle = () => server.closeIdleConnections();
   const closeAfter = (res: ServerResponse) => {
@@ -43,10 +45,10 @@ export function drainOnClose(app: FastifyInstance, opts: DrainOptions): Drain {
   };
   server.on('request', (_req, res: ServerResponse) => {
     if (res.writableEnded) return;
-    unanswered.add(res);
+    const entry = unanswered.add(res);
     if (draining) closeAfter(res);
     res.once('close', () => {
-      unanswered.delete(res);
+      unanswered.delete(entry);
       // The next turn: Node has then marked the connection idle (or ended it, with Connection: close).
       if (draining) setImmediate(closeIdle);
     });
@@ -58,7 +60,7 @@ export function drainOnClose(app: FastifyInstance, opts: DrainOptions): Drain {
       closing ??= (async () => {
         draining = true;
         const started = performance.now();
-        for (const res of unanswered) closeAfter(res);
+        for (const res of unanswered.values()) closeAfter(res);
         let timer: NodeJS.Timeout | undefined;
         let cut = false;
         const deadline = new Promise<void>((resolve) => {

@@ -140,6 +140,7 @@ interface Pending {
 
 /** One turn's merged operation: its items, how they become its arguments, and everyone waiting on it (gather). */
 interface Gathered {
+  group: object;
   op: BatchOp;
   keys: readonly string[];
   items: unknown[];
@@ -154,7 +155,11 @@ const MAX_OPS = 256;
 
 export class RedisBatch {
   private queue: Pending[] = [];
-  private gathered = new Map<object, Gathered>();
+  /**
+   * This turn's merged operations (one per group, so one or two): a fresh array each turn, never a long-lived Map
+   * cleared every turn, whose replaced hash tables V8 keeps linked to each other (kernel/in-flight.ts).
+   */
+  private gathered: Gathered[] = [];
   private scheduled = false;
   private readonly health: RedisHealth;
   private readonly command: BatchCommand;
@@ -192,10 +197,11 @@ export class RedisBatch {
    */
   gather<T>(group: object, op: BatchOp, keys: readonly string[], item: T, args: (items: T[]) => readonly (string | number)[]): Promise<unknown> {
     return new Promise((resolve, reject) => {
-      let g = this.gathered.get(group);
+      let g: Gathered | undefined;
+      for (const x of this.gathered) if (x.group === group) g = x;
       if (!g) {
-        g = { op, keys, items: [], args: args as (items: unknown[]) => readonly (string | number)[], waiters: [] };
-        this.gathered.set(group, g);
+        g = { group, op, keys, items: [], args: args as (items: unknown[]) => readonly (string | number)[], waiters: [] };
+        this.gathered.push(g);
       }
       g.items.push(item);
       g.waiters.push({ resolve, reject });
@@ -210,8 +216,10 @@ export class RedisBatch {
     this.scheduled = false;
     const queue = this.queue;
     this.queue = [];
-    if (this.gathered.size > 0) {
-      for (const g of this.gathered.values()) {
+    if (this.gathered.length > 0) {
+      const gathered = this.gathered;
+      this.gathered = [];
+      for (const g of gathered) {
         let args: readonly (string | number)[];
         try {
           args = g.args(g.items);
@@ -232,7 +240,6 @@ export class RedisBatch {
           },
         });
       }
-      this.gathered.clear();
     }
     for (let i = 0; i < queue.length; i += MAX_OPS) this.send(queue.length <= MAX_OPS ? queue : queue.slice(i, i + MAX_OPS));
   };

@@ -1,5 +1,6 @@
 import { ReplyError, type Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import { InFlight } from '../kernel/in-flight.ts';
 
 /**
  * Whether the shared Redis client answers: ONE state per client, consulted by everything that uses it on the request
@@ -26,8 +27,8 @@ export class RedisHealth {
   private lastProbeAt = -Infinity;
   private probing: Promise<boolean> | null = null;
   private readonly listeners: (() => void)[] = [];
-  /** The commands being watched, oldest first (a Set keeps insertion order): rejected when Redis is found down. */
-  private readonly waiting = new Set<{ at: number; reject: (err: Error) => void }>();
+  /** The commands being watched, oldest first: rejected when Redis is found down (a list, not a Set: kernel/in-flight.ts). */
+  private readonly waiting = new InFlight<{ at: number; reject: (err: Error) => void }>();
   private sweeper: NodeJS.Timeout | null = null;
   private readonly commandTimeoutMs: number | null;
   private readonly now: () => number;
@@ -71,8 +72,7 @@ export class RedisHealth {
         'usage written directly) until a PING answers again',
     );
     const released = new RedisUnavailableError(`Redis does not answer (${message})`);
-    for (const w of this.waiting) w.reject(released);
-    this.waiting.clear();
+    for (const w of this.waiting.drain()) w.reject(released);
   }
 
   /**
@@ -87,8 +87,7 @@ export class RedisHealth {
         reject(new RedisUnavailableError('Redis does not answer'));
         return;
       }
-      const entry = { at: this.now(), reject };
-      this.waiting.add(entry);
+      const entry = this.waiting.add({ at: this.now(), reject });
       if (this.sweeper === null && this.commandTimeoutMs !== null) this.armSweeper(this.commandTimeoutMs);
       command.then(
         (value) => {
@@ -106,7 +105,7 @@ export class RedisHealth {
 
   private armSweeper(timeoutMs: number): void {
     this.sweeper = setInterval(() => {
-      const oldest = this.waiting.values().next().value;
+      const oldest = this.waiting.oldest();
       if (oldest === undefined) {
         clearInterval(this.sweeper!);
         this.sweeper = null;
@@ -115,7 +114,7 @@ export class RedisHealth {
       if (this.now() - oldest.at < timeoutMs) return;
       // Judged after this turn's I/O is read: an answer that arrived while the event loop was held up is not a timeout.
       setImmediate(() => {
-        if (this.waiting.values().next().value === oldest) this.report(new Error(`Redis did not answer within ${timeoutMs} ms (command timed out)`));
+        if (this.waiting.oldest() === oldest) this.report(new Error(`Redis did not answer within ${timeoutMs} ms (command timed out)`));
       });
     }, Math.max(5, Math.floor(timeoutMs / 4)));
     this.sweeper.unref();

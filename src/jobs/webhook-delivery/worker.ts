@@ -10,6 +10,7 @@ import { AttemptRecorder, type AttemptOutcome } from './record.ts';
 import { DeliverySender } from './send.ts';
 import { nextDueMs } from './store.ts';
 import { listenForWakeups } from './wakeup-listener.ts';
+import { InFlight } from '../../kernel/in-flight.ts';
 
 export type { AttemptOutcome };
 
@@ -70,7 +71,8 @@ export class DeliveryWorker implements DeliveryWorkerControl {
   private rerun = false;
   /** The last drain stopped because every slot was busy: a finishing attempt must drain again. */
   private slotsFull = false;
-  private readonly inflight = new Set<Promise<unknown>>();
+  /** The attempts running (a list, not a Set: one comes and goes with every delivery; kernel/in-flight.ts). */
+  private readonly inflight = new InFlight<Promise<unknown>>();
   private timer: NodeJS.Timeout | null = null;
   private timerDue = Infinity;
   private unlisten: (() => Promise<void>) | null = null;
@@ -156,9 +158,9 @@ export class DeliveryWorker implements DeliveryWorkerControl {
       this.deps.log.error({ err }, 'webhook attempt failed unexpectedly; it is retried after its lease');
       return null;
     });
-    this.inflight.add(p);
+    const entry = this.inflight.add(p);
     void p.then((outcome) => {
-      this.inflight.delete(p);
+      this.inflight.delete(entry);
       if (outcome) this.onAttempt?.(outcome);
       if (!this.running) return;
       if (this.handedOver.length > 0) this.sendHandedOver();
@@ -265,7 +267,7 @@ export class DeliveryWorker implements DeliveryWorkerControl {
       if (this.timer) clearTimeout(this.timer);
       this.timer = null;
       await this.loop;
-      await Promise.allSettled([...this.inflight]);
+      await Promise.allSettled(this.inflight.values());
       // Handed over but never sent: released, so any replica claims them now rather than when their lease runs out.
       const unsent = this.handedOver.splice(0).map((r) => r.id);
       if (unsent.length > 0) {
