@@ -7,7 +7,7 @@
  * full GC has moved the current table to the old generation, the dead tables there keep every later table, and every
  * request those tables held, alive through the young-generation GCs: each request's objects are then promoted and
  * wait for the next full GC, which promotes the tables again, and so on. `bench/hash-table-churn.ts` shows it
- * without the gateway (39 MB promoted in 4 s against 0.16 MB); in the api it was 6-20% of all it allocated (README
+ * without the gateway (53 MB promoted in 4 s against 1.3 MB); in the api it was 6-20% of all it allocated (README
  * "Performance and the hot path"). A removed node drops both its links, so nothing dead points at anything newer.
  */
 export class InFlight<T> {
