@@ -48,7 +48,7 @@ export class MemoryLimitStore implements LimitStore {
       }
       let cost = Math.trunc(spec.cost);
       if (!force && cost > capacity / SCALE) cost = capacity / SCALE;
-      return { key, capacity, rate, used, at, cost };
+      return { key, stored, capacity, rate, used, at, cost };
     });
     const allowed = force || state.every((s) => s.cost <= 0 || s.used + s.cost * SCALE <= s.capacity);
 
@@ -56,15 +56,16 @@ export class MemoryLimitStore implements LimitStore {
       let used = s.used;
       if (allowed && s.cost !== 0) {
         used = Math.max(0, used + s.cost * SCALE);
-        if (used === 0) this.buckets.delete(s.key);
-        else {
-          this.buckets.set(s.key, {
-            used,
-            at: s.at,
-            version: limits.version,
-            expiresAt: s.at + Math.ceil(used / s.rate) + 60_000,
-          });
-        }
+        // A drained bucket is kept (it equals a missing one) and updated in place: deleting and adding it back on
+        // every request would churn the long-lived map (kernel/in-flight.ts says what that costs). sweep() forgets it.
+        const expiresAt = s.at + Math.ceil(used / s.rate) + 60_000;
+        const b = s.stored;
+        if (b) {
+          b.used = used;
+          b.at = s.at;
+          b.version = limits.version;
+          b.expiresAt = expiresAt;
+        } else this.buckets.set(s.key, { used, at: s.at, version: limits.version, expiresAt });
       }
       return { used, applied: s.cost };
     });
@@ -76,7 +77,7 @@ export class MemoryLimitStore implements LimitStore {
     if (!current || current.version < limits.version) this.published.set(scope, { ...limits });
   }
 
-  /** Drops buckets that have refilled completely (they equal a missing bucket). */
+  /** Drops buckets that have refilled completely (they equal a missing bucket): once per SWEEP_EVERY calls. */
   private sweep(nowMs: number): void {
     for (const [key, b] of this.buckets) if (b.expiresAt <= nowMs) this.buckets.delete(key);
   }
