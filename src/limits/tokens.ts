@@ -44,7 +44,12 @@ const WORDISH = /[\p{L}\p{N}]/u;
  */
 export function estimateTextTokens(text: string): number {
   let tokens = 0;
-  for (const [piece] of text.matchAll(PIECES)) {
+  // exec over the one shared expression (matchAll would clone and compile it on every call); synchronous, so no
+  // other caller can move its lastIndex meanwhile.
+  PIECES.lastIndex = 0;
+  for (let m = PIECES.exec(text); m !== null; m = PIECES.exec(text)) {
+    const piece = m[0];
+    if (piece === '') break; // no alternative matches empty text; a guard against an endless loop all the same
     if (WHITESPACE.test(piece)) {
       tokens += Math.ceil(piece.length / 32);
       continue;
