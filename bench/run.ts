@@ -134,6 +134,12 @@ interface Measured {
   window_s: number;
   /** The target process's CPU per request ÷ the bare proxy's in the same mode of the same run. */
   cpu_ratio?: number;
+  /**
+   * A gateway api's garbage collection over the window, from its own /metrics (prom-client's nodejs_gc_duration_seconds:
+   * the main thread's GC time by kind): full (mark-compact) GCs per 10,000 requests and GC µs per request by kind.
+   * Full GCs every few thousand requests mean request garbage is being promoted (README "Performance": the hash tables).
+   */
+  gc?: { major_per_10k: number; us_per_request: Record<string, number> };
 }
 
 interface ScenarioResult {
@@ -232,6 +238,33 @@ function snapshot(): Snapshot {
   const idle = cpu[3]! + cpu[4]!;
   const total = cpu.slice(0, 8).reduce((a, b) => a + b, 0);
   return { groups, ours, busy: total - idle, total, at: performance.now() };
+}
+
+/** The api's GC time and count by kind (major, minor, incremental, weakcb), from its /metrics; null when not readable. */
+async function gcReading(base: string): Promise<Map<string, { count: number; sum: number }> | null> {
+  try {
+    const res = await undiciRequest(`${base}/metrics`, { headers: { authorization: `Bearer ${MASTER}` } });
+    const text = await res.body.text();
+    if (res.statusCode !== 200) return null;
+    const out = new Map<string, { count: number; sum: number }>();
+    for (const m of text.matchAll(/^nodejs_gc_duration_seconds_(sum|count)\{kind="(\w+)"\} (\S+)$/gm)) {
+      const e = out.get(m[2]!) ?? { count: 0, sum: 0 };
+      if (m[1] === 'sum') e.sum = Number(m[3]);
+      else e.count = Number(m[3]);
+      out.set(m[2]!, e);
+    }
+    return out;
+  } catch {
+    return null;
+  }
+}
+
+function gcBetween(a: Map<string, { count: number; sum: number }> | null, b: Map<string, { count: number; sum: number }> | null, requests: number): Measured['gc'] {
+  if (!a || !b || requests === 0) return undefined;
+  const us: Record<string, number> = {};
+  for (const [kind, e] of b) us[kind] = Math.round((((e.sum - (a.get(kind)?.sum ?? 0)) * 1e6) / requests) * 10) / 10;
+  const majors = (b.get('major')?.count ?? 0) - (a.get('major')?.count ?? 0);
+  return { major_per_10k: Math.round((majors / requests) * 1e5) / 10, us_per_request: us };
 }
 
 function cpuBetween(a: Snapshot, b: Snapshot, requests: number) {
@@ -482,10 +515,13 @@ async function main(): Promise<void> {
     await saturate(s, warmed.has(s.target) ? WARMUP : Math.max(WARMUP, FIRST_WARMUP));
     warmed.add(s.target);
     if (s.gateway) await caughtUp();
+    const gcBase = s.gateway ? new URL(s.url).origin : null;
+    let gcA = gcBase ? await gcReading(gcBase) : null;
     let a = snapshot();
     const r = await saturate(s, DURATION);
     if (s.gateway) await caughtUp();
     let b = snapshot();
+    let gcB = gcBase ? await gcReading(gcBase) : null;
     const saturation: Measured = {
       requests: r.requests.total,
       requests_per_s: Math.round(r.requests.total / DURATION),
@@ -493,11 +529,14 @@ async function main(): Promise<void> {
       non_2xx: r.non2xx,
       errors: r.errors + r.timeouts,
       ...cpuBetween(a, b, r.requests.total),
+      gc: gcBetween(gcA, gcB, r.requests.total),
     };
+    gcA = gcBase ? await gcReading(gcBase) : null;
     a = snapshot();
     const o = await paced(s, OFFERED, DURATION);
     if (s.gateway) await caughtUp();
     b = snapshot();
+    gcB = gcBase ? await gcReading(gcBase) : null;
     const done = o.sent - o.errors;
     const offered = {
       offered_rate: OFFERED,
@@ -507,6 +546,7 @@ async function main(): Promise<void> {
       non_2xx: o.non2xx,
       errors: o.errors,
       ...cpuBetween(a, b, done),
+      gc: gcBetween(gcA, gcB, done),
     };
     const pid = s.target === 'api' ? apiProc.child.pid! : s.target === 'api (before)' ? before!.child.pid! : s.target === 'proxy' ? proxy.pid! : portkeyPid!;
     results.push({ id: s.id, name: s.name, target: s.target, saturation, offered, rss_mb: rssMb(pid) });
@@ -800,6 +840,24 @@ async function deliveries(db: pg.Client, schema: string, countUrl: string) {
   };
 }
 
+/** The gateway api's garbage collection per scenario and load (from its /metrics), when the run recorded it. */
+function gcLines(results: ScenarioResult[]): string {
+  const rows: string[] = [];
+  for (const x of results) {
+    for (const m of ['saturation', 'offered'] as const) {
+      const gc = x[m].gc;
+      if (!gc) continue;
+      const us = Object.entries(gc.us_per_request)
+        .filter(([, v]) => v > 0)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', ');
+      rows.push(`| ${x.name.replace('gateway ', '')} | ${m === 'saturation' ? 'saturation' : `${x.offered.offered_rate}/s offered`} | ${gc.major_per_10k} | ${us} |`);
+    }
+  }
+  if (rows.length === 0) return '';
+  return `The api's garbage collection (its own /metrics, nodejs_gc_duration_seconds: main-thread GC time by kind; the GC's helper threads are in the CPU figures above, not here). Full GCs every few thousand requests mean request garbage is promoted to the old generation (README "Performance and the hot path", the hash tables):\n\n| scenario | load | full GCs per 10,000 requests | GC µs per request, by kind |\n|---|---|---|---|\n${rows.join('\n')}`;
+}
+
 function renderMarkdown(r: any): string {
   const results = r.results as ScenarioResult[];
   const groups = ['api', 'api (before)', 'worker', 'bare proxy', 'Portkey', 'mock provider', 'webhook receiver', 'load generator', 'PostgreSQL', 'Redis'].filter((g) =>
@@ -843,6 +901,8 @@ CPU µs per request by process (whole machine: every process, ours and others'):
 ${table}
 ${ab}
 ${a ? `Added latency at half of the gateway's uncached peak (${a.rate_per_s} req/s, open loop, both driven at that rate${a.warm_s ? `, each after ${a.warm_s} s at that rate not counted` : ''}): p50 ${a.proxy_p50_ms} → ${a.gateway_p50_ms} ms (**+${a.added_p50_ms} ms**), p99 ${a.proxy_p99_ms} → ${a.gateway_p99_ms} ms (**+${a.added_p99_ms} ms**).` : 'Added latency: not measured.'}
+
+${gcLines(r.results)}
 
 Usage and webhooks: ${r.webhooks.usage_records} usage records (${r.webhooks.usage_records_distinct_requests} distinct requests), deliveries by status ${JSON.stringify(r.webhooks.deliveries_by_status)}, the receiver got ${r.webhooks.receiver_distinct_deliveries} distinct deliveries (${r.webhooks.receiver_requests} requests).
 
