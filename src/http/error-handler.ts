@@ -39,9 +39,52 @@ function send(reply: FastifyReply, status: number, code: ErrorCode, message: str
   return reply.code(status).type('application/json; charset=utf-8').send(errorBody(reply.request, code, message, param, details));
 }
 
+/**
+ * A request body still arriving when an error is answered before it was read (a 413 on its Content-Length, an upload
+ * refused for the caller's plan): what is left of it is read and dropped, so that a client still sending it (Node's
+ * fetch, the openai SDK) reads the answer instead of failing with EPIPE. Bounded: past `maxBytes` more bytes or `maxMs`
+ * (or a declared Content-Length over `maxBytes`) the connection is closed once the answer is out.
+ */
+export const UNREAD_BODY_DRAIN = Object.freeze({ maxBytes: 64 * 1024 * 1024, maxMs: 10_000 });
+
+function drainUnreadBody(req: FastifyRequest, reply: FastifyReply): void {
+  const raw = req.raw;
+  // `complete` is Node's: the whole body has arrived (app.inject's request has no such flag, and nothing to drain).
+  if (raw.complete !== false || raw.destroyed) return;
+  if (Number(req.headers['content-length']) > UNREAD_BODY_DRAIN.maxBytes) {
+    reply.header('connection', 'close');
+    return;
+  }
+  // fastify's body reader asks for Connection: close on a body it refused; the body is read here instead.
+  reply.removeHeader('connection');
+  let seen = 0;
+  const done = () => {
+    clearTimeout(timer);
+    raw.off('data', onData);
+    raw.off('end', done);
+    raw.off('close', done);
+  };
+  const giveUp = () => {
+    done();
+    // After the answer is written: end the connection, then drop it (whatever else arrives is not read).
+    const socket = raw.socket as (typeof raw.socket & { destroySoon?: () => void }) | null;
+    if (socket && !socket.destroyed) (socket.destroySoon ?? socket.end).call(socket);
+  };
+  const onData = (chunk: Buffer) => {
+    seen += chunk.length;
+    if (seen > UNREAD_BODY_DRAIN.maxBytes) giveUp();
+  };
+  const timer = setTimeout(giveUp, UNREAD_BODY_DRAIN.maxMs);
+  raw.on('data', onData);
+  raw.once('end', done);
+  raw.once('close', done);
+  raw.resume();
+}
+
 /** The only place a REST error body is shaped: SvcError, fastify's validation and body errors, and everything else. */
 export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler(async (error: FastifyError | SvcError, req: FastifyRequest, reply: FastifyReply) => {
+    drainUnreadBody(req, reply);
     let err = error;
     // A deferred request (inference) that failed before its token reservation: taken now, and an exhausted request
     // window answers 429 as if it had been taken first (it would have been, without the deferral).

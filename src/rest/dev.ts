@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { unixOrNull, unixSeconds } from '../domain/context.ts';
 import { askRepository, type Answer } from '../domain/dev/answer.ts';
-import { DIFF_BODY_LIMIT } from '../domain/dev/limits.ts';
+import { DIFF_BODY_LIMIT, diffCapOf, showSize } from '../domain/dev/limits.ts';
 import {
   AskQuestion,
   CreateRepository,
@@ -35,10 +35,12 @@ import {
   type RepositoryView,
 } from '../domain/dev/service.ts';
 import type { ReviewResult } from '../domain/dev/work.ts';
-import { MAX_DOCUMENT_BYTES } from '../domain/rag/limits.ts';
+import { documentLimitOf, MAX_DOCUMENT_BYTES, showBytes, UPLOAD_BODY_SLACK } from '../domain/rag/limits.ts';
+import { SvcError } from '../errors/svc-error.ts';
 import { ticketOf } from '../http/hooks/rate-limit.ts';
 import { microsToUsd } from '../kernel/money.ts';
 import { sendList } from './list.ts';
+import { boundBody, type BodyBound } from './uploads.ts';
 
 export function presentRepository(v: RepositoryView) {
   const r = v.repository;
@@ -131,6 +133,37 @@ export function presentAnswer(a: Answer) {
 /** Each file up to the largest plan's document limit, plus the JSON around them: over it is over every plan. */
 const FILES_BODY_LIMIT = MAX_DOCUMENT_BYTES + 1024 * 1024;
 
+/** How many of the plan's documents one files call may carry, in bytes of JSON: posting more takes several calls. */
+const FILES_PER_BODY = 10;
+
+/**
+ * A files call's body, bounded by the caller's plan before it is read (uploads.ts boundBody): ten of its documents plus
+ * the slack, at most the largest plan's (starter 11 MB, growth and enterprise 51 MB). Over it: 413 document_too_large,
+ * param files.
+ */
+const filesBodyBound: BodyBound = {
+  limitOf: (plan) => (plan === null ? FILES_BODY_LIMIT : Math.min(FILES_PER_BODY * documentLimitOf(plan), MAX_DOCUMENT_BYTES) + UPLOAD_BODY_SLACK),
+  refuse: (plan, limit) =>
+    new SvcError('document_too_large', {
+      param: 'files',
+      message: `The request body is over ${limit} bytes${plan ? `: the ${plan} plan indexes files of up to ${showBytes(documentLimitOf(plan))} each; post more files in several calls` : ''}.`,
+    }),
+};
+
+/**
+ * A review's or summary's body, bounded by the caller's plan (domain/dev/limits.ts's rule for DIFF_BODY_LIMIT with the
+ * plan's cap: twice the cap, JSON-escaped, plus 1 MB: starter 1.4 MB, growth 3 MB, enterprise 11 MB). Over it: 409
+ * diff_too_large, param diff, as for a diff over the cap.
+ */
+const diffBodyBound: BodyBound = {
+  limitOf: (plan) => (plan === null ? DIFF_BODY_LIMIT : 2 * diffCapOf(plan) + UPLOAD_BODY_SLACK),
+  refuse: (plan, limit) =>
+    new SvcError('diff_too_large', {
+      param: 'diff',
+      message: `The request body is over ${limit} bytes${plan ? `: the ${plan} plan reviews diffs of up to ${showSize(diffCapOf(plan))}` : ''}.`,
+    }),
+};
+
 /** CONTRACT §16, Dev: repositories indexed from posted files, Q&A, reviews, pull-request summaries, tests. */
 export const devRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post('/v1/dev/repositories', { schema: { body: CreateRepository } }, async (req) => presentRepository(await createRepository(req.ctx, req.body)));
@@ -147,6 +180,7 @@ export const devRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/v1/dev/repositories/:repository_id/files',
     {
       bodyLimit: FILES_BODY_LIMIT,
+      preParsing: boundBody(filesBodyBound),
       config: { bodyTooLarge: { code: 'document_too_large', param: 'files' } },
       schema: { params: RepositoryIdParams, body: PostFiles },
     },
@@ -159,7 +193,7 @@ export const devRoutes: FastifyPluginAsyncTypebox = async (app) => {
     presentAnswer(await askRepository(app.ports.dev, req.ctx, req.params.repository_id, req.body, ticketOf(req))),
   );
 
-  const diffRoute = { bodyLimit: DIFF_BODY_LIMIT, config: { bodyTooLarge: { code: 'diff_too_large' as const, param: 'diff' } } };
+  const diffRoute = { bodyLimit: DIFF_BODY_LIMIT, preParsing: boundBody(diffBodyBound), config: { bodyTooLarge: { code: 'diff_too_large' as const, param: 'diff' } } };
   app.post('/v1/dev/reviews', { ...diffRoute, schema: { body: CreateReview } }, async (req) => presentDevTask(await createReview(req.ctx, req.body)));
   app.get('/v1/dev/reviews', { schema: { querystring: ListTasksQuery } }, async (req, reply) =>
     sendList(reply, await listTasks(req.ctx, 'review', req.query), '/v1/dev/reviews', presentDevTask),

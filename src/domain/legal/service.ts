@@ -178,7 +178,7 @@ export async function createContract(ctx: Ctx, matterId: string, up: ContractUpl
       message: `The contract is ${up.bytes} bytes; the ${project?.plan ?? 'starter'} plan accepts documents of up to ${showBytes(limit)} (${limit} bytes).`,
     });
   }
-  const text = await extractDocumentText(up.contentType, up.data, up.param);
+  const text = await extractDocumentText(up.contentType, up.data, up.param, { maxTextBytes: limit });
   if (!/\S/.test(text)) throw invalid(up.param, 'The contract has no text.');
   const sha256 = createHash('sha256').update(text).digest('hex');
   const now = ctx.now();

@@ -67,7 +67,7 @@ export async function createDocument(ports: RagPorts, ctx: Ctx, up: Upload): Pro
       message: `The document is ${up.bytes} bytes; the ${project.plan} plan accepts documents of up to ${showBytes(limit)} (${limit} bytes).`,
     });
   }
-  const text = await extractDocumentText(up.contentType, up.data, up.param);
+  const text = await extractDocumentText(up.contentType, up.data, up.param, { maxTextBytes: limit });
   if (!/\S/.test(text)) throw invalid(up.param, 'The document has no text to index.');
   const now = ctx.now();
   const id = newId('doc', now.getTime());
