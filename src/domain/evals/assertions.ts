@@ -1,6 +1,6 @@
-import { Ajv2020 } from 'ajv/dist/2020.js';
-import safeRegex from 'safe-regex2';
+import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import { invalid } from '../../errors/svc-error.ts';
+import { PatternBudgetExceeded, SafeRegExp, UnsafePattern, ajvRegExp, withPatternBudget } from '../../kernel/safe-regex.ts';
 import type { EvalAssert } from './schema.ts';
 import { MAX_REGEX_LENGTH } from './schema.ts';
 
@@ -14,14 +14,34 @@ export interface Verdict {
 }
 
 /**
- * The regex guard. JavaScript's RegExp backtracks, so a pattern such as (a+)+$ can take exponential time on a
- * crafted output. Three limits together: the pattern is at most MAX_REGEX_LENGTH characters; it must pass
- * safe-regex2's star-height check (no quantifier nested inside another quantified group) at create time; and only the
- * first MAX_REGEX_INPUT characters of the output are tested.
+ * The regex guard. JavaScript's RegExp backtracks, so a pattern such as (a|a)*b or (a+)+$ can take exponential time on
+ * a crafted output. Patterns run on RE2 instead (kernel/safe-regex.ts: linear time; backreferences and lookaround are
+ * refused at create time), the pattern is at most MAX_REGEX_LENGTH characters, and only the first MAX_REGEX_INPUT
+ * characters of the output are tested. json_schema assertions' `pattern`s run on RE2 as well.
  */
 export const MAX_REGEX_INPUT = 20_000;
 
-const ajv = new Ajv2020({ allErrors: false, strict: false });
+const ajv = new Ajv2020({ allErrors: false, strict: false, code: { regExp: ajvRegExp } });
+
+/** The assertion's schema compiled, or why it cannot be (a pattern RE2 cannot run, or not a schema). */
+function compileSchema(schema: Record<string, unknown>): ValidateFunction | string {
+  try {
+    return ajv.compile(schema);
+  } catch (err) {
+    if (err instanceof UnsafePattern) return `a pattern in assert.schema cannot be used: ${err.message}`;
+    return `assert.schema is not a valid JSON Schema: ${(err as Error).message}`;
+  }
+}
+
+/** The regex compiled for RE2, or why it cannot be. */
+function compileRegex(pattern: string): SafeRegExp | string {
+  try {
+    return new SafeRegExp(pattern);
+  } catch (err) {
+    if (!(err instanceof UnsafePattern)) throw err;
+    return err.kind === 'syntax' ? `The pattern is ${err.message}` : `The pattern cannot be run in linear time (RE2): ${err.message}.`;
+  }
+}
 
 /** Checks what the schema cannot say about one case's assertion; `at` is the param path (`cases[3].assert`). */
 export function checkAssert(a: EvalAssert, expected: string | undefined, at: string): void {
@@ -33,24 +53,16 @@ export function checkAssert(a: EvalAssert, expected: string | undefined, at: str
     case 'regex': {
       if (a.value === undefined || a.value === '') throw invalid(`${at}.value`, 'A regex assertion needs the pattern in assert.value.');
       if (a.value.length > MAX_REGEX_LENGTH) throw invalid(`${at}.value`, `A regex pattern may be at most ${MAX_REGEX_LENGTH} characters.`);
-      try {
-        new RegExp(a.value);
-      } catch (err) {
-        throw invalid(`${at}.value`, `The pattern is not a valid regular expression: ${(err as Error).message}`);
-      }
-      if (!safeRegex(a.value)) {
-        throw invalid(`${at}.value`, 'The pattern nests quantifiers (catastrophic backtracking, e.g. (a+)+): write it without a quantified group inside a quantified group.');
-      }
+      const re = compileRegex(a.value);
+      if (typeof re === 'string') throw invalid(`${at}.value`, re);
       return;
     }
-    case 'json_schema':
+    case 'json_schema': {
       if (a.schema === undefined) throw invalid(`${at}.schema`, 'A json_schema assertion needs assert.schema.');
-      try {
-        ajv.compile(a.schema);
-      } catch (err) {
-        throw invalid(`${at}.schema`, `assert.schema is not a valid JSON Schema: ${(err as Error).message}`);
-      }
+      const validate = compileSchema(a.schema);
+      if (typeof validate === 'string') throw invalid(`${at}.schema`, validate);
       return;
+    }
     case 'llm_judge':
       if (a.judge_model === undefined) throw invalid(`${at}.judge_model`, 'An llm_judge assertion needs assert.judge_model.');
       if (a.rubric === undefined || a.rubric.trim() === '') throw invalid(`${at}.rubric`, 'An llm_judge assertion needs assert.rubric.');
@@ -76,7 +88,9 @@ export function judgeLocally(a: EvalAssert, expected: string | null, output: str
         : { passed: false, reason: `The output does not contain "${clip(want)}".` };
     }
     case 'regex': {
-      const re = new RegExp(a.value!);
+      // A run stored before patterns ran on RE2 may hold one it cannot run: that case fails, saying why.
+      const re = compileRegex(a.value!);
+      if (typeof re === 'string') return { passed: false, reason: re };
       return re.test(output.slice(0, MAX_REGEX_INPUT))
         ? { passed: true, reason: `The output matches /${clip(a.value!)}/.` }
         : { passed: false, reason: `The output does not match /${clip(a.value!)}/.` };
@@ -88,8 +102,16 @@ export function judgeLocally(a: EvalAssert, expected: string | null, output: str
       } catch {
         return { passed: false, reason: 'The output is not JSON.' };
       }
-      const validate = ajv.compile(a.schema!);
-      if (validate(parsed)) return { passed: true, reason: 'The output is JSON that satisfies the schema.' };
+      const validate = compileSchema(a.schema!);
+      if (typeof validate === 'string') return { passed: false, reason: `${validate}.` };
+      let valid: boolean;
+      try {
+        valid = withPatternBudget(() => validate(parsed) as boolean);
+      } catch (err) {
+        if (!(err instanceof PatternBudgetExceeded)) throw err;
+        return { passed: false, reason: 'The output is too long to be tested against the schema\'s patterns.' };
+      }
+      if (valid) return { passed: true, reason: 'The output is JSON that satisfies the schema.' };
       const e = validate.errors?.[0];
       return { passed: false, reason: `The output does not satisfy the schema: ${e ? `${e.instancePath || '/'} ${e.message ?? ''}`.trim() : 'invalid'}.` };
     }

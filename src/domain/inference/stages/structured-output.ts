@@ -1,6 +1,7 @@
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import { LRUCache } from 'lru-cache';
 import { invalid } from '../../../errors/svc-error.ts';
+import { PatternBudgetExceeded, UnsafePattern, ajvRegExp, withPatternBudget } from '../../../kernel/safe-regex.ts';
 import type { ChatMessage, ChatOptions } from '../../../providers/types.ts';
 
 /**
@@ -16,7 +17,9 @@ export const MAX_ATTEMPTS = 3;
 export type OutputCheck = (content: string) => string[] | null;
 
 // Formats are not asserted (2020-12 makes them annotations by default); unknown keywords are allowed, as providers do.
-const ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: false });
+// `pattern` and `patternProperties` run on RE2 (kernel/safe-regex.ts): linear time, so a caller's `^(a+)+$` cannot
+// stall the process on a long answer; a pattern RE2 cannot run (backreference, lookaround) is refused at request time.
+const ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: false, code: { regExp: ajvRegExp } });
 /** Compiled schemas by their JSON text: a client sends the same schema on every request. */
 const compiled = new LRUCache<string, ValidateFunction>({ max: 1_000 });
 
@@ -38,6 +41,9 @@ function compile(schema: unknown): ValidateFunction {
     try {
       fn = ajv.compile(as2020(schema));
     } catch (err) {
+      if (err instanceof UnsafePattern) {
+        throw invalid('response_format.json_schema.schema', `response_format.json_schema.schema has a pattern that cannot be used: ${err.message}.`);
+      }
       throw invalid('response_format.json_schema.schema', `response_format.json_schema.schema is not a valid JSON Schema: ${(err as Error).message}`);
     }
     compiled.set(key, fn);
@@ -69,7 +75,13 @@ export function outputCheck(options: ChatOptions | undefined): OutputCheck | nul
   return (content) => {
     const r = parse(content);
     if (!r.ok) return [r.error];
-    if (!validate || validate(r.value)) return null;
+    if (!validate) return null;
+    try {
+      if (withPatternBudget(() => validate(r.value))) return null;
+    } catch (err) {
+      if (!(err instanceof PatternBudgetExceeded)) throw err;
+      return ['the answer is too long to be tested against the schema\'s patterns'];
+    }
     return (validate.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message ?? 'is invalid'}`);
   };
 }
