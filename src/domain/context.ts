@@ -30,6 +30,11 @@ export interface OperatorSession {
   /** The role in the addressed project; unbound (several projects, none named): the weakest of its roles. */
   role: 'viewer' | 'admin' | null;
   projects: ReadonlyMap<string, 'viewer' | 'admin'>;
+  /**
+   * Those of its projects whose console IP allowlist excludes this request's address (tenancy.ts refuses them: 403).
+   * Absent for a session acting without a request of its own (an approved change applied as its requester).
+   */
+  ipRefused?: ReadonlySet<string>;
 }
 
 /** One per request: REST puts it on `req.ctx`, GraphQL on `{ ctx }`. */

@@ -1,12 +1,14 @@
 import { SvcError, invalid } from '../errors/svc-error.ts';
 import type { Caller, Ctx } from './context.ts';
+import { PROJECT_IP_NOT_ALLOWED, refuseProjectAddress } from './operators/audit.ts';
 
 /**
  * Tenancy: which project a request addresses, decided here and nowhere else (CONTRACT §2, §3). A request names a
  * project in up to three places, read in this order: the call's own argument (a REST path id, GraphQL's projectId),
  * the REST query or body `project_id`, the X-Svc-Project header. A key naming any project but its own gets 404 (never
  * reveal that it exists); the operator naming different projects is ambiguous: 400. The idempotency hook scopes keys
- * with the same order (idempotencyScope). Imports no service: audit and every other service import it.
+ * with the same order (idempotencyScope). A console session is also held to the console IP allowlist of every project
+ * it names, wherever it names it (assertSessionAddress). Imports no service: audit and every other service import it.
  */
 
 const notFound = (param = 'project_id') => new SvcError('not_found', { param, message: 'No such project.' });
@@ -44,11 +46,33 @@ function addressedProject(ctx: Ctx, requested: string | null | undefined): strin
 
 /**
  * A console session (issue 22) sees only its groups' projects (another is 404, as for a key); one that addresses a
- * project (X-Svc-Project, or its only project) sees only that one, with that project's role.
+ * project (X-Svc-Project, or its only project) sees only that one, with that project's role. A project whose console IP
+ * allowlist excludes the request's address is 403, however it was named: the async entry points have audited that
+ * refusal already (assertSessionAddress); this is the backstop of the synchronous ones.
  */
 function assertSessionProjects(caller: Caller, named: string[]): void {
+  if (ipRefusedOf(caller, named)) throw new SvcError('insufficient_scope', { message: PROJECT_IP_NOT_ALLOWED });
   const projects = caller.session?.projects;
   if (named.some((p) => !projects?.has(p) || (caller.projectId !== null && p !== caller.projectId))) throw notFound();
+}
+
+/** The first of the named projects a console session may not address from this request's address, if any. */
+function ipRefusedOf(caller: Caller, named: readonly string[]): string | undefined {
+  const refused = caller.kind === 'session' ? caller.session?.ipRefused : undefined;
+  return refused && refused.size > 0 ? named.find((p) => refused.has(p)) : undefined;
+}
+
+/**
+ * CONTRACT §17: a console session is refused a project whose console IP allowlist excludes the request's address, and
+ * not only when the header, the path or the query names it (session.ts checks those before the route runs) but also
+ * the body or a GraphQL argument: 403 insufficient_scope, audited as operator.request_refused. The one place every
+ * way of addressing a project goes through.
+ */
+async function assertSessionAddress(ctx: Ctx, named: readonly string[]): Promise<void> {
+  const session = ctx.caller.session;
+  const refused = ipRefusedOf(ctx.caller, named);
+  if (!refused || !session) return;
+  throw await refuseProjectAddress(ctx.db, ctx, ctx.now().getTime(), session, refused);
 }
 
 /** A session reaching several projects names one per request (the console sends X-Svc-Project). */
@@ -79,6 +103,7 @@ async function assertVisible(ctx: Ctx, projectId: string): Promise<void> {
  * missing is 400 missing_project_id. A key that names another project gets 404 (never reveal that it exists).
  */
 export async function requireProjectId(ctx: Ctx, requested: string | null | undefined): Promise<string> {
+  await assertSessionAddress(ctx, namesOf(requested, ctx.namedProjectId, ctx.headerProjectId));
   const projectId = addressedProject(ctx, requested);
   if (!projectId) throw new SvcError('missing_project_id', { param: 'project_id' });
   await assertVisible(ctx, projectId);
@@ -87,6 +112,7 @@ export async function requireProjectId(ctx: Ctx, requested: string | null | unde
 
 /** The project filter of a read: a key sees only its own project; the operator all, or the one it names. */
 export async function visibleProjectId(ctx: Ctx, requested: string | null | undefined): Promise<string | undefined> {
+  await assertSessionAddress(ctx, namesOf(requested, ctx.namedProjectId, ctx.headerProjectId));
   const projectId = addressedProject(ctx, requested);
   // A key naming another project was refused there: it reads its own.
   if (ctx.caller.kind === 'key') return ctx.caller.projectId!;
@@ -110,11 +136,18 @@ export function assertPathProject(ctx: Ctx, projectId: string, param = 'id'): vo
   if (ctx.caller.kind === 'session') {
     try {
       assertSessionProjects(ctx.caller, [projectId]);
-    } catch {
+    } catch (err) {
+      if (err instanceof SvcError && err.code === 'insufficient_scope') throw err;
       throw notFound(param);
     }
   }
   addressedProject(ctx, projectId);
+}
+
+/** assertPathProject, with a console session's IP-allowlist refusal audited: the one to use in an async service. */
+export async function requirePathProject(ctx: Ctx, projectId: string, param = 'id'): Promise<void> {
+  await assertSessionAddress(ctx, namesOf(projectId, ctx.namedProjectId, ctx.headerProjectId));
+  assertPathProject(ctx, projectId, param);
 }
 
 /**

@@ -55,6 +55,8 @@ export interface LimiterOptions {
 }
 
 const LIMITS_CHANGED = 'limits:changed';
+/** The limiter scope of failed authentication attempts (never a project id: those start with prj_). */
+const AUTH_FAILURES_SCOPE = 'auth-failures';
 const MAX_CACHED_PROJECTS = 100_000;
 
 /**
@@ -113,6 +115,28 @@ export class Limiter {
   /** Gives back (negative) or adds tokens, never refused: a window may go into debt when usage beat the estimate. */
   adjustTokens(owner: TokenOwner, nowMs: number, delta: number): Promise<Decision> {
     return this.run(owner, nowMs, 'force', 0, delta);
+  }
+
+  /**
+   * Failed authentication attempts from one source (e.g. SCIM's bearer token per client address), in the same store
+   * as every other window (Redis: shared by the replicas): `perMinute` failures in a burst, then one more each
+   * 60 / perMinute seconds. `count: false` only looks. `retryAfter` (whole seconds) is set while another failure
+   * would not fit, that is while the source is throttled; `counted` says whether this failure was counted.
+   */
+  async authFailures(source: string, perMinute: number, nowMs: number, count: boolean): Promise<{ counted: boolean; retryAfter?: number }> {
+    const limits: VersionedLimits = { requestsPerMinute: perMinute, tokensPerMinute: 1, burst: 0, version: 0 };
+    const result = await this.opts.store.apply({
+      scope: AUTH_FAILURES_SCOPE,
+      limits,
+      mode: 'take',
+      nowMs,
+      buckets: [{ id: source, resource: 'requests', cost: count ? 1 : 0 }],
+    });
+    const { capacity, rate } = bucketShape('requests', limits);
+    // Used units after a counted failure, before a refused one: either way, room for one more or not.
+    const missing = result.buckets[0]!.used + SCALE - capacity;
+    const counted = count && result.allowed;
+    return missing > 0 ? { counted, retryAfter: Math.max(1, Math.ceil(missing / rate / 1000)) } : { counted };
   }
 
   /** The bucket ids of a key's own windows, made once per key (bounded like the store's key memo). */

@@ -6,6 +6,7 @@ import { makeCtx } from '../domain/context.ts';
 import { SvcError } from '../errors/svc-error.ts';
 import { clearSessionCookie, sessionCallerOf, sessionTokenOf, setSessionCookie } from '../http/hooks/session.ts';
 import type { PendingOidc } from './sso/oidc.ts';
+import { OidcRefusal } from './sso/refusal.ts';
 
 /** The sealed OIDC round-trip state: SameSite=Lax, as the provider's redirect back is a cross-site navigation. */
 const OIDC_COOKIE = 'svc_oidc';
@@ -95,6 +96,10 @@ export const ssoRoutes: FastifyPluginAsync = async (app) => {
     try {
       userName = await oidc.finish(new URL(req.url, base), pending);
     } catch (err) {
+      if (err instanceof OidcRefusal) {
+        await refuseSignIn(ports, facts(req), 'oidc', err.reason, err.userName);
+        return backToConsole(reply, 'invalid_response');
+      }
       req.log.warn({ err: (err as Error).message }, 'OpenID Connect sign-in failed');
       await refuseSignIn(ports, facts(req), 'oidc', 'provider_response_invalid');
       return backToConsole(reply, 'invalid_response');

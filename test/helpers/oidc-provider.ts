@@ -17,7 +17,10 @@ const escape = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)}
  * with PKCE required, signed ID tokens, discovery. Its login page is a plain form (email only: this provider trusts
  * whoever types, which is what a test needs); submitting it grants the openid, email and profile scopes.
  */
-export async function startOidcProvider(redirectUris: string | string[]): Promise<TestOidcProvider> {
+export async function startOidcProvider(
+  redirectUris: string | string[],
+  opts: { claimsOf?: (sub: string) => Record<string, unknown> } = {},
+): Promise<TestOidcProvider> {
   const port = await freePort();
   const issuer = `http://127.0.0.1:${port}`;
   const provider = new Provider(issuer, {
@@ -33,7 +36,11 @@ export async function startOidcProvider(redirectUris: string | string[]): Promis
     ],
     pkce: { required: () => true },
     claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name'] },
-    findAccount: async (_ctx, sub) => ({ accountId: sub, claims: async () => ({ sub, email: sub, email_verified: true, name: sub.split('@')[0] }) }),
+    // claimsOf: what the provider says of an account (e.g. email_verified false); default a verified e-mail.
+    findAccount: async (_ctx, sub) => ({
+      accountId: sub,
+      claims: async () => ({ sub, ...(opts.claimsOf ? opts.claimsOf(sub) : { email: sub, email_verified: true, name: sub.split('@')[0] }) }),
+    }),
     interactions: { url: (_ctx, interaction) => `/interaction/${interaction.uid}` },
     features: { devInteractions: { enabled: false } },
     cookies: { keys: ['oidc-test-cookie-key-0123456789'] },

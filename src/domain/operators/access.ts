@@ -3,7 +3,7 @@ import { SvcError, invalid } from '../../errors/svc-error.ts';
 import { isCidr } from '../../kernel/cidr.ts';
 import { recordAudit } from '../audit/service.ts';
 import type { Ctx } from '../context.ts';
-import { addressed, assertPathProject } from '../tenancy.ts';
+import { addressed, requirePathProject } from '../tenancy.ts';
 import { SetGroupRoles, SetIpAllowlist, checkInput } from './schema.ts';
 
 export type GroupWithRoles = OperatorGroup & { roles: OperatorGroupRole[]; members: { operatorId: string }[] };
@@ -56,7 +56,7 @@ export interface ProjectIpAllowlist {
 }
 
 async function existingProject(ctx: Ctx, projectId: string): Promise<void> {
-  assertPathProject(ctx, projectId, 'project_id');
+  await requirePathProject(ctx, projectId, 'project_id');
   const found = await ctx.db.project.findUnique({ where: { id: projectId }, select: { id: true } });
   if (!found) throw new SvcError('not_found', { param: 'project_id', message: 'No such project.' });
   addressed(ctx, projectId);

@@ -1,11 +1,10 @@
 import { createHash, randomBytes } from 'node:crypto';
-import type { Prisma } from '../../generated/prisma/client.ts';
 import type { Db } from '../../db/client.ts';
 import { newId } from '../../db/ids.ts';
 import { SvcError } from '../../errors/svc-error.ts';
 import { CidrList } from '../../kernel/cidr.ts';
-import type { AuditAction } from '../audit/actions.ts';
 import type { Caller, Ctx, OperatorSession } from '../context.ts';
+import { auditOperator, refuseProjectAddress } from './audit.ts';
 import { safeEqualHex } from '../keys/secrets.ts';
 import type { OperatorPorts, RequestFacts } from './ports.ts';
 import { scopesOfRole, strongest, type Role } from './roles.ts';
@@ -26,32 +25,8 @@ export const csrfTokenOf = (token: string): string => createHash('sha256').updat
 const ended = (message = 'The console session is missing, expired or ended: sign in again.') =>
   new SvcError('invalid_api_key', { message });
 
-/**
- * Audit rows of this capability. The actor (actor_key_id) is the operator's `opr_…` id, or null when the refusal
- * happened before anyone was known; SCIM's own changes name `scim`.
- */
-export async function auditOperator(
-  db: Db | Prisma.TransactionClient,
-  facts: RequestFacts,
-  nowMs: number,
-  actorId: string | null,
-  action: AuditAction,
-  input: { projectId?: string | null; targetId?: string | null; data?: Prisma.InputJsonValue } = {},
-): Promise<void> {
-  await db.auditEvent.create({
-    data: {
-      id: newId('aud', nowMs),
-      projectId: input.projectId ?? null,
-      action,
-      actorKeyId: actorId,
-      targetId: input.targetId ?? null,
-      requestId: facts.requestId,
-      ip: facts.ip,
-      data: input.data ?? {},
-      createdAt: new Date(nowMs),
-    },
-  });
-}
+// The audit rows live in audit.ts (tenancy.ts writes one too); provisioning imports them from here.
+export { auditOperator };
 
 /** The console's IP allowlist (SVC_CONSOLE_IP_ALLOWLIST) for a sign-in route; a refusal is audited. */
 export async function assertConsoleAddress(ports: OperatorPorts, facts: RequestFacts, what: string): Promise<void> {
@@ -141,6 +116,8 @@ const touchEvery = (idleMs: number) => Math.min(60_000, Math.max(1_000, Math.flo
  * A console request's caller from its session cookie (CONTRACT §17). Checks, in order: the session exists and neither
  * timeout has passed (else 401, and a timed-out session is ended and audited), the operator is still active, the
  * console's IP allowlist, the CSRF token, the named project is one of the operator's (else 404) and its IP allowlist.
+ * The projects whose allowlist excludes the address ride along (`ipRefused`): tenancy.ts refuses them wherever a later
+ * step names them (the body, a GraphQL argument), with the same audited 403.
  * The roles are read on every request, so a group change applies to the next one.
  */
 export async function sessionCaller(ports: OperatorPorts, facts: RequestFacts, req: SessionRequest): Promise<Caller> {
@@ -158,9 +135,8 @@ export async function sessionCaller(ports: OperatorPorts, facts: RequestFacts, r
     }
     throw ended(`The console session ended (${timedOut === 'idle_timeout' ? 'idle timeout' : 'absolute timeout'}): sign in again.`);
   }
-  const refuse = async (reason: string, message: string, projectId: string | null = null) => {
+  const refuse = async (reason: string, message: string) => {
     await auditOperator(ports.db, facts, now, session.operatorId, 'operator.request_refused', {
-      projectId,
       targetId: session.id,
       data: { reason, session_id: session.id },
     });
@@ -179,11 +155,12 @@ export async function sessionCaller(ports: OperatorPorts, facts: RequestFacts, r
   }
   if (req.project !== null && !roles.has(req.project)) throw new SvcError('not_found', { param: 'project_id', message: 'No such project.' });
   const projectId = req.project ?? (roles.size === 1 ? [...roles.keys()][0]! : null);
-  if (projectId !== null) {
-    const allowlist = await ports.db.projectIpAllowlist.findUnique({ where: { projectId } });
-    if (allowlist && !new CidrList(allowlist.cidrs).allows(facts.ip)) {
-      throw await refuse('project_ip_not_allowed', "This address is not in the project's console IP allowlist.", projectId);
-    }
+  // Every project's allowlist at once (one query): the request may name another project later, in its body or as a
+  // GraphQL argument, and tenancy.ts refuses those of this set wherever they are named.
+  const lists = roles.size === 0 ? [] : await ports.db.projectIpAllowlist.findMany({ where: { projectId: { in: [...roles.keys()] } } });
+  const ipRefused = new Set(lists.filter((l) => !new CidrList(l.cidrs).allows(facts.ip)).map((l) => l.projectId));
+  if (projectId !== null && ipRefused.has(projectId)) {
+    throw await refuseProjectAddress(ports.db, facts, now, { operatorId: session.operatorId, sessionId: session.id }, projectId);
   }
   const all = [...roles.values()];
   const role: Role | null = projectId !== null ? roles.get(projectId)! : all.length === 0 ? null : all.every((r) => r === 'admin') ? 'admin' : 'viewer';
@@ -200,6 +177,7 @@ export async function sessionCaller(ports: OperatorPorts, facts: RequestFacts, r
     expiresAt: session.expiresAt,
     role,
     projects: roles,
+    ipRefused,
   };
   return { kind: 'session', keyId: session.operatorId, projectId, scopes: role ? scopesOfRole(role) : [], session: info };
 }

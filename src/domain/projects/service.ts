@@ -4,7 +4,7 @@ import { SvcError } from '../../errors/svc-error.ts';
 import { recordAudit } from '../audit/service.ts';
 import type { Ctx } from '../context.ts';
 import type { ProjectPorts } from './ports.ts';
-import { addressed, assertPathProject } from '../tenancy.ts';
+import { addressed, assertPathProject, requirePathProject } from '../tenancy.ts';
 import { paginate, type Page } from '../pagination.ts';
 import { parseInput } from '../validation.ts';
 import { CreateProject, ListProjectsQuery } from './schema.ts';
@@ -57,7 +57,7 @@ export async function listProjects(ctx: Ctx, raw: unknown): Promise<Page<Project
 
 export async function getProject(ctx: Ctx, projectId: string): Promise<Project> {
   // A key sees only its own project; the path's `{id}` (CONTRACT §2) is the param named for it.
-  assertPathProject(ctx, projectId);
+  await requirePathProject(ctx, projectId);
   const project = await ctx.db.project.findUnique({ where: { id: projectId } });
   if (!project) throw notFound('id');
   addressed(ctx, project.id);

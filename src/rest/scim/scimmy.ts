@@ -27,6 +27,9 @@ import { SCIM_BASE, SCIM_TYPE, sendScim, sendScimError } from './responses.ts';
  * SHA-256 alone is configured or kept (SVC_SCIM_TOKEN / SVC_SCIM_TOKEN_SHA256), compared in constant time.
  */
 
+/** Failed bearer tokens allowed per source address: this many in a burst, then one every 60 / this seconds (6 s). */
+export const SCIM_FAILED_TOKENS_PER_MINUTE = 10;
+
 /** What scimmy hands the handlers as their context. */
 interface ScimCtx {
   ports: OperatorPorts;
@@ -161,9 +164,21 @@ export async function registerScim(app: FastifyInstance, tokenHash: string): Pro
     return sendScimError(reply, status, status === 500 ? 'An unexpected error occurred in the gateway.' : err.message, status === 400 ? 'invalidSyntax' : undefined);
   });
 
+  // Failed tokens per source address, in the rate limiter's store (shared by the replicas with Redis): a burst of
+  // SCIM_FAILED_TOKENS_PER_MINUTE, then one more every 60 / that seconds. While an address is throttled every SCIM
+  // request from it is 429, a right token too: checking the token first would tell a guesser when it got it right.
+  const { limiter, clock } = app.deps;
+  const throttled = (reply: FastifyReply, retryAfter: number) =>
+    sendScimError(reply.header('Retry-After', String(retryAfter)), 429, `Too many failed SCIM bearer tokens from this address: retry in ${retryAfter} s.`);
   app.addHook('onRequest', async (req, reply) => {
+    const source = req.ip ?? 'unknown';
+    const look = await limiter.authFailures(source, SCIM_FAILED_TOKENS_PER_MINUTE, clock.now(), false);
+    if (look.retryAfter !== undefined) return throttled(reply, look.retryAfter);
     const match = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
     if (!match || match[1]!.length > 512 || !safeEqualHex(digest(match[1]!), tokenHash)) {
+      const failed = await limiter.authFailures(source, SCIM_FAILED_TOKENS_PER_MINUTE, clock.now(), true);
+      // Another failure from the same address filled the window between the look and now.
+      if (!failed.counted) return throttled(reply, failed.retryAfter ?? 1);
       reply.header('WWW-Authenticate', 'Bearer realm="svc-scim"');
       return sendScimError(reply, 401, 'The SCIM bearer token is missing or wrong.');
     }

@@ -1,5 +1,6 @@
 import * as oidc from 'openid-client';
 import type { OperatorsConfig } from '../../config/config.ts';
+import { OidcRefusal } from './refusal.ts';
 
 type OidcSettings = NonNullable<OperatorsConfig['oidc']>;
 
@@ -66,7 +67,8 @@ export class OidcSignIn {
 
   /**
    * Exchanges the code (PKCE verifier, state and nonce checked, ID token signature and claims validated by
-   * openid-client) and returns the user name claim; read from the UserInfo endpoint when the ID token lacks it.
+   * openid-client) and returns the user name claim; read from the UserInfo endpoint when the ID token lacks it. With the
+   * `email` claim (the default), the provider must say `email_verified: true`, else OidcRefusal.
    */
   async finish(callbackUrl: URL, pending: PendingOidc): Promise<string> {
     const config = await this.discovered();
@@ -77,12 +79,24 @@ export class OidcSignIn {
       idTokenExpected: true,
     });
     const claims = tokens.claims()!;
-    let value = claims[this.settings.usernameClaim];
-    if (value === undefined) {
-      const info = await oidc.fetchUserInfo(config, tokens.access_token, claims.sub);
-      value = info[this.settings.usernameClaim];
+    const claim = this.settings.usernameClaim;
+    let source: Record<string, unknown> = claims;
+    let userInfo: Record<string, unknown> | null = null;
+    const fetchUserInfo = async () => (userInfo ??= await oidc.fetchUserInfo(config, tokens.access_token, claims.sub));
+    if (claims[claim] === undefined) source = await fetchUserInfo();
+    const value = source[claim];
+    if (typeof value !== 'string' || value === '') throw new Error(`the ${claim} claim is missing`);
+    if (claim === 'email') {
+      // An e-mail names an operator only once the provider has verified it: otherwise whoever can type alice's address
+      // into a provider account (self-service sign-up, a social login) signs in as alice. email_verified must be the
+      // boolean true (OIDC Core 5.1); an ID token that carries the e-mail without it leaves UserInfo to say.
+      let verified = source.email_verified;
+      if (verified === undefined && source === claims) {
+        const info = await fetchUserInfo();
+        if (info.email === value) verified = info.email_verified;
+      }
+      if (verified !== true) throw new OidcRefusal('email_not_verified', value);
     }
-    if (typeof value !== 'string' || value === '') throw new Error(`the ${this.settings.usernameClaim} claim is missing`);
     return value;
   }
 }
