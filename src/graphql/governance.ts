@@ -2,9 +2,11 @@ import type { Approval } from '../generated/prisma/client.ts';
 import {
   approvalStatus,
   approveApproval,
+  claimApprovalSecret,
   getApproval,
   listApprovals,
   rejectApproval,
+  secretDelivery,
 } from '../domain/governance/approvals.ts';
 import { getGovernancePolicy, type GovernancePolicy, type Residency } from '../domain/governance/policy.ts';
 import { setGovernancePolicy, setResidency } from '../domain/governance/guarded.ts';
@@ -34,11 +36,17 @@ export const ApprovalRef = builder.objectRef<ApprovalView>('Approval').implement
     reason: t.exposeString('reason', { nullable: true }),
     error: t.field({ type: 'JSON', nullable: true, description: 'Why a failed approval failed: {code, message, param}.', resolve: (a) => a.error ?? null }),
     resultId: t.exposeString('resultId', { nullable: true, description: 'The object the applied change created or changed.' }),
+    secretDelivery: t.string({
+      nullable: true,
+      description: 'A secret the applied change issued (a key or a webhook): null when none, awaiting_claim (the requester claims it once with claimApprovalSecret), claimed.',
+      resolve: (a) => secretDelivery(a),
+    }),
+    secretClaimedAt: t.expose('secretClaimedAt', { type: 'UnixSeconds', nullable: true }),
     expiresAt: t.expose('expiresAt', { type: 'UnixSeconds' }),
     createdAt: t.expose('createdAt', { type: 'UnixSeconds' }),
     secret: t.string({
       nullable: true,
-      description: 'A secret the applied change issued (a key or a webhook): only in approveApproval\'s answer, once.',
+      description: 'A secret the applied change issued (a key or a webhook): only in its requester\'s claimApprovalSecret answer, once; never to the approver.',
       resolve: (a) => a.secret ?? null,
     }),
   }),
@@ -118,9 +126,18 @@ builder.mutationFields((t) => ({
     description:
       'Applies the queued change (re-validated) as the key that asked; another key than the requester (segregation_of_duties). A change no longer valid leaves the approval failed. Emits approval.approved.',
     args: { id: t.arg.id({ required: true }) },
+    resolve: async (_root, args, { ctx, ports }) => (await approveApproval(ports, ctx, String(args.id))).approval,
+  }),
+  claimApprovalSecret: t.field({
+    type: ApprovalRef,
+    nullable: true,
+    authScopes: { action: 'approval.claim' },
+    description:
+      'The requester of an applied change takes the secret it issued (a created or rotated key, a created webhook), once; anyone else: not_found. Nothing to claim: invalid_request.',
+    args: { id: t.arg.id({ required: true }) },
     resolve: async (_root, args, { ctx, ports }) => {
-      const { approval, secret } = await approveApproval(ports, ctx, String(args.id));
-      return { ...approval, ...(secret !== undefined ? { secret } : {}) };
+      const { approval, secret } = await claimApprovalSecret(ports, ctx, String(args.id));
+      return { ...approval, secret };
     },
   }),
   rejectApproval: t.field({

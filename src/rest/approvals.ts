@@ -4,9 +4,11 @@ import { unixOrNull, unixSeconds } from '../domain/context.ts';
 import {
   approvalStatus,
   approveApproval,
+  claimApprovalSecret,
   getApproval,
   listApprovals,
   rejectApproval,
+  secretDelivery,
 } from '../domain/governance/approvals.ts';
 import { ApprovalIdParams, ListApprovalsQuery, RejectApproval } from '../domain/governance/schema.ts';
 import { sendList } from './list.ts';
@@ -14,7 +16,9 @@ import { sendList } from './list.ts';
 /**
  * The approval object (CONTRACT §15) and our additions: `params` (the path ids of the change, e.g. key_id), `before`
  * (the resource when the change was queued; null for a create), `error` (why a `failed` approval failed), `result_id`
- * (the object the applied change created or changed) and, in the approve answer only, the `secret` it issued.
+ * (the object the applied change created or changed), `secret_delivery` (a secret the applied change issued:
+ * null when none, `awaiting_claim`, `claimed`) with `secret_claimed_at`, and, in the requester's claim answer only
+ * (POST /v1/approvals/{id}/claim, once), the `secret` itself. The approver never sees it.
  */
 export function presentApproval(a: Approval, now: Date, secret?: string) {
   const args = a.args as { params?: Record<string, string> };
@@ -34,6 +38,8 @@ export function presentApproval(a: Approval, now: Date, secret?: string) {
     reason: a.reason,
     error: a.error ?? null,
     result_id: a.resultId,
+    secret_delivery: secretDelivery(a),
+    secret_claimed_at: unixOrNull(a.secretClaimedAt),
     expires_at: unixSeconds(a.expiresAt),
     created_at: unixSeconds(a.createdAt),
     ...(secret !== undefined ? { secret } : {}),
@@ -51,7 +57,13 @@ export const approvalsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   );
 
   app.post('/v1/approvals/:approval_id/approve', { schema: { params: ApprovalIdParams } }, async (req) => {
-    const { approval, secret } = await approveApproval(app.ports, req.ctx, req.params.approval_id);
+    const { approval } = await approveApproval(app.ports, req.ctx, req.params.approval_id);
+    return presentApproval(approval, req.ctx.now());
+  });
+
+  // The requester of an applied change takes the secret it issued, once (anyone else: 404).
+  app.post('/v1/approvals/:approval_id/claim', { schema: { params: ApprovalIdParams } }, async (req) => {
+    const { approval, secret } = await claimApprovalSecret(app.ports, req.ctx, req.params.approval_id);
     return presentApproval(approval, req.ctx.now(), secret);
   });
 

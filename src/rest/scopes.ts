@@ -41,6 +41,7 @@ export const ROUTE_ACTIONS: Record<string, RouteAction> = {
   'POST /v1/webhooks/:webhook_id/disable': 'webhook.disable',
   'GET /v1/webhooks/:webhook_id/deliveries': 'webhook.delivery.list',
   'POST /v1/webhooks/:webhook_id/deliveries/:delivery_id/replay': 'webhook.delivery.replay',
+  'POST /v1/webhooks/:webhook_id/test': 'webhook.test',
 
   'POST /v1/inference': 'inference.create',
   'POST /v1/chat/completions': 'inference.create',
@@ -82,6 +83,7 @@ export const ROUTE_ACTIONS: Record<string, RouteAction> = {
   'GET /v1/approvals/:approval_id': 'approval.read',
   'POST /v1/approvals/:approval_id/approve': 'approval.approve',
   'POST /v1/approvals/:approval_id/reject': 'approval.reject',
+  'POST /v1/approvals/:approval_id/claim': 'approval.claim',
 
   // The verticals (CONTRACT §16).
   'POST /v1/risk/cases': 'risk_case.create',

@@ -141,11 +141,13 @@ describe('a change no longer valid when approved', () => {
   it('ends failed with the error when the key it rotates was revoked meanwhile', async () => {
     const g = await governedProject(operator, ['keys']);
     const target = await operator.post('/v1/keys', { project_id: g.projectId, name: uniqueName('t'), scopes: ['usage:read'] });
-    // The operator's own create is guarded too: a second key approves it, and the approval answers the new secret.
+    // The operator's own create is guarded too: a second key approves it; the new secret is the requester's to claim
+    // (issue 36: never in the approver's answer).
     const createId = expectQueued(target);
     const created = await as(g.approver.secret).post(`/v1/approvals/${createId}/approve`);
-    expect(created.body).toMatchObject({ status: 'approved', result_id: expect.stringMatching(/^key_/) });
-    expect(created.body.secret).toMatch(/^svc_sk_/);
+    expect(created.body).toMatchObject({ status: 'approved', result_id: expect.stringMatching(/^key_/), secret_delivery: 'awaiting_claim' });
+    expect(created.body.secret).toBeUndefined();
+    expect((await operator.post(`/v1/approvals/${createId}/claim`)).body.secret).toMatch(/^svc_sk_/);
     const keyId = created.body.result_id;
 
     const rotateId = expectQueued(await as(g.requester.secret).post(`/v1/keys/${keyId}/rotate`, {}));

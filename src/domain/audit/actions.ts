@@ -27,6 +27,7 @@ export const AUDIT_ACTIONS = {
   'approval.approve': 'A queued change was approved (and applied, or failed).',
   'approval.reject': 'A queued change was rejected.',
   'approval.expire': 'A queued change expired undecided after 24 hours.',
+  'approval.claim': 'The requester of an applied change claimed the secret it issued (once).',
   // Operators of the admin console (CONTRACT §17): the actor is the operator (opr_…), or null when none was known.
   'operator.sign_in': 'An operator signed in to the console (OIDC or SAML).',
   'operator.sign_in_refused': 'A console sign-in was refused.',

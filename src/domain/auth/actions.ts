@@ -41,6 +41,7 @@ export const ACTIONS = {
   'webhook.delivery.list': ['governance:manage'],
   'webhook.delivery.read': ['governance:manage'],
   'webhook.delivery.replay': ['governance:manage'],
+  'webhook.test': ['governance:manage'],
 
   // Inference (spec 4.4) and its OpenAI-compatible twins (CONTRACT §8).
   'inference.create': ['inference:write'],
@@ -67,6 +68,8 @@ export const ACTIONS = {
   'approval.read': ['governance:manage', 'risk:approve'],
   'approval.approve': ['governance:manage', 'risk:approve'],
   'approval.reject': ['governance:manage', 'risk:approve'],
+  // Only the key (or operator) that requested the change: the service refuses anyone else (404).
+  'approval.claim': 'authenticated',
   // Operators of the admin console (CONTRACT §17): groups' roles are the operator key's (domain/operators/access.ts);
   // a project's console IP allowlist is governance.
   'operator_group.list': 'authenticated',

@@ -45,6 +45,17 @@ export async function decide(
   return count === 1;
 }
 
+/** The sealed secret the applied change issued, kept for its requester's one claim. */
+export async function setSecret(db: Db, approvalId: string, sealed: string): Promise<void> {
+  await db.approval.update({ where: { id: approvalId }, data: { resultSecret: sealed } });
+}
+
+/** Wipes the sealed secret if it is still the one read (a conditional update): of two claims at once, one wins. */
+export async function claimSecret(tx: Tx, approvalId: string, sealed: string, now: Date): Promise<boolean> {
+  const { count } = await tx.approval.updateMany({ where: { id: approvalId, resultSecret: sealed }, data: { resultSecret: null, secretClaimedAt: now } });
+  return count === 1;
+}
+
 export async function setResult(tx: Tx, approvalId: string, resultId: string): Promise<void> {
   await tx.approval.update({ where: { id: approvalId }, data: { resultId } });
 }

@@ -120,6 +120,8 @@ export async function createKey(ctx: Ctx, raw: unknown): Promise<KeyWithSecret> 
           expiresAt: valid.expiresAt,
           status: 'active',
           createdAt: now,
+          // Dual control's segregation of duties walks this (domain/governance/approvals.ts).
+          createdBy: ctx.caller.keyId,
         },
       });
       await recordAudit(tx, ctx, 'key.create', {
@@ -203,6 +205,8 @@ export async function rotateKey(ports: KeyPorts, ctx: Ctx, keyId: string, raw: u
         secretLast4: secret.slice(-4),
         previousSecretHash: overlap > 0 ? found.secretHash : null,
         previousExpiresAt: overlap > 0 ? previousExpiresAt : null,
+        rotatedBy: ctx.caller.keyId,
+        rotatedAt: now,
       },
     });
     const expiresUnix = Math.floor(previousExpiresAt.getTime() / 1000);

@@ -9,7 +9,12 @@ export const CASE_STATUSES = ['open', 'closed'] as const;
 /** Evidence bytes: at most 5 MB (as base64 in JSON). */
 export const MAX_EVIDENCE_BYTES = 5 * 1024 * 1024;
 
-const Person = (description: string) => Text(200, description);
+/**
+ * A person of a case: checked and compared by the service as key names are (kernel/names.ts): no invisible or
+ * text-direction characters, no mix of Latin, Cyrillic and Greek letters (400); NFKC and case-folded for equality.
+ */
+const Person = (description: string) =>
+  Text(200, `${description} Compared ignoring case and compatibility forms; invisible characters and mixed Latin/Cyrillic/Greek letters are refused.`);
 
 /** POST /v1/risk/cases, GraphQL createRiskCase. */
 export const CreateRiskCase = Input({

@@ -3,6 +3,7 @@ import type { Prisma, RiskCase, RiskDraft, RiskEvidence as RiskEvidenceRow } fro
 import type { Tx } from '../../db/client.ts';
 import { newId } from '../../db/ids.ts';
 import { SvcError, invalid } from '../../errors/svc-error.ts';
+import { normalizeName, storedNameFold } from '../../kernel/names.ts';
 import { recordAudit } from '../audit/service.ts';
 import type { Ctx } from '../context.ts';
 import { enqueueEvent } from '../events/outbox.ts';
@@ -30,9 +31,22 @@ const NO_BYTES = { content: true } as const;
 const DRAFT_PREFIX = { assessment: 'rsa', report: 'rpt' } as const;
 const DRAFT_PARAM = { assessment: 'assessment_id', report: 'report_id' } as const;
 
-/** CONTRACT §16: the assignee works the case, the reviewer checks it; one person cannot do both. */
+/** The longest assignee or reviewer name, in characters (code points), as the schema's Text(200). */
+const MAX_PERSON_CHARS = 200;
+
+/**
+ * A person of a case (assignee, reviewer) as stored: the key names' rule (kernel/names.ts): NFC, trimmed, invisible
+ * or text-direction characters and mixed lookalike scripts refused (400 invalid_request naming the field).
+ */
+const person = (raw: string, param: 'assignee' | 'reviewer'): string => normalizeName(raw, param, MAX_PERSON_CHARS);
+
+/**
+ * CONTRACT §16: the assignee works the case, the reviewer checks it; one person cannot do both. People are compared
+ * as key names are (NFKC, case-folded): "é" and "e\u0301", "alice" and "ＡＬＩＣＥ" are one person. A stored name that
+ * predates the rule is folded without its invisible characters.
+ */
 function assertSegregated(assignee: string, reviewer: string): void {
-  if (assignee.trim().toLowerCase() === reviewer.trim().toLowerCase()) {
+  if (storedNameFold(assignee) === storedNameFold(reviewer)) {
     throw new SvcError('segregation_of_duties', { param: 'reviewer', message: 'The reviewer of a case cannot be its assignee.' });
   }
 }
@@ -47,7 +61,8 @@ const listWhere = <W extends object>(projectId: string | undefined, extra: W): W
 
 /** Audits risk_case.create. */
 export async function createRiskCase(ctx: Ctx, raw: unknown): Promise<RiskCase> {
-  const input = parseInput(CreateRiskCase, raw);
+  const parsed = parseInput(CreateRiskCase, raw);
+  const input = { ...parsed, assignee: person(parsed.assignee, 'assignee'), reviewer: person(parsed.reviewer, 'reviewer') };
   assertSegregated(input.assignee, input.reviewer);
   const projectId = await writeProject(ctx, input.project_id);
   const now = ctx.now();
@@ -93,7 +108,12 @@ async function openCase(ctx: Ctx, caseId: string): Promise<RiskCase> {
 
 /** Audits risk_case.update; a change that makes the assignee the reviewer is 409 segregation_of_duties. */
 export async function updateRiskCase(ctx: Ctx, caseId: string, raw: unknown): Promise<RiskCase> {
-  const input = parseInput(UpdateRiskCase, raw);
+  const parsed = parseInput(UpdateRiskCase, raw);
+  const input = {
+    ...parsed,
+    ...(parsed.assignee !== undefined ? { assignee: person(parsed.assignee, 'assignee') } : {}),
+    ...(parsed.reviewer !== undefined ? { reviewer: person(parsed.reviewer, 'reviewer') } : {}),
+  };
   const found = await getRiskCase(ctx, caseId);
   assertSegregated(input.assignee ?? found.assignee, input.reviewer ?? found.reviewer);
   const now = ctx.now();
