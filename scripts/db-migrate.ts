@@ -7,6 +7,7 @@
  */
 import { mkdirSync } from 'node:fs';
 import { PGlite } from '@electric-sql/pglite';
+import { DataDirInUseError, lockDataDir } from '../src/db/data-dir-lock.ts';
 import {
   applyMigrations,
   createMigration,
@@ -28,9 +29,23 @@ async function openTarget(): Promise<OpenTarget> {
   if (url) return { target: { kind: 'postgres', url }, label: redact(url), close: async () => {} };
   const dir = process.env.SVC_DATA_DIR || './.svc-data';
   mkdirSync(dir, { recursive: true });
+  // The gateway or Studio on the same directory: refused (DataDirInUseError), before PGlite opens it.
+  const lock = lockDataDir(dir);
   const pglite = new PGlite(dir);
-  await pglite.waitReady;
-  return { target: { kind: 'pglite', pglite }, label: `PGlite ${dir}`, close: () => pglite.close() };
+  try {
+    await pglite.waitReady;
+  } catch (err) {
+    lock.release();
+    throw err;
+  }
+  const close = async () => {
+    try {
+      await pglite.close();
+    } finally {
+      lock.release();
+    }
+  };
+  return { target: { kind: 'pglite', pglite }, label: `PGlite ${dir}`, close };
 }
 
 function redact(url: string): string {
@@ -95,7 +110,7 @@ main(process.argv.slice(2)).then(
     process.exitCode = code;
   },
   (err: unknown) => {
-    console.error(err instanceof Error ? err.message : err);
+    console.error(err instanceof DataDirInUseError ? `migrate: ${err.message}` : err instanceof Error ? err.message : err);
     process.exitCode = 1;
   },
 );

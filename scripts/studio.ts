@@ -1,13 +1,15 @@
 // npm run studio [-- --port 5555]: Prisma Studio on the gateway's database, without opening a browser.
 //   DATABASE_URL set:   Studio on that PostgreSQL (`?schema=` selects the schema, as for the gateway).
 //   DATABASE_URL unset: the embedded PGlite database in SVC_DATA_DIR (default ./.svc-data). PGlite is a directory that
-//                       one process opens at a time, so stop the gateway first; this script then serves the directory
+//                       one process opens at a time: this script takes its lock (<dir>/svc.lock, as the gateway and the
+//                       migrate script do; one of them running on it: refused with one line), then serves the directory
 //                       over the PostgreSQL wire protocol on 127.0.0.1 (pglite-socket) and points Studio at it.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import path from 'node:path';
+import { DataDirInUseError, lockDataDir } from '../src/db/data-dir-lock.ts';
 
 const require = createRequire(import.meta.url);
 const prismaCli = require.resolve('prisma/build/index.js');
@@ -52,9 +54,17 @@ if (configured) {
     );
     process.exit(1);
   }
+  let lock: ReturnType<typeof lockDataDir>;
+  try {
+    lock = lockDataDir(dataDir);
+  } catch (err) {
+    if (!(err instanceof DataDirInUseError)) throw err;
+    console.error(`studio: ${err.message}`);
+    process.exit(1);
+  }
   const { PGlite } = await import('@electric-sql/pglite');
   const { PGLiteSocketServer } = await import('@electric-sql/pglite-socket');
-  console.log(`studio: opening the embedded database in ${dataDir} (the gateway must not be running on it).`);
+  console.log(`studio: opening the embedded database in ${dataDir}.`);
   const db = new PGlite(dataDir);
   await db.waitReady;
   const wirePort = await freePort();
@@ -69,6 +79,7 @@ if (configured) {
     child.kill('SIGTERM');
     await server.stop();
     await db.close();
+    lock.release();
     process.exit(code);
   };
   child.on('exit', (code) => void close(code ?? 0));

@@ -2,6 +2,7 @@ import { Redis } from 'ioredis';
 import pino, { type Logger } from 'pino';
 import { runsBackgroundWork, type Config } from './config/config.ts';
 import { openDatabase, isUniqueViolation, type Database } from './db/client.ts';
+import { DataDirInUseError } from './db/data-dir-lock.ts';
 import { applyMigrations } from './db/migrations.ts';
 import type { Deps } from './deps.ts';
 import type { DomainPorts } from './domain/ports.ts';
@@ -78,6 +79,8 @@ export async function createDeps(config: Readonly<Config>, overrides: DepsOverri
     // nor the first /readyz (a 1 s check) pays for it.
     await database.prisma.$queryRaw`SELECT 1`;
   } catch (err) {
+    // Another process (the gateway, Studio, the migrate script) has the embedded database open: its own line.
+    if (err instanceof DataDirInUseError) throw err;
     // One line naming the variable to look at (CONTRACT §1), as for a bad value.
     const what = config.databaseUrl ? 'DATABASE_URL: cannot open PostgreSQL' : `SVC_DATA_DIR: cannot open the embedded database in ${config.dataDir}`;
     throw new Error(`${what} (${(err as Error).message.split('\n')[0]})`);

@@ -3,6 +3,7 @@ import type { PGlite } from '@electric-sql/pglite';
 import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
 import { PrismaClient } from '../generated/prisma/client.ts';
+import { lockDataDir } from './data-dir-lock.ts';
 import { startPgliteMaintenance, type PgliteMaintenance, type PgliteMaintenanceOptions } from './pglite-maintenance.ts';
 import { pgDriver, pgliteDriver, type SqlDriver } from './sql.ts';
 
@@ -38,6 +39,14 @@ export function schemaOf(databaseUrl: string): string {
   return new URL(databaseUrl).searchParams.get('schema') ?? 'public';
 }
 
+/**
+ * PostgreSQL settings for the embedded PGlite (issue 36: resident memory). Its WASM heap never shrinks, and PostgreSQL's
+ * default 128 MB of shared buffers grew it from 128 MB to about 184 MB and the process's RSS by about 110 MB; the
+ * data files stay in the OS page cache either way. maintenance_work_mem (64 MB by default) bounds what one ANALYZE,
+ * VACUUM or index build can add to that heap for good.
+ */
+const PGLITE_SETTINGS = ['-c', 'shared_buffers=16MB', '-c', 'maintenance_work_mem=16MB'];
+
 /** Opens PostgreSQL through @prisma/adapter-pg, or the embedded PGlite through pglite-prisma-adapter. */
 export async function openDatabase(opts: OpenOptions): Promise<Database> {
   const log = opts.log ? ([{ emit: 'event', level: 'query' }] as const) : undefined;
@@ -60,10 +69,22 @@ export async function openDatabase(opts: OpenOptions): Promise<Database> {
     return { prisma, kind: 'postgres', schema, sql: pgDriver(pool, { timeoutMs: 30_000 }), close: () => prisma.$disconnect() };
   }
   if (opts.dataDir) mkdirSync(opts.dataDir, { recursive: true });
+  // One process at a time on an on-disk PGlite (Studio, the migrate script and the gateway take the same lock):
+  // a second opener throws DataDirInUseError before touching the files.
+  const lock = opts.dataDir ? lockDataDir(opts.dataDir) : null;
   // Loaded only here: a PostgreSQL deployment never holds PGlite's code (about 3 MB of heap) in memory.
-  const [{ PGlite }, { PrismaPGlite }] = await Promise.all([import('@electric-sql/pglite'), import('pglite-prisma-adapter')]);
-  const pglite = opts.dataDir ? new PGlite(opts.dataDir) : new PGlite();
-  await pglite.waitReady;
+  let pglite: PGlite;
+  let PrismaPGlite: typeof import('pglite-prisma-adapter').PrismaPGlite;
+  try {
+    const [lite, adapter] = await Promise.all([import('@electric-sql/pglite'), import('pglite-prisma-adapter')]);
+    PrismaPGlite = adapter.PrismaPGlite;
+    const options = { startParams: [...lite.PGlite.defaultStartParams, ...PGLITE_SETTINGS] };
+    pglite = opts.dataDir ? new lite.PGlite(opts.dataDir, options) : new lite.PGlite(options);
+    await pglite.waitReady;
+  } catch (err) {
+    lock?.release();
+    throw err;
+  }
   const prisma = new PrismaClient({ adapter: new PrismaPGlite(pglite), log: log ? [...log] : undefined });
   const maintenance = startPgliteMaintenance(pglite, opts.maintenance);
   return {
@@ -75,8 +96,12 @@ export async function openDatabase(opts: OpenOptions): Promise<Database> {
     maintenance,
     close: async () => {
       maintenance.stop();
-      await prisma.$disconnect();
-      await pglite.close();
+      try {
+        await prisma.$disconnect();
+        await pglite.close();
+      } finally {
+        lock?.release();
+      }
     },
   };
 }

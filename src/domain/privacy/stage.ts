@@ -22,17 +22,25 @@ export interface PrivacyPlan {
 }
 
 
+/** Every message's text (tool messages' output included) and the arguments of the assistant's tool calls. */
 function redactMessages(redaction: PiiRedaction, messages: ChatMessage[]): ChatMessage[] {
   return messages.map((m) => {
+    let out = m;
     const content = m.content;
-    if (typeof content === 'string') return { ...m, content: redaction.redact(content) };
-    if (Array.isArray(content)) {
-      return {
+    if (typeof content === 'string') out = { ...m, content: redaction.redact(content) };
+    else if (Array.isArray(content)) {
+      out = {
         ...m,
         content: content.map((p: ContentPart) => (p.type === 'text' ? { ...p, text: redaction.redact(p.text) } : p)),
       } as ChatMessage;
     }
-    return m;
+    if (m.tool_calls) {
+      out = {
+        ...out,
+        tool_calls: m.tool_calls.map((c) => ({ ...c, function: { ...c.function, arguments: redaction.redactJson(c.function.arguments) } })),
+      };
+    }
+    return out;
   });
 }
 
@@ -160,12 +168,14 @@ export function finishPrivacy<R extends Restorable>(plan: PrivacyPlan | null | u
 
 type StreamEventLike<R> =
   | { type: 'delta'; content: string; choice?: number }
+  | { type: 'tool_call'; index: number; id?: string; name?: string; arguments: string; choice?: number }
   | { type: 'done'; result: R }
   | { type: string };
 
 /**
  * A streamed answer with the originals restored across chunk boundaries (a partial placeholder at a chunk's end
- * waits for the next chunk), per choice; what is held back comes out before `done` or `error`.
+ * waits for the next chunk), per choice, and in each tool call's arguments (as JSON string content); what is held
+ * back comes out before `done` or `error`.
  */
 export async function* restoreStream<R extends Restorable, E extends StreamEventLike<R>>(
   plan: PrivacyPlan | null | undefined,
@@ -179,6 +189,13 @@ export async function* restoreStream<R extends Restorable, E extends StreamEvent
     if (!r) restorers.set(choice, (r = redaction.streamRestorer()));
     return r;
   };
+  const callRestorers = new Map<string, { choice: number; index: number; restorer: StreamRestorer }>();
+  const callRestorer = (choice: number, index: number) => {
+    const key = `${choice}:${index}`;
+    let r = callRestorers.get(key);
+    if (!r) callRestorers.set(key, (r = { choice, index, restorer: redaction.streamRestorer(true) }));
+    return r.restorer;
+  };
   for await (const e of events) {
     if (plan.restore && e.type === 'delta') {
       const d = e as E & { content: string; choice?: number };
@@ -186,10 +203,20 @@ export async function* restoreStream<R extends Restorable, E extends StreamEvent
       if (content !== '') yield { ...d, content };
       continue;
     }
+    if (plan.restore && e.type === 'tool_call') {
+      const c = e as E & { index: number; id?: string; name?: string; arguments: string; choice?: number };
+      const args = callRestorer(c.choice ?? 0, c.index).push(c.arguments);
+      if (args !== '' || c.id !== undefined || c.name !== undefined) yield { ...c, arguments: args };
+      continue;
+    }
     if (e.type === 'done' || e.type === 'error') {
       for (const [choice, r] of restorers) {
         const rest = r.flush();
         if (rest !== '') yield { type: 'delta', content: rest, ...(choice ? { choice } : {}) } as unknown as E;
+      }
+      for (const { choice, index, restorer: r } of callRestorers.values()) {
+        const rest = r.flush();
+        if (rest !== '') yield { type: 'tool_call', index, arguments: rest, ...(choice ? { choice } : {}) } as unknown as E;
       }
       if (e.type === 'done') {
         const d = e as E & { result: R };
