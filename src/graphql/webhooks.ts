@@ -2,6 +2,7 @@ import type { Webhook } from '../generated/prisma/client.ts';
 import {
   getWebhook,
   listWebhooks,
+  sendTestEvent,
 } from '../domain/webhooks/service.ts';
 import { findDelivery } from '../domain/webhooks/store.ts';
 import { SvcError } from '../errors/svc-error.ts';
@@ -161,5 +162,15 @@ builder.mutationFields((t) => ({
     description: 'Only a failed delivery: a new delivery (new id) of the same event.',
     args: { webhookId: t.arg.id({ required: true }), deliveryId: t.arg.id({ required: true }) },
     resolve: (_root, args, { ctx }) => replayDelivery(ctx, String(args.webhookId), String(args.deliveryId)),
+  }),
+  sendWebhookTestEvent: t.field({
+    type: WebhookEventRef,
+    nullable: true,
+    authScopes: { action: 'webhook.test' },
+    description:
+      'Sends a webhook.test event to this webhook only, whatever it subscribes to, signed and retried like any delivery; ' +
+      'a disabled webhook is refused. As POST /v1/webhooks/{webhook_id}/test.',
+    args: { webhookId: t.arg.id({ required: true }) },
+    resolve: async (_root, args, { ctx }) => (await sendTestEvent(ctx, String(args.webhookId))).event,
   }),
 }));

@@ -65,15 +65,38 @@ export const hideSuggestions: Plugin = {
 const POST_MEDIA_TYPES = new Set(['application/json', 'application/graphql']);
 const mediaTypeOf = (contentType: string | undefined) => (contentType ?? '').split(';')[0]!.trim().toLowerCase();
 
+/** What the editor starts with: no query and no header that would fail, only how to authenticate. */
+export const GRAPHIQL_HINT = `# svc gateway GraphQL
+#
+# Every query needs a key. Open the Headers tab below and type:
+#
+#   { "Authorization": "Bearer svc_sk_<your key>" }
+#
+# (an API key has its scopes; the operator key sees every project). The page never
+# stores it. Signed in to /admin with SSO instead? Add your session's CSRF token as
+# "X-Svc-CSRF-Token" (GET /auth/session shows it); the cookie goes by itself.
+#
+# Then run, for example:  { viewer { keyId projectId scopes } }
+`;
+
 const graphiqlOptions = {
   title: 'svc gateway GraphQL',
   endpoint: GRAPHQL_PATH,
-  // The key goes in the headers editor; it is never stored by the page.
-  // ASCII only: a header value outside ISO-8859-1 (an ellipsis) makes the browser's fetch throw before sending.
-  headers: JSON.stringify({ Authorization: 'Bearer svc_sk_YOUR_KEY' }, null, 2),
+  defaultQuery: GRAPHIQL_HINT,
+  // Empty: the key goes in the headers editor (see the hint) and is never stored by the page. A placeholder key would
+  // fail every request, the schema's first fetch included.
+  headers: '',
   shouldPersistHeaders: false,
   isHeadersEditorEnabled: true,
+  defaultEditorToolsVisibility: 'headers' as const,
 };
+
+/** A browser opening /graphql (a GET that accepts HTML): answered with GraphiQL, no key needed to load the page. */
+export function wantsGraphiQL(req: FastifyRequest): boolean {
+  if (req.method !== 'GET' && req.method !== 'HEAD') return false;
+  const accept = req.headers.accept ?? '';
+  return /(^|,)\s*text\/html\s*(;|,|$)/i.test(accept);
+}
 
 export function createGraphQLServer(deps: Deps) {
   return createYoga<ServerContext, GraphQLContext>({
@@ -125,10 +148,18 @@ export const graphqlRoutes: FastifyPluginAsync = async (app) => {
   parseJsonBodies(app, () => ({ value: INVALID_JSON }));
   app.addContentTypeParser('*', { parseAs: 'string' }, (_req, body, done) => done(null, body));
 
+  const graphiql = !app.deps.config.production;
+  const graphiqlPage = async (reply: FastifyReply) =>
+    reply.type('text/html; charset=utf-8').send(await renderOfflineGraphiQL(graphiqlOptions));
+
   app.route({
     url: GRAPHQL_PATH,
     method: ['GET', 'POST', 'OPTIONS'],
+    // Read by the auth hook (http/hooks/auth.ts): outside production, a browser's GET of /graphql loads GraphiQL with
+    // no key; the queries the page sends still need one.
+    config: { publicWhen: graphiql ? wantsGraphiQL : undefined },
     handler: async (req, reply) => {
+      if (graphiql && wantsGraphiQL(req)) return graphiqlPage(reply);
       // A JSON body that is not a GraphQL request object ({}, [], null, a number): yoga would read the consumed stream
       // again and call it invalid JSON.
       const body = req.body as unknown;
@@ -161,9 +192,8 @@ export const graphqlRoutes: FastifyPluginAsync = async (app) => {
     },
   });
 
-  // A browser cannot send a Bearer key when it opens a page: GraphiQL itself is public outside production, and
-  // the key goes into its headers editor for the queries it sends to /graphql.
-  if (!app.deps.config.production) {
-    app.get(GRAPHIQL_PATH, async (_req, reply) => reply.type('text/html; charset=utf-8').send(await renderOfflineGraphiQL(graphiqlOptions)));
-  }
+  // A browser cannot send a Bearer key when it opens a page: GraphiQL itself is public outside production (GET
+  // /graphql accepting HTML, above, and /graphiql), and the key goes into its headers editor for the queries it sends.
+  // /graphiql: the same page under its older address.
+  if (graphiql) app.get(GRAPHIQL_PATH, async (_req, reply) => graphiqlPage(reply));
 };

@@ -1,10 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { Webhook, WebhookDelivery } from '../generated/prisma/client.ts';
+import type { Event, Webhook, WebhookDelivery } from '../generated/prisma/client.ts';
 import { unixOrNull, unixSeconds } from '../domain/context.ts';
 import {
   getWebhook,
   listDeliveries,
   listWebhooks,
+  sendTestEvent,
 } from '../domain/webhooks/service.ts';
 import { CreateWebhook, DeliveryParams, ListDeliveriesQuery, ListWebhooksQuery, WebhookIdParams } from '../domain/webhooks/schema.ts';
 import { sendList } from './list.ts';
@@ -40,6 +41,18 @@ export function presentDelivery(delivery: WebhookDelivery) {
   };
 }
 
+/** An event as its deliveries carry it: the envelope of spec 2.4 (src/webhooks/envelope.ts), the same keys in the same order. */
+export function presentEvent(event: Event) {
+  return {
+    id: event.id,
+    object: 'svc.webhook.event' as const,
+    type: event.type,
+    created_at: unixSeconds(event.createdAt),
+    project_id: event.projectId,
+    data: event.data,
+  };
+}
+
 export const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post('/v1/webhooks', { schema: { body: CreateWebhook } }, async (req) => {
     const webhook = await createWebhook(app.ports.webhooks, req.ctx, req.body);
@@ -72,5 +85,10 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.post('/v1/webhooks/:webhook_id/deliveries/:delivery_id/replay', { schema: { params: DeliveryParams } }, async (req) =>
     presentDelivery(await replayDelivery(req.ctx, req.params.webhook_id, req.params.delivery_id)),
+  );
+
+  // A webhook.test event to this webhook only (domain/webhooks/service.ts sendTestEvent): answers the event sent.
+  app.post('/v1/webhooks/:webhook_id/test', { schema: { params: WebhookIdParams } }, async (req) =>
+    presentEvent((await sendTestEvent(req.ctx, req.params.webhook_id)).event),
   );
 };

@@ -90,6 +90,10 @@ export const EVENT_GROUPS: Group[] = [
     ],
   },
   {
+    area: 'Webhooks',
+    entries: [{ name: 'webhook.test', description: 'A test event sent on request to one webhook ("Send test event"); it needs no subscription.' }],
+  },
+  {
     area: 'Evaluations',
     entries: [{ name: 'eval.run.completed', description: 'An evaluation run finished.' }],
   },

@@ -1,4 +1,4 @@
-import type { Prisma } from '../../generated/prisma/client.ts';
+import type { Event, Prisma } from '../../generated/prisma/client.ts';
 import type { Tx } from '../../db/client.ts';
 import type { RawSql } from '../../db/sql.ts';
 import { newId } from '../../db/ids.ts';
@@ -23,6 +23,8 @@ export const EVENT_TYPES = [
   'ops.slo.burn',
   'risk.case.closed',
   'risk.report.approved',
+  // Sent on request to one webhook (POST /v1/webhooks/{id}/test), never fanned out: see enqueueEventToWebhook.
+  'webhook.test',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
@@ -53,6 +55,37 @@ export async function enqueueEvent(
   const id = newId('evt', now.getTime());
   await enqueueEvents(tx, [{ id, projectId, type, data, createdAt: now }]);
   return { id };
+}
+
+/**
+ * enqueueEvent addressed to ONE webhook, whatever it subscribes to (`webhook.test`, sent on request): the envelope
+ * row and a single pending delivery for that webhook, in the caller's transaction; no other webhook of the project
+ * gets it. The delivery worker sends and signs it like any other. The caller has found the webhook in the caller's
+ * project and checked that it is active.
+ */
+export async function enqueueEventToWebhook(
+  tx: Tx,
+  now: Date,
+  webhook: { id: string; projectId: string },
+  type: EventType,
+  data: Prisma.InputJsonObject,
+): Promise<{ event: Event; deliveryId: string }> {
+  const event = await tx.event.create({ data: { id: newId('evt', now.getTime()), projectId: webhook.projectId, type, data, createdAt: now } });
+  const deliveryId = newId('del', now.getTime());
+  await tx.webhookDelivery.create({
+    data: {
+      id: deliveryId,
+      webhookId: webhook.id,
+      eventId: event.id,
+      projectId: webhook.projectId,
+      eventType: type,
+      status: 'pending',
+      nextAttemptAt: now,
+      createdAt: now,
+    },
+  });
+  await notifyDeliveryWorkers(tx);
+  return { event, deliveryId };
 }
 
 /** What enqueueEvents wrote. */

@@ -1,10 +1,11 @@
-import type { Webhook, WebhookDelivery } from '../../generated/prisma/client.ts';
+import type { Event, Webhook, WebhookDelivery } from '../../generated/prisma/client.ts';
 import { newId } from '../../db/ids.ts';
 import { SvcError, invalid } from '../../errors/svc-error.ts';
 import { EgressRefused } from '../../webhooks/egress.ts';
 import { generateSigningSecret } from '../../webhooks/signing.ts';
 import { notifyDeliveryWorkers } from '../../webhooks/wakeups.ts';
 import { recordAudit } from '../audit/service.ts';
+import { enqueueEventToWebhook } from '../events/outbox.ts';
 import type { Ctx } from '../context.ts';
 import type { WebhookPorts } from './ports.ts';
 import { paginate, type Page } from '../pagination.ts';
@@ -168,5 +169,26 @@ export async function replayDelivery(ctx: Ctx, webhookId: string, deliveryId: st
     });
     await notifyDeliveryWorkers(tx);
     return replay;
+  });
+}
+
+/** What a `webhook.test` event says (its `data.message`). */
+export const TEST_EVENT_MESSAGE = 'A test event sent on request from svc; it reports nothing that happened.';
+
+/**
+ * Sends a `webhook.test` event to this one webhook (not to the project's other webhooks, and whatever it subscribes
+ * to), through the outbox like every event: a new `evt_` event and one pending delivery, signed and retried as usual,
+ * listed among its deliveries. `data`: `{webhook_id, message}`. A disabled webhook receives nothing, as for a replay:
+ * 400 invalid_request `param: "webhook_id"`. Changes nothing else, so it is neither audited nor under dual control.
+ */
+export async function sendTestEvent(ctx: Ctx, webhookId: string): Promise<{ event: Event; deliveryId: string }> {
+  const webhook = await findVisibleWebhook(ctx, webhookId);
+  if (webhook.status !== 'active') throw invalid('webhook_id', 'A disabled webhook cannot receive deliveries.');
+  const now = ctx.now();
+  return ctx.db.$transaction(async (tx) => {
+    // Read again in the transaction: a disable that committed meanwhile wins.
+    const current = await store.findInProject(tx, webhook.projectId, webhook.id);
+    if (current?.status !== 'active') throw invalid('webhook_id', 'A disabled webhook cannot receive deliveries.');
+    return enqueueEventToWebhook(tx, now, webhook, 'webhook.test', { webhook_id: webhook.id, message: TEST_EVENT_MESSAGE });
   });
 }

@@ -54,6 +54,8 @@ export function registerAuth(app: FastifyInstance, afterAuthentication?: AfterAu
     const access = accessFor(req.method, req.routeOptions.url);
     // Unknown routes fall through to the 404 handler (it identifies a caller that sent a key); public routes need no key.
     if (access === undefined || access === 'public') return;
+    // A route public for some requests only (GraphiQL's page on a browser's GET /graphql: graphql/yoga.ts).
+    if ((req.routeOptions.config as { publicWhen?: (req: FastifyRequest) => boolean } | undefined)?.publicWhen?.(req)) return;
     const caller = await identify(req, reply);
     const missing = missingScope(access, caller.scopes);
     if (missing) throw new SvcError('insufficient_scope', { message: `This request requires the ${missing} scope.` });

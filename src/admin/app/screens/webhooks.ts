@@ -42,6 +42,7 @@ const DELIVERIES = `query Deliveries($id: ID!, $after: String) {
 }`;
 const CREATE = `mutation CreateWebhook($input: CreateWebhookInput!) { createWebhook(input: $input) { secret webhook { id } } }`;
 const DISABLE = `mutation DisableWebhook($id: ID!) { disableWebhook(id: $id) { id status } }`;
+const SEND_TEST = `mutation SendWebhookTestEvent($webhookId: ID!) { sendWebhookTestEvent(webhookId: $webhookId) { id type } }`;
 const REPLAY = `mutation ReplayDelivery($webhookId: ID!, $deliveryId: ID!) { replayDelivery(webhookId: $webhookId, deliveryId: $deliveryId) { id status } }`;
 
 function Deliveries({ webhookId }: { webhookId: string }) {
@@ -101,6 +102,20 @@ export function WebhooksScreen({ projectId }: { projectId: string }) {
       setError(err);
     }
   };
+  const [sent, setSent] = useState<{ webhookId: string; eventId: string } | null>(null);
+  const [actionError, setActionError] = useState<unknown>(null);
+  const sendTest = async (webhookId: string) => {
+    try {
+      const r = await gql<{ sendWebhookTestEvent: { id: string } }>(SEND_TEST, { webhookId });
+      setSent({ webhookId, eventId: r.sendWebhookTestEvent.id });
+      setActionError(null);
+      // Shows the webhook's deliveries under the table, read again (the key changes) so the new one is listed first.
+      setOpen(webhookId);
+    } catch (err) {
+      setSent(null);
+      setActionError(err);
+    }
+  };
   const disable = async (id: string) => {
     try {
       await gql(DISABLE, { id });
@@ -123,17 +138,19 @@ export function WebhooksScreen({ projectId }: { projectId: string }) {
       </form>
     <//>
     <${Card} title="Webhooks">
-      <${ErrorBox} error=${q.error} />
+      <${ErrorBox} error=${q.error ?? actionError} />
+      ${sent ? html`<p class="notice" role="status" data-testid="webhook-test-sent">Sent <code>webhook.test</code> <span class="mono">${sent.eventId}</span> to <span class="mono">${sent.webhookId}</span>: its delivery is listed below.</p>` : null}
       <table>
         <thead><tr><th>Webhook</th><th>URL</th><th>Events</th><th>Status</th><th>Created</th><th></th></tr></thead>
         <tbody>${q.data?.webhooks.edges.map(({ node: w }) => html`<tr data-webhook-id=${w.id}>
           <td class="mono">${w.id}</td><td class="mono">${w.url}</td><td>${w.events.join(', ')}</td><td><${Status} value=${w.status} /></td>
           <td>${fmtTime(w.createdAt)}</td>
           <td><button type="button" onClick=${() => setOpen(open === w.id ? null : w.id)} aria-expanded=${open === w.id}>Deliveries</button>
+            ${w.status === 'active' ? html`<button type="button" onClick=${() => sendTest(w.id)}>Send test event</button>` : null}
             ${w.status === 'active' ? html`<button type="button" class="danger" onClick=${() => disable(w.id)}>Disable</button>` : null}</td>
         </tr>`)}</tbody>
       </table>
       <${Pager} pager=${pager} hasNext=${q.data?.webhooks.pageInfo.hasNextPage ?? false} endCursor=${q.data?.webhooks.pageInfo.endCursor ?? null} />
     <//>
-    ${open ? html`<${Deliveries} webhookId=${open} />` : null}`;
+    ${open ? html`<${Deliveries} key=${`${open}:${sent?.eventId ?? ''}`} webhookId=${open} />` : null}`;
 }
