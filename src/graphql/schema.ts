@@ -1,5 +1,6 @@
 import { builder } from './builder.ts';
 import './viewer.ts';
+import './catalog.ts';
 import './projects.ts';
 import './keys.ts';
 import './audit.ts';

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify';
+import { CATALOG, CatalogBody, type Catalog } from '../domain/auth/catalog.ts';
 import { ERRORS } from '../errors/codes.ts';
 
 const escape = (s: string) => s.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!);
@@ -24,7 +25,17 @@ ${rows}
 </tbody></table></body></html>`;
 }
 
+export const presentCatalog = (catalog: Catalog = CATALOG): CatalogBody => ({
+  object: 'svc.catalog',
+  scopes: [...catalog.scopes],
+  events: [...catalog.events],
+  actions: Object.fromEntries(Object.entries(catalog.actions).map(([action, scopes]) => [action, [...scopes]])),
+});
+
 export const docsRoutes: FastifyPluginAsync = async (app) => {
   const html = renderErrorDocs();
   app.get('/docs/errors', async (_req, reply) => reply.type('text/html; charset=utf-8').send(html));
+  // The tables themselves, for clients that show them (the admin console): any valid key.
+  const catalog = presentCatalog();
+  app.get('/v1/catalog', { schema: { response: { 200: CatalogBody } } }, async () => catalog);
 };

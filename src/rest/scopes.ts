@@ -21,6 +21,7 @@ export const ROUTE_ACTIONS: Record<string, RouteAction> = {
   'GET /v1/projects': 'project.list',
   'GET /v1/projects/:project_id': 'project.read',
   'POST /v1/projects/:project_id/archive': 'project.archive',
+  'GET /v1/catalog': 'catalog.read',
 
   'POST /v1/keys': 'key.create',
   'GET /v1/keys': 'key.list',

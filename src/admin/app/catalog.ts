@@ -1,5 +1,8 @@
 /**
- * Scopes and event types grouped by area, with the spec's one-line descriptions (scope table §5, event catalog §6.2).
+ * The gateway's scopes, event types and actions come from the API (GraphQL `catalog`, as GET /v1/catalog), read once
+ * after sign-in: the lists are the server's. What the console adds is presentation: scopes and event types grouped by
+ * area, with the spec's one-line descriptions (scope table §5, event catalog §6.2). A name the API lists that no group
+ * holds is shown under "Other"; a group's name the API does not list is not shown.
  * test/system/e2e checks that the groups hold each of the gateway's scopes and event types exactly once.
  */
 export interface Entry {
@@ -11,6 +14,38 @@ export interface Group {
   entries: Entry[];
 }
 
+/** The gateway's tables (domain/auth/catalog.ts). */
+export interface Catalog {
+  scopes: string[];
+  events: string[];
+  /** Each action and the scopes that allow it (any one is enough); empty: any valid key. */
+  actions: { name: string; scopes: string[] }[];
+}
+
+export const CATALOG = `query Catalog { catalog { scopes events actions { name scopes } } }`;
+
+/** The groups holding exactly `names` (the API's list): labelled ones in the console's order, the rest under "Other". */
+export function groupsFor(groups: readonly Group[], names: readonly string[]): Group[] {
+  const listed = new Set(names);
+  const labelled = new Set(groups.flatMap((g) => g.entries.map((e) => e.name)));
+  const other = names.filter((n) => !labelled.has(n)).map((n) => ({ name: n, description: '' }));
+  return [...groups, { area: 'Other', entries: other }]
+    .map((g) => ({ ...g, entries: g.entries.filter((e) => listed.has(e.name)) }))
+    .filter((g) => g.entries.length > 0);
+}
+
+/**
+ * The scopes that allow any of `actions` (any one is enough), in the actions' order: [] when one of them needs only a
+ * valid key, null when the API lists none of them (nothing then allows it).
+ */
+export function scopesFor(catalog: Catalog, actions: readonly string[]): string[] | null {
+  const known = actions.flatMap((name) => catalog.actions.filter((a) => a.name === name));
+  if (known.length === 0) return null;
+  if (known.some((a) => a.scopes.length === 0)) return [];
+  return [...new Set(known.flatMap((a) => a.scopes))];
+}
+
+/** Labels only: which area a scope belongs to and what it is for. Which scopes exist is the API's list. */
 export const SCOPE_GROUPS: Group[] = [
   {
     area: 'Keys and audit',
@@ -59,6 +94,7 @@ export const SCOPE_GROUPS: Group[] = [
   },
 ];
 
+/** Labels only, as SCOPE_GROUPS: which event types exist is the API's list. */
 export const EVENT_GROUPS: Group[] = [
   {
     area: 'Inference and usage',

@@ -1,6 +1,7 @@
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { auth, gql } from './api.ts';
+import { CATALOG, scopesFor, type Catalog } from './catalog.ts';
 import { session, sso } from './session.ts';
 import { Card, ErrorBox, Pager, Status, fmtTime, html, usePager, useQuery } from './ui.ts';
 import { AuditScreen } from './screens/audit.ts';
@@ -17,40 +18,32 @@ import { OpsScreen } from './screens/ops.ts';
 import { DevScreen } from './screens/dev.ts';
 import { RiskScreen } from './screens/risk.ts';
 import { LegalScreen } from './screens/legal.ts';
-
-export interface Viewer {
-  kind: 'operator' | 'key' | 'session';
-  keyId: string;
-  projectId: string | null;
-  scopes: string[];
-}
+import { VIEWER, type ScreenProps, type Viewer } from './viewer.ts';
 
 interface Screen {
   path: string;
   title: string;
-  /** The scope the screen needs; null: any key. */
-  scope: string | null;
-  view: (props: { viewer: Viewer; projectId: string }) => unknown;
+  /** The actions the screen shows (their scopes, any one, open it: the API's catalog says which); none: any key. */
+  actions: string[];
+  view: (props: ScreenProps) => unknown;
 }
 
 const SCREENS: Screen[] = [
-  { path: 'overview', title: 'Overview', scope: null, view: OverviewScreen },
-  { path: 'keys', title: 'Keys', scope: 'keys:manage', view: KeysScreen },
-  { path: 'webhooks', title: 'Webhooks', scope: 'governance:manage', view: WebhooksScreen },
-  { path: 'limits', title: 'Rate limits', scope: 'governance:manage', view: LimitsScreen },
-  { path: 'audit', title: 'Audit log', scope: 'audit:read', view: AuditScreen },
-  { path: 'approvals', title: 'Approvals', scope: 'governance:manage or risk:approve', view: ApprovalsScreen },
-  { path: 'documents', title: 'Documents', scope: 'rag:write', view: DocumentsScreen },
-  { path: 'evals', title: 'Evals', scope: 'evals:write or usage:read', view: EvalsScreen },
-  { path: 'privacy', title: 'Privacy', scope: 'governance:manage or inference:read', view: PrivacyScreen },
-  { path: 'templates', title: 'Templates', scope: 'templates:manage', view: TemplatesScreen },
-  { path: 'risk', title: 'Risk', scope: 'risk:read or risk:write', view: RiskScreen },
-  { path: 'ops', title: 'Ops', scope: 'ops:read or ops:write', view: OpsScreen },
-  { path: 'legal', title: 'Legal', scope: 'legal:read or legal:write', view: LegalScreen },
-  { path: 'dev', title: 'Dev', scope: 'dev:read or dev:write', view: DevScreen },
+  { path: 'overview', title: 'Overview', actions: [], view: OverviewScreen },
+  { path: 'keys', title: 'Keys', actions: ['key.list'], view: KeysScreen },
+  { path: 'webhooks', title: 'Webhooks', actions: ['webhook.list'], view: WebhooksScreen },
+  { path: 'limits', title: 'Rate limits', actions: ['rate_limits.read'], view: LimitsScreen },
+  { path: 'audit', title: 'Audit log', actions: ['audit.read'], view: AuditScreen },
+  { path: 'approvals', title: 'Approvals', actions: ['approval.list'], view: ApprovalsScreen },
+  { path: 'documents', title: 'Documents', actions: ['rag_document.list'], view: DocumentsScreen },
+  { path: 'evals', title: 'Evals', actions: ['eval_run.list'], view: EvalsScreen },
+  { path: 'privacy', title: 'Privacy', actions: ['privacy.read', 'inference.read'], view: PrivacyScreen },
+  { path: 'templates', title: 'Templates', actions: ['template.list'], view: TemplatesScreen },
+  { path: 'risk', title: 'Risk', actions: ['risk_case.list'], view: RiskScreen },
+  { path: 'ops', title: 'Ops', actions: ['ops_incident.list'], view: OpsScreen },
+  { path: 'legal', title: 'Legal', actions: ['legal_matter.list'], view: LegalScreen },
+  { path: 'dev', title: 'Dev', actions: ['dev_repository.list'], view: DevScreen },
 ];
-
-const VIEWER = `query Viewer { viewer { kind keyId projectId scopes } }`;
 
 /** The product's mark and name: the sign-in page and the top bar. */
 function Brand({ tag }: { tag: 'h1' | 'div' }) {
@@ -210,6 +203,9 @@ function useHashRoute(): string {
 function App() {
   const [key, setKey] = useState(session.key());
   const [viewer, setViewer] = useState<Viewer | null>(null);
+  // The gateway's scopes, event types and actions: read once, after the first sign-in (the same for every caller).
+  const [catalog, setCatalog] = useState<Catalog | null>(null);
+  const [catalogError, setCatalogError] = useState<unknown>(null);
   const [error, setError] = useState<unknown>(null);
   const [project, setProject] = useState(session.project());
   const route = useHashRoute();
@@ -267,12 +263,20 @@ function App() {
       });
   }, [key, ssoSession]);
 
+  useEffect(() => {
+    if (!viewer || catalog) return;
+    setCatalogError(null);
+    gql<{ catalog: Catalog }>(CATALOG)
+      .then((d) => setCatalog(d.catalog))
+      .catch((err) => setCatalogError(err));
+  }, [viewer, catalog]);
+
   if (!key && !ssoSession) {
     if (!ssoChecked) return html`<p class="loading">Checking for a session…</p>`;
     return html`<${SignIn} error=${error} methods=${methods} notice=${notice}
       onSignIn=${(k: string) => { session.setKey(k); setError(null); setNotice(null); setKey(k); }} />`;
   }
-  if (!viewer) return html`<p class="loading">Checking the key…</p>`;
+  if (!viewer || (!catalog && !catalogError)) return html`<p class="loading">Checking the key…</p>`;
 
   const signOut = async () => {
     if (ssoSession) {
@@ -292,8 +296,13 @@ function App() {
   };
   const projectId = viewer.projectId ?? project;
   const screen = SCREENS.find((s) => s.path === route) ?? SCREENS[0]!;
-  // A scope may read "a or b" (Approvals: governance:manage or risk:approve).
-  const allowed = (s: Screen) => s.scope === null || s.scope.split(' or ').some((scope) => viewer.scopes.includes(scope));
+  // The scopes a screen needs, any one (Approvals: governance:manage or risk:approve); [] any key; null: none.
+  const needs = (s: Screen) => (s.actions.length === 0 ? [] : catalog ? scopesFor(catalog, s.actions) : null);
+  const allowed = (s: Screen) => {
+    const scopes = needs(s);
+    return scopes !== null && (scopes.length === 0 || scopes.some((scope) => viewer.scopes.includes(scope)));
+  };
+  const scopeWords = (s: Screen) => needs(s)?.join(' or ') ?? 'unknown';
 
   return html`
     <header class="top">
@@ -308,15 +317,17 @@ function App() {
       ${SCREENS.map((s) =>
         allowed(s)
           ? html`<a href=${`#/${s.path}`} aria-current=${s === screen ? 'page' : undefined}>${s.title}</a>`
-          : html`<span class="disabled" aria-disabled="true" title=${`Needs the ${s.scope} scope`}>${s.title} <small>(needs ${s.scope})</small></span>`,
+          : html`<span class="disabled" aria-disabled="true" title=${`Needs the ${scopeWords(s)} scope`}>${s.title} <small>(needs ${scopeWords(s)})</small></span>`,
       )}
     </nav>
     <main>
-      ${!projectId
+      ${!catalog
+        ? html`<section class="card"><h2>${screen.title}</h2><${ErrorBox} error=${catalogError} /></section>`
+        : !projectId
         ? html`<${ProjectPicker} kind=${viewer.kind} onPick=${(id: string) => { session.setProject(id); setProject(id); }} />`
         : allowed(screen)
-          ? html`<${screen.view} viewer=${viewer} projectId=${projectId} />`
-          : html`<section class="card"><h2>${screen.title}</h2><p>This screen needs the <code>${screen.scope}</code> scope, which this key does not hold.</p></section>`}
+          ? html`<${screen.view} viewer=${viewer} projectId=${projectId} catalog=${catalog} />`
+          : html`<section class="card"><h2>${screen.title}</h2><p>This screen needs the <code>${scopeWords(screen)}</code> scope, which this key does not hold.</p></section>`}
     </main>`;
 }
 

@@ -17,6 +17,7 @@ export const ACTIONS = {
   'project.list': 'authenticated',
   'project.read': 'authenticated',
   'project.archive': 'authenticated',
+  'catalog.read': 'authenticated', // this table, the scopes and the event types (domain/auth/catalog.ts)
 
   'key.create': ['keys:manage'],
   'key.list': ['keys:manage'],

@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { gql } from '../api.ts';
-import type { Viewer } from '../main.ts';
+import type { Viewer } from '../viewer.ts';
 import { Card, ErrorBox, Pager, Status, fmtTime, html, usePager, useQuery } from '../ui.ts';
 
 interface Approval {

@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { gql } from '../api.ts';
-import type { Viewer } from '../main.ts';
+import type { Viewer } from '../viewer.ts';
 import { Card, ErrorBox, Status, fmtTime, fmtUsd, html, useQuery } from '../ui.ts';
 import { parseCases } from '../eval-cases.ts';
 

@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { gql } from '../api.ts';
-import type { Viewer } from '../main.ts';
-import { SCOPE_GROUPS } from '../catalog.ts';
+import { SCOPE_GROUPS, groupsFor, type Catalog } from '../catalog.ts';
+import type { ScreenProps, Viewer } from '../viewer.ts';
 import { Card, Copy, ErrorBox, GroupedChecks, Pager, Status, fmtTime, fmtUsd, html, usePager, useQuery } from '../ui.ts';
 
 interface Key {
@@ -34,7 +34,7 @@ function OnceSecret({ title, secret, note, onDone }: { title: string; secret: st
   </div>`;
 }
 
-function CreateKeyForm({ viewer, projectId, onCreated }: { viewer: Viewer; projectId: string; onCreated: (name: string, secret: string) => void }) {
+function CreateKeyForm({ viewer, projectId, catalog, onCreated }: { viewer: Viewer; projectId: string; catalog: Catalog; onCreated: (name: string, secret: string) => void }) {
   const [name, setName] = useState('');
   const [scopes, setScopes] = useState<string[]>([]);
   const [budget, setBudget] = useState('');
@@ -64,7 +64,7 @@ function CreateKeyForm({ viewer, projectId, onCreated }: { viewer: Viewer; proje
       <label>Name <input name="name" value=${name} required maxlength="100" onInput=${(e: Event) => setName((e.target as HTMLInputElement).value)} /></label>
       <label>Monthly budget (USD, optional) <input name="budget" type="number" min="0" step="0.01" value=${budget} onInput=${(e: Event) => setBudget((e.target as HTMLInputElement).value)} /></label>
     </div>
-    <${GroupedChecks} legend="Scopes (a key can only grant scopes it holds)" name="scope" groups=${SCOPE_GROUPS} only=${viewer.scopes}
+    <${GroupedChecks} legend="Scopes (a key can only grant scopes it holds)" name="scope" groups=${groupsFor(SCOPE_GROUPS, catalog.scopes)} only=${viewer.scopes}
       selected=${scopes} onToggle=${toggle} />
     <p><button class="primary" type="submit" disabled=${busy}>Create key</button></p>
     <${ErrorBox} error=${error} />
@@ -116,7 +116,7 @@ function KeyRow({ k, onChanged, onSecret }: { k: Key; onChanged: () => void; onS
   </tr>`;
 }
 
-export function KeysScreen({ viewer, projectId }: { viewer: Viewer; projectId: string }) {
+export function KeysScreen({ viewer, projectId, catalog }: ScreenProps) {
   const pager = usePager();
   const [secret, setSecret] = useState<{ title: string; secret: string; note?: string } | null>(null);
   const q = useQuery(
@@ -126,7 +126,7 @@ export function KeysScreen({ viewer, projectId }: { viewer: Viewer; projectId: s
   return html`
     ${secret ? html`<${OnceSecret} ...${secret} onDone=${() => setSecret(null)} />` : null}
     <${Card} title="Create a key">
-      <${CreateKeyForm} viewer=${viewer} projectId=${projectId} onCreated=${(name: string, s: string) => { setSecret({ title: `Secret of ${name}`, secret: s }); pager.reset(); q.reload(); }} />
+      <${CreateKeyForm} viewer=${viewer} projectId=${projectId} catalog=${catalog} onCreated=${(name: string, s: string) => { setSecret({ title: `Secret of ${name}`, secret: s }); pager.reset(); q.reload(); }} />
     <//>
     <${Card} title="Keys">
       <${ErrorBox} error=${q.error} />

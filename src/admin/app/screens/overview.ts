@@ -1,5 +1,5 @@
 import { gql } from '../api.ts';
-import type { Viewer } from '../main.ts';
+import type { Viewer } from '../viewer.ts';
 import { Card, ErrorBox, fmtTime, fmtUsd, html, useQuery } from '../ui.ts';
 import { UsageChart, type UsageDay } from '../usage-chart.ts';
 

@@ -1,6 +1,7 @@
 import { useState } from 'preact/hooks';
 import { gql } from '../api.ts';
-import { EVENT_GROUPS } from '../catalog.ts';
+import { EVENT_GROUPS, groupsFor } from '../catalog.ts';
+import type { ScreenProps } from '../viewer.ts';
 import { Card, Copy, ErrorBox, GroupedChecks, Pager, Status, fmtTime, html, usePager, useQuery } from '../ui.ts';
 
 interface Attempt {
@@ -79,7 +80,7 @@ function Deliveries({ webhookId }: { webhookId: string }) {
   <//>`;
 }
 
-export function WebhooksScreen({ projectId }: { projectId: string }) {
+export function WebhooksScreen({ projectId, catalog }: Pick<ScreenProps, 'projectId' | 'catalog'>) {
   const pager = usePager();
   const [url, setUrl] = useState('');
   const [events, setEvents] = useState<string[]>(['inference.completed']);
@@ -131,7 +132,7 @@ export function WebhooksScreen({ projectId }: { projectId: string }) {
     <${Card} title="Create a webhook">
       <form onSubmit=${create} aria-label="Create a webhook">
         <label>HTTPS URL <input name="url" type="url" required value=${url} placeholder="https://example.com/hooks/svc" onInput=${(e: Event) => setUrl((e.target as HTMLInputElement).value)} /></label>
-        <${GroupedChecks} legend="Events" name="event" groups=${EVENT_GROUPS} selected=${events}
+        <${GroupedChecks} legend="Events" name="event" groups=${groupsFor(EVENT_GROUPS, catalog.events)} selected=${events}
           onToggle=${(t: string) => setEvents(events.includes(t) ? events.filter((x) => x !== t) : [...events, t])} />
         <p><button class="primary" type="submit">Create webhook</button></p>
         <${ErrorBox} error=${error} />
