@@ -2,7 +2,7 @@ import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { unixSeconds } from '../domain/context.ts';
 import { InferenceRequest, ProjectQuery } from '../domain/inference/schema.ts';
 import { createInference, streamInference, type InferenceResult } from '../domain/inference/service.ts';
-import { microsToUsd } from '../providers/pricing.ts';
+import { microsToUsd } from '../kernel/money.ts';
 import { errorBody } from '../http/error-body.ts';
 import { ticketOf } from '../http/hooks/rate-limit.ts';
 import { sendEventStream, setCacheHeader, sse, type StreamFormat } from './event-stream.ts';

@@ -2,12 +2,13 @@ import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { unixSeconds } from '../domain/context.ts';
 import { getModel, listModels, type ModelInfo } from '../domain/inference/models.ts';
 import type { TSchema } from 'typebox';
-import { ChatCompletionRequest, ProjectQuery, validatorOf } from '../domain/inference/schema.ts';
+import { ChatCompletionRequest, ProjectQuery } from '../domain/inference/schema.ts';
+import { validatorOf } from '../domain/inference/validator.ts';
 import { createInference, streamInference, type InferenceResult } from '../domain/inference/service.ts';
 import type { Choice, ToolCall } from '../providers/types.ts';
 import { errorBody } from '../http/error-body.ts';
 import { ticketOf } from '../http/hooks/rate-limit.ts';
-import { microsToUsd } from '../providers/pricing.ts';
+import { microsToUsd } from '../kernel/money.ts';
 import { sendEventStream, setCacheHeader, sse, type StreamFormat } from './event-stream.ts';
 
 /**

@@ -1,0 +1,107 @@
+import { newId } from '../../db/ids.ts';
+import { SvcError } from '../../errors/svc-error.ts';
+import { isRequestWindowRefusal, type RateLimitTicket } from '../../limits/index.ts';
+import { isAbortError, RoutingError, type Route } from '../../providers/router.ts';
+import type { Ctx } from '../context.ts';
+import type { InferencePorts } from './ports.ts';
+import type { SpendCharge } from '../budgets/service.ts';
+import type { Citation } from '../rag/stage.ts';
+import { retainedRecord, type PrivacyPlan, type RetainedResult } from '../privacy/stage.ts';
+import type { AppliedTemplate } from '../templates/inference-stage.ts';
+
+/** One inference from start to its usage record: what is known so far about where it went and how it ended. */
+export class Tracker {
+  readonly startedAt = performance.now();
+  readonly createdAt: Date;
+  readonly id: string;
+  model: string;
+  /** The `rag` option's sources, carried into the result. */
+  citations: Citation[] | undefined;
+  route: string | null = null;
+  region: string | null = null;
+  /** Redaction and retention (domain/privacy/stage.ts), from the plan step on. */
+  privacy: PrivacyPlan | null = null;
+  template: AppliedTemplate | null = null;
+  private recorded = false;
+
+  constructor(
+    readonly ports: InferencePorts,
+    readonly ctx: Ctx,
+    /** The request's rate-limit ticket: this inference owns it (reserve, settle, take the deferred request). */
+    readonly ticket: RateLimitTicket,
+    readonly projectId: string,
+    requestedModel: string,
+  ) {
+    this.createdAt = ctx.now();
+    this.id = newId('inf', this.createdAt.getTime());
+    this.model = requestedModel;
+  }
+
+  tried(route: Route | null): void {
+    if (!route) return;
+    this.route = route.id;
+    this.model = route.model.id;
+    this.region = route.provider.region;
+  }
+
+  /**
+   * Exactly once per inference (CONTRACT §8): hands the outcome to the outcome writer, which has it durably when this
+   * resolves (a Redis stream entry or the in-process batch; written to PostgreSQL in a batch off the request path).
+   * A failed write is logged by the writer, never the caller's error.
+   */
+  async record(o: {
+    status: 'succeeded' | 'failed';
+    errorCode: string | null;
+    cacheHit?: boolean;
+    promptTokens?: number;
+    completionTokens?: number;
+    costMicros?: bigint;
+    spend?: SpendCharge | null;
+    result?: RetainedResult;
+  }): Promise<void> {
+    if (this.recorded) return;
+    this.recorded = true;
+    await this.ports.outcomes.record({
+      requestId: this.ctx.requestId,
+      projectId: this.projectId,
+      keyId: this.ctx.caller.keyId,
+      model: this.model,
+      route: this.route,
+      region: this.region,
+      cacheHit: o.cacheHit ?? false,
+      status: o.status,
+      errorCode: o.errorCode,
+      promptTokens: o.promptTokens ?? 0,
+      completionTokens: o.completionTokens ?? 0,
+      costMicros: o.costMicros ?? 0n,
+      latencyMs: Math.round(performance.now() - this.startedAt),
+      createdAt: this.createdAt,
+      eventId: newId('evt', this.createdAt.getTime()),
+      spend: o.spend ?? null,
+      retained: this.privacy ? retainedRecord(this.privacy, this.id, this.createdAt, o.status, o.result ?? null) : null,
+      ...(this.template ? { templateId: this.template.id, templateVersion: this.template.version } : {}),
+    });
+  }
+
+  async fail(err: unknown): Promise<void> {
+    if (err instanceof RoutingError) this.tried(err.route);
+    await this.record({ status: 'failed', errorCode: errorCodeOf(err) });
+  }
+}
+
+/** The usage record's error_code: the spec's code, or `client_disconnected` when the caller went away. */
+export function errorCodeOf(err: unknown): string {
+  if (err instanceof SvcError) return err.code;
+  if (isAbortError(err)) return 'client_disconnected';
+  return 'internal_error';
+}
+
+/**
+ * An inference that failed: its usage record, unless its request window refused it, which is the check that comes
+ * before the inference (the deferred request is taken here if it is still pending, and throws that 429 instead).
+ */
+export async function refuseOrRecord(t: Tracker, err: unknown): Promise<void> {
+  await t.ticket.takeDeferred();
+  if (isRequestWindowRefusal(err)) return;
+  await t.fail(err);
+}
