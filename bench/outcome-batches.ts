@@ -13,7 +13,7 @@ import type { SqlDriver } from '../src/db/sql.ts';
 import { periodOf } from '../src/domain/budgets/service.ts';
 import type { InferenceOutcome } from '../src/domain/usage/outcome.ts';
 import { persistOutcomes } from '../src/jobs/outcomes/persist-outcomes.ts';
-import { AesGcmSecretBox } from '../src/webhooks/secret-box.ts';
+import { AesGcmSecretBox } from '../src/kernel/secret-box.ts';
 
 const base = process.env.DATABASE_URL || 'postgresql://postgres@127.0.0.1:5432/postgres';
 const schema = `bench_batches_${randomBytes(4).toString('hex')}`;

@@ -5,10 +5,10 @@ import { fileURLToPath } from 'node:url';
 import { Agent, request } from 'undici';
 import type { Claimed } from '../src/jobs/webhook-delivery/claim.ts';
 import { DeliverySender } from '../src/jobs/webhook-delivery/send.ts';
-import { EgressPolicy } from '../src/webhooks/egress.ts';
-import { eventEnvelopeJson } from '../src/webhooks/envelope.ts';
-import { AesGcmSecretBox } from '../src/webhooks/secret-box.ts';
-import { signatureHeader } from '../src/webhooks/signing.ts';
+import { EgressPolicy } from '../src/kernel/egress.ts';
+import { eventEnvelopeJson } from '../src/domain/webhooks/envelope.ts';
+import { AesGcmSecretBox } from '../src/kernel/secret-box.ts';
+import { signatureHeader } from '../src/domain/webhooks/signing.ts';
 
 /**
  * node --import tsx bench/webhook-send.ts: the worker's CPU per webhook attempt, the way DeliverySender sends now

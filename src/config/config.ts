@@ -4,7 +4,7 @@ import path from 'node:path';
 import { Type, type Static, type TSchema } from 'typebox';
 import { Format } from 'typebox/format';
 import { Default, Errors } from 'typebox/value';
-import { parseAllowlist } from '../webhooks/egress.ts';
+import { parseAllowlist } from '../kernel/egress.ts';
 import { CidrList } from '../kernel/cidr.ts';
 import { BUILTIN_PROVIDERS, loadProvidersFile, ProvidersFileError, type ProviderSpec } from '../providers/config-file.ts';
 import { pointer, problemFor, says, show, valueAt } from './schema-errors.ts';

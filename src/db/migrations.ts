@@ -6,28 +6,28 @@
  */
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { PGlite } from '@electric-sql/pglite';
-import { PrismaPg } from '@prisma/adapter-pg';
 import { PROJECT_ROOT } from '../project-root.ts';
-import {
-  bindMigrationAwareSqlAdapterFactory,
-  type ErrorRegistry,
-  type SqlDriverAdapter,
-  type SqlMigrationAwareDriverAdapterFactory,
-} from '@prisma/driver-adapter-utils';
 import type { MigrationList, SchemaEngine, SchemaFilter } from '@prisma/schema-engine-wasm';
 import pg from 'pg';
-
-/** PGlite and its adapter, loaded on first use: a PostgreSQL deployment that is up to date never loads them. */
-const pgliteModules = async () => {
-  const [{ PGlite }, { PrismaPGlite }] = await Promise.all([import('@electric-sql/pglite'), import('pglite-prisma-adapter')]);
-  return { PGlite, PrismaPGlite };
-};
+import {
+  parsePostgresTarget,
+  pgClientQuery,
+  pgliteConnection,
+  pgliteQuery,
+  postgresConnection,
+  quoteIdent,
+  scratchConnection,
+  searchPathOption,
+  type EngineConnection,
+  type PostgresTarget,
+  type Query,
+} from './migration-connections.ts';
+import { withEngine } from './migration-engine.ts';
 
 export type MigrationTarget =
-  | { kind: 'postgres'; url: string; schema?: string }
+  | PostgresTarget
   | { kind: 'pglite'; pglite: PGlite };
 
 export interface MigrateOptions {
@@ -70,9 +70,6 @@ const NO_FILTER: SchemaFilter = { externalTables: [], externalEnums: [] };
 /** First half of our advisory lock key; the two-int key space never collides with Prisma's own bigint lock. */
 const LOCK_CLASS_ID = 0x53564347;
 const LOCK_WAIT = '10min';
-/** PostgreSQL's internal one-byte "char" type, which the engine's catalog queries return and adapter-pg rejects. */
-const OID_CHAR = 18;
-const OID_TEXT = 25;
 
 // ---------------------------------------------------------------------------------------------------------------------
 // Public API
@@ -168,7 +165,7 @@ async function deployPglite(pglite: PGlite, local: MigrationList, log: (msg: str
 }
 
 async function deployPostgres(
-  target: Extract<MigrationTarget, { kind: 'postgres' }>,
+  target: PostgresTarget,
   local: MigrationList,
   log: (msg: string) => void,
 ): Promise<string[]> {
@@ -230,7 +227,6 @@ async function ensureSchema(client: pg.Client, schema: string): Promise<void> {
 // _prisma_migrations and the migrations directory
 // ---------------------------------------------------------------------------------------------------------------------
 
-type Query = (sql: string) => Promise<Record<string, unknown>[]>;
 interface MigrationRow {
   name: string;
   finished: boolean;
@@ -312,240 +308,4 @@ async function detectDrift(
     filters: NO_FILTER,
   });
   return result.exitCode === 2 ? (result.stdout ?? '').trim() || 'drift detected' : null;
-}
-
-// ---------------------------------------------------------------------------------------------------------------------
-// Connections for the engine
-// ---------------------------------------------------------------------------------------------------------------------
-
-/** What the engine connects through, and how to release everything it opened once the engine is done. */
-interface EngineConnection {
-  factory: SqlMigrationAwareDriverAdapterFactory;
-  close(): Promise<void>;
-}
-
-interface DatabaseConnection extends EngineConnection {
-  query: Query;
-}
-
-function parsePostgresTarget(target: Extract<MigrationTarget, { kind: 'postgres' }>) {
-  const url = new URL(target.url);
-  const schema = target.schema ?? url.searchParams.get('schema') ?? 'public';
-  // `schema` is Prisma's parameter, not libpq's: pg must not see it.
-  url.searchParams.delete('schema');
-  return { connectionString: url.toString(), schema };
-}
-
-function searchPathOption(schema: string): string {
-  return `-c search_path=${quoteIdent(schema)}`;
-}
-
-function quoteIdent(name: string): string {
-  return `"${name.replace(/"/g, '""')}"`;
-}
-
-/**
- * A pg client whose results label PostgreSQL's internal "char" (OID 18) as text: the engine's catalog queries select
- * such columns (e.g. pg_constraint.confdeltype) and adapter-pg rejects the type. Values are one-letter strings anyway.
- */
-class CharAsTextClient extends pg.Client {
-  override query(...args: any[]): any {
-    const at = args.findIndex((a) => typeof a === 'function');
-    if (at >= 0) {
-      const callback = args[at] as (err: unknown, res: unknown) => void;
-      args[at] = (err: unknown, res: unknown) => callback(err, err ? res : relabelCharFields(res));
-      return (super.query as (...a: unknown[]) => unknown)(...args);
-    }
-    const result = (super.query as (...a: unknown[]) => any)(...args);
-    return typeof result?.then === 'function' ? result.then(relabelCharFields) : result;
-  }
-}
-
-function relabelCharFields(result: any): any {
-  if (Array.isArray(result)) return result.map(relabelCharFields);
-  for (const field of result?.fields ?? []) if (field.dataTypeID === OID_CHAR) field.dataTypeID = OID_TEXT;
-  return result;
-}
-
-function postgresConnection(target: Extract<MigrationTarget, { kind: 'postgres' }>): DatabaseConnection {
-  const { connectionString, schema } = parsePostgresTarget(target);
-  const pool = new pg.Pool({
-    connectionString,
-    Client: CharAsTextClient,
-    // Migrations create unqualified tables: they must land in the target schema, as with Prisma's `?schema=`.
-    options: searchPathOption(schema),
-    max: 4,
-    connectionTimeoutMillis: 10_000,
-  });
-  const base = new PrismaPg(pool, { schema });
-  const shadows = new ShadowDatabases(schema);
-  const factory: SqlMigrationAwareDriverAdapterFactory = {
-    provider: base.provider,
-    adapterName: base.adapterName,
-    connect: async () => withWholeScripts(await base.connect(), (sql) => pool.query(sql)),
-    connectToShadowDb: () => shadows.connect(),
-  };
-  const close = async () => {
-    await shadows.closeAll();
-    await pool.end();
-  };
-  return { factory, query: pgClientQuery(pool), close };
-}
-
-async function pgliteConnection(pglite: PGlite): Promise<DatabaseConnection> {
-  const { PrismaPGlite } = await pgliteModules();
-  const base = new PrismaPGlite(pglite);
-  const shadows = new ShadowDatabases('public');
-  const factory: SqlMigrationAwareDriverAdapterFactory = {
-    provider: base.provider,
-    adapterName: base.adapterName,
-    // The caller owns this PGlite: it stays open after the engine is done.
-    connect: async () => withWholeScripts(await base.connect(), (sql) => pglite.exec(sql)),
-    connectToShadowDb: () => shadows.connect(),
-  };
-  return { factory, query: pgliteQuery(pglite), close: () => shadows.closeAll() };
-}
-
-/** For createMigration: no database of ours is involved, the engine only needs somewhere to replay the migrations. */
-function scratchConnection(): EngineConnection {
-  const scratch = new ShadowDatabases('public');
-  const factory: SqlMigrationAwareDriverAdapterFactory = {
-    provider: 'postgres',
-    adapterName: 'pglite-scratch',
-    connect: () => scratch.connect(),
-    connectToShadowDb: () => scratch.connect(),
-  };
-  return { factory, close: () => scratch.closeAll() };
-}
-
-/**
- * Throwaway in-memory PGlites as shadow databases, in the same schema as the database they stand for. The engine does
- * not dispose every adapter it opens, and an open PGlite keeps 10 s timers armed, so we close them all ourselves.
- */
-class ShadowDatabases {
-  private readonly open = new Set<PGlite>();
-  constructor(private readonly schema: string) {}
-
-  async connect(): Promise<SqlDriverAdapter> {
-    const { PGlite, PrismaPGlite } = await pgliteModules();
-    const db = new PGlite();
-    this.open.add(db);
-    const schema = quoteIdent(this.schema);
-    if (this.schema !== 'public') await db.exec(`CREATE SCHEMA ${schema}; SET search_path TO ${schema}`);
-    const adapter = withWholeScripts(await new PrismaPGlite(db).connect(), (sql) => db.exec(sql));
-    adapter.getConnectionInfo = () => ({ schemaName: this.schema, supportsRelationJoins: true });
-    adapter.dispose = () => this.close(db);
-    return adapter;
-  }
-
-  async closeAll(): Promise<void> {
-    await Promise.all([...this.open].map((db) => this.close(db)));
-  }
-
-  private async close(db: PGlite): Promise<void> {
-    if (!this.open.delete(db)) return;
-    await db.close();
-  }
-}
-
-/**
- * Runs each migration script as one multi-statement query, as the native engine does (one implicit transaction):
- * adapter-pg splits scripts on every ";" (breaking string literals and function bodies) and pglite-prisma-adapter
- * does not await its script, so a failing migration would go unnoticed.
- */
-function withWholeScripts(adapter: SqlDriverAdapter, run: (sql: string) => Promise<unknown>): SqlDriverAdapter {
-  const onError = (adapter as unknown as { onError(e: unknown): never }).onError.bind(adapter);
-  adapter.executeScript = async (script: string) => {
-    try {
-      await run(script);
-    } catch (err) {
-      onError(err);
-    }
-  };
-  return adapter;
-}
-
-function pgClientQuery(client: pg.Client | pg.Pool): Query {
-  return async (sql) => (await client.query(sql)).rows;
-}
-
-function pgliteQuery(pglite: PGlite): Query {
-  return async (sql) => (await pglite.query<Record<string, unknown>>(sql)).rows;
-}
-
-// ---------------------------------------------------------------------------------------------------------------------
-// The WebAssembly engine
-// ---------------------------------------------------------------------------------------------------------------------
-
-type EngineClass = typeof SchemaEngine;
-let engineClass: Promise<EngineClass> | undefined;
-
-/**
- * Instantiates the engine once per process (wasm-bindgen keeps one instance in module state). The package's own entry
- * imports the .wasm file as an ES module, which Node 20 cannot do, so we instantiate it ourselves.
- */
-function loadEngineClass(): Promise<EngineClass> {
-  engineClass ??= (async () => {
-    const runtime = await import('@prisma/schema-engine-wasm/schema_engine_bg');
-    const entry = createRequire(import.meta.url).resolve('@prisma/schema-engine-wasm');
-    const bytes = readFileSync(path.join(path.dirname(entry), 'schema_engine_bg.wasm'));
-    const instance = new WebAssembly.Instance(new WebAssembly.Module(bytes), {
-      './schema_engine_bg.js': withUnrefTimers(runtime) as WebAssembly.ModuleImports,
-    });
-    runtime.__wbg_set_wasm(instance.exports);
-    (instance.exports.__wbindgen_start as () => void)();
-    return runtime.SchemaEngine;
-  })();
-  return engineClass;
-}
-
-/**
- * The engine arms a 10 s timer around its advisory-lock query and never clears it, which would keep a finished CLI
- * (or a test worker) alive: its timers must not hold the event loop open.
- */
-function withUnrefTimers(runtime: Record<string, unknown>): Record<string, unknown> {
-  const imports: Record<string, unknown> = { ...runtime };
-  for (const [name, fn] of Object.entries(runtime)) {
-    if (!name.startsWith('__wbg_setTimeout_') || typeof fn !== 'function') continue;
-    imports[name] = (...args: unknown[]) => {
-      const timer = fn(...args);
-      (timer as { unref?: () => void })?.unref?.();
-      return timer;
-    };
-  }
-  return imports;
-}
-
-/** Runs fn on a fresh engine over the connection, then frees the engine and closes the connection. */
-async function withEngine<T>(connection: EngineConnection, fn: (engine: SchemaEngine) => Promise<T>): Promise<T> {
-  const bound = bindMigrationAwareSqlAdapterFactory(connection.factory);
-  let engine: SchemaEngine | undefined;
-  try {
-    const Engine = await loadEngineClass();
-    engine = await Engine.new({ datamodels: undefined }, () => {}, bound);
-    return await fn(engine);
-  } catch (err) {
-    throw engineError(err, bound.errorRegistry);
-  } finally {
-    engine?.free();
-    await connection.close();
-  }
-}
-
-/** The engine reports driver failures as "External error id#N": put the driver's own message in their place. */
-function engineError(err: unknown, registry: ErrorRegistry): Error {
-  if (!(err instanceof Error)) return new Error(String(err));
-  const code = (err as { code?: string }).code;
-  const message = err.message.replace(/External error id#(\d+)/g, (text, id) => {
-    const record = registry.consumeError(Number(id));
-    return record ? describeDriverError(record.error) : text;
-  });
-  return new Error(code && !message.includes(code) ? `${code}: ${message}` : message, { cause: err });
-}
-
-function describeDriverError(error: unknown): string {
-  const cause = (error as { cause?: { message?: string; kind?: string } })?.cause;
-  if (cause?.message) return cause.message;
-  if (error instanceof Error) return error.message;
-  return cause?.kind ?? String(error);
 }

@@ -41,7 +41,7 @@ export function presentDelivery(delivery: WebhookDelivery) {
   };
 }
 
-/** An event as its deliveries carry it: the envelope of spec 2.4 (src/webhooks/envelope.ts), the same keys in the same order. */
+/** An event as its deliveries carry it: the envelope of spec 2.4 (src/domain/webhooks/envelope.ts), the same keys in the same order. */
 export function presentEvent(event: Event) {
   return {
     id: event.id,

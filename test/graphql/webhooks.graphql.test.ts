@@ -1,7 +1,7 @@
 import type { LookupAddress } from 'node:dns';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, client, seedProject, type Client, type TestApp } from '../helpers/app.ts';
-import { EgressPolicy, UNREACHABLE_HOST } from '../../src/webhooks/egress.ts';
+import { EgressPolicy, UNREACHABLE_HOST } from '../../src/kernel/egress.ts';
 import { webhookEnv } from '../webhooks/support.ts';
 import { expectGqlError, expectGqlHiddenFrom, expectGqlScopeRequired, gqlClient, type Gql } from './gql.ts';
 

@@ -8,7 +8,7 @@ import { MemoryOutcomeWriter } from '../../src/jobs/outcomes/memory-queue.ts';
 import { RedisOutcomeWriter } from '../../src/jobs/outcomes/redis-stream.ts';
 import { encodeOutcome, encodeOutcomeBatch } from '../../src/jobs/outcomes/codec.ts';
 import type { InferenceOutcome } from '../../src/domain/usage/outcome.ts';
-import { AesGcmSecretBox } from '../../src/webhooks/secret-box.ts';
+import { AesGcmSecretBox } from '../../src/kernel/secret-box.ts';
 import { persistOutcomes } from '../../src/jobs/outcomes/persist-outcomes.ts';
 import { buildTestApp, client, seedProject, type Client, type TestApp } from '../helpers/app.ts';
 import { expectError } from '../helpers/expect.ts';

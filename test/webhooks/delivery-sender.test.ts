@@ -4,8 +4,8 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DeliverySender } from '../../src/jobs/webhook-delivery/send.ts';
 import type { Claimed } from '../../src/jobs/webhook-delivery/claim.ts';
-import { EgressPolicy } from '../../src/webhooks/egress.ts';
-import { AesGcmSecretBox } from '../../src/webhooks/secret-box.ts';
+import { EgressPolicy } from '../../src/kernel/egress.ts';
+import { AesGcmSecretBox } from '../../src/kernel/secret-box.ts';
 
 /** One attempt against a plain HTTP receiver, what it answered, and how its connections ended. */
 const box = new AesGcmSecretBox(randomBytes(32));

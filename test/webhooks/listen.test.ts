@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, client, seedProject, type Client, type TestApp } from '../helpers/app.ts';
 import { freePort } from '../helpers/ports.ts';
-import { signatureHeader } from '../../src/webhooks/signing.ts';
+import { signatureHeader } from '../../src/domain/webhooks/signing.ts';
 import { createWebhook, deliveriesOf, testWorker, webhookEnv } from './support.ts';
 
 /**

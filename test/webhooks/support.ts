@@ -3,7 +3,7 @@ import { expect } from 'vitest';
 import type { Client, TestApp } from '../helpers/app.ts';
 import { testPki } from '../helpers/https-receiver.ts';
 import { DeliveryWorker, type DeliveryWorkerOptions } from '../../src/jobs/webhook-delivery/worker.ts';
-import type { EgressPolicy } from '../../src/webhooks/egress.ts';
+import type { EgressPolicy } from '../../src/kernel/egress.ts';
 
 /** Test env: loopback receivers are reachable only because the allowlist says so (CONTRACT §1, "allowlisted egress"). */
 export const webhookEnv = () => ({

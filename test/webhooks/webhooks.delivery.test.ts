@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, client, seedProject, type Client, type TestApp } from '../helpers/app.ts';
 import { startReceiver, type Answer, type Receiver } from '../helpers/https-receiver.ts';
 import { freePort } from '../helpers/ports.ts';
-import { EgressPolicy } from '../../src/webhooks/egress.ts';
+import { EgressPolicy } from '../../src/kernel/egress.ts';
 import { createWebhook, deliveriesOf, emitKeyRotated, testWorker, webhookEnv } from './support.ts';
 
 let t: TestApp;

@@ -2,7 +2,7 @@ import type { LookupAddress } from 'node:dns';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, client, seedProject, type Client, type TestApp } from '../helpers/app.ts';
 import { expectError } from '../helpers/expect.ts';
-import { EgressPolicy, UNREACHABLE_HOST } from '../../src/webhooks/egress.ts';
+import { EgressPolicy, UNREACHABLE_HOST } from '../../src/kernel/egress.ts';
 import { createWebhook, emitKeyRotated, webhookEnv } from './support.ts';
 
 let t: TestApp;

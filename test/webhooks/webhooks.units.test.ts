@@ -7,10 +7,10 @@ import fc from 'fast-check';
 import Stripe from 'stripe';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/config.ts';
-import { EgressPolicy, parseAllowlist } from '../../src/webhooks/egress.ts';
-import { nextAttemptAt } from '../../src/webhooks/retry-schedule.ts';
-import { AesGcmSecretBox, KEY_FILE_NAME, createSecretBox } from '../../src/webhooks/secret-box.ts';
-import { generateSigningSecret, signatureHeader } from '../../src/webhooks/signing.ts';
+import { EgressPolicy, parseAllowlist } from '../../src/kernel/egress.ts';
+import { nextAttemptAt } from '../../src/domain/webhooks/retry-schedule.ts';
+import { AesGcmSecretBox, KEY_FILE_NAME, createSecretBox } from '../../src/kernel/secret-box.ts';
+import { generateSigningSecret, signatureHeader } from '../../src/domain/webhooks/signing.ts';
 
 const stripe = new Stripe('sk_test_x');
 

@@ -2,7 +2,7 @@ import type { Event, Prisma } from '../../generated/prisma/client.ts';
 import type { Tx } from '../../db/client.ts';
 import type { RawSql } from '../../db/sql.ts';
 import { newId } from '../../db/ids.ts';
-import { notifyDeliveryWorkers } from '../../webhooks/wakeups.ts';
+import { notifyDeliveryWorkers } from '../webhooks/wakeups.ts';
 
 /** The spec's event catalog (§6.2). */
 export const EVENT_TYPES = [

@@ -1,5 +1,5 @@
-import type { EgressPolicy } from '../../webhooks/egress.ts';
-import type { SecretBox } from '../../webhooks/secret-box.ts';
+import type { EgressPolicy } from '../../kernel/egress.ts';
+import type { SecretBox } from '../../kernel/secret-box.ts';
 import type { LeasedDelivery } from './outbox.ts';
 
 /** Deliveries a batch writes already leased to this process's delivery worker (enqueueEvents with `leaseUntil`). */

@@ -1,9 +1,9 @@
 import type { Event, Webhook, WebhookDelivery } from '../../generated/prisma/client.ts';
 import { newId } from '../../db/ids.ts';
 import { SvcError, invalid } from '../../errors/svc-error.ts';
-import { EgressRefused } from '../../webhooks/egress.ts';
-import { generateSigningSecret } from '../../webhooks/signing.ts';
-import { notifyDeliveryWorkers } from '../../webhooks/wakeups.ts';
+import { EgressRefused } from '../../kernel/egress.ts';
+import { generateSigningSecret } from './signing.ts';
+import { notifyDeliveryWorkers } from './wakeups.ts';
 import { recordAudit } from '../audit/service.ts';
 import { enqueueEventToWebhook } from '../events/outbox.ts';
 import type { Ctx } from '../context.ts';

@@ -1,8 +1,8 @@
-import type { Config } from '../../config/config.ts';
-import type { Database, Db, Tx } from '../../db/client.ts';
+import type { Tx } from '../../db/client.ts';
+import type { Deps } from '../../deps.ts';
 import { newId } from '../../db/ids.ts';
 import { recordSystemAudit } from '../../domain/audit/service.ts';
-import { nextAttemptAt } from '../../webhooks/retry-schedule.ts';
+import { nextAttemptAt } from '../../domain/webhooks/retry-schedule.ts';
 import type { Claimed } from './claim.ts';
 import type { SendResult } from './send.ts';
 import {
@@ -39,12 +39,8 @@ interface PendingSuccess {
   reject: (err: unknown) => void;
 }
 
-export interface AttemptRecorderDeps {
-  config: Pick<Config, 'webhookRetryScheduleS' | 'webhookRetryHorizonS'>;
-  db: Db;
-  /** The successes' group commit runs on the driver directly (db/sql.ts). */
-  database: Pick<Database, 'sql'>;
-}
+/** Read from config: webhookRetryScheduleS, webhookRetryHorizonS. The successes' group commit runs on database.sql. */
+export type AttemptRecorderDeps = Pick<Deps, 'config' | 'db' | 'database'>;
 
 /**
  * Records what became of each attempt: the attempt row, the delivery's next state from the retry schedule, and the

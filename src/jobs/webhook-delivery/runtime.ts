@@ -3,8 +3,8 @@ import type { Config } from '../../config/config.ts';
 import type { Database, Db } from '../../db/client.ts';
 import type { Clock } from '../../domain/context.ts';
 import type { WebhookRuntime } from '../../domain/events/ports.ts';
-import { EgressPolicy } from '../../webhooks/egress.ts';
-import { createSecretBox } from '../../webhooks/secret-box.ts';
+import { EgressPolicy } from '../../kernel/egress.ts';
+import { createSecretBox } from '../../kernel/secret-box.ts';
 import { DeliveryWorker, type DeliveryWorkerOptions } from './worker.ts';
 
 /** What webhooks need process-wide: the secret encryption, the egress guard and the delivery worker (not started). */

@@ -1,9 +1,9 @@
 import { performance } from 'node:perf_hooks';
 import { Agent, type Dispatcher } from 'undici';
-import type { EgressPolicy } from '../../webhooks/egress.ts';
-import { eventEnvelopeJson } from '../../webhooks/envelope.ts';
-import type { SecretBox } from '../../webhooks/secret-box.ts';
-import { signatureHeader } from '../../webhooks/signing.ts';
+import type { EgressPolicy } from '../../kernel/egress.ts';
+import { eventEnvelopeJson } from '../../domain/webhooks/envelope.ts';
+import type { SecretBox } from '../../kernel/secret-box.ts';
+import { signatureHeader } from '../../domain/webhooks/signing.ts';
 import type { Claimed } from './claim.ts';
 
 /** What one HTTP attempt gave: error null when the receiver answered 2xx. */

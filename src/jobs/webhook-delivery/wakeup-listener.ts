@@ -1,7 +1,7 @@
 import pg from 'pg';
 import type { Logger } from 'pino';
 import type { Database } from '../../db/client.ts';
-import { WAKE_CHANNEL } from '../../webhooks/wakeups.ts';
+import { WAKE_CHANNEL } from '../../domain/webhooks/wakeups.ts';
 
 /** Subscribes `onWake` to the channel: LISTEN on a dedicated connection (PostgreSQL) or on the embedded PGlite. */
 export async function listenForWakeups(

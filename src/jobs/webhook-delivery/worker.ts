@@ -1,10 +1,5 @@
-import type { Logger } from 'pino';
-import type { Config } from '../../config/config.ts';
-import type { Database, Db } from '../../db/client.ts';
-import type { Clock } from '../../domain/context.ts';
+import type { Deps } from '../../deps.ts';
 import type { DeliveryWorkerControl } from '../../domain/events/ports.ts';
-import type { EgressPolicy } from '../../webhooks/egress.ts';
-import type { SecretBox } from '../../webhooks/secret-box.ts';
 import { claimDeliveries, handoffLease, releaseUnsent, type Claimed } from './claim.ts';
 import { AttemptRecorder, type AttemptOutcome } from './record.ts';
 import { DeliverySender } from './send.ts';
@@ -14,15 +9,8 @@ import { InFlight } from '../../kernel/in-flight.ts';
 
 export type { AttemptOutcome };
 
-export interface DeliveryWorkerDeps {
-  config: Pick<Config, 'webhookRetryScheduleS' | 'webhookRetryHorizonS' | 'webhookTimeoutMs' | 'databaseUrl'>;
-  db: Db;
-  database: Database;
-  clock: Clock;
-  log: Logger;
-  secretBox: SecretBox;
-  egress: EgressPolicy;
-}
+/** Read from config: webhookRetryScheduleS, webhookRetryHorizonS, webhookTimeoutMs, databaseUrl. */
+export type DeliveryWorkerDeps = Pick<Deps, 'config' | 'db' | 'database' | 'clock' | 'log'> & Pick<Deps['webhooks'], 'secretBox' | 'egress'>;
 
 export interface DeliveryWorkerOptions {
   /** The receiver's deadline (spec 6.1.2: 10 s); default config.webhookTimeoutMs. */

@@ -1,4 +1,4 @@
-import type { RawSql } from '../db/sql.ts';
+import type { RawSql } from '../../db/sql.ts';
 
 /** One channel for the whole database; the payload names the schema, so test schemas sharing a database stay apart. */
 export const WAKE_CHANNEL = 'svc_webhooks';

@@ -1,4 +1,4 @@
-import type { Event } from '../generated/prisma/client.ts';
+import type { Event } from '../../generated/prisma/client.ts';
 
 /** The event envelope of spec 2.4, as the exact bytes a receiver gets (the same on every retry of a delivery). */
 export function eventEnvelopeJson(event: Pick<Event, 'id' | 'type' | 'createdAt' | 'projectId' | 'data'>): string {

@@ -2,7 +2,7 @@ import { createCipheriv, createDecipheriv, createSecretKey, randomBytes, type Ke
 import { existsSync, linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { decodeKey } from '../config/config.ts';
-import { pooledRandomBytes } from '../kernel/random.ts';
+import { pooledRandomBytes } from './random.ts';
 
 /** Encryption at rest of webhook signing secrets (they must be recovered to sign, so they cannot be hashed). */
 export interface SecretBox {
