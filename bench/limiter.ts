@@ -10,7 +10,8 @@
  */
 import { Redis } from 'ioredis';
 import pino from 'pino';
-import { createLimiter, type Limiter } from '../src/limits/index.ts';
+import type { Limiter } from '../src/limits/index.ts';
+import { createLimiter } from '../src/redis/limiter.ts';
 
 const args = process.argv.slice(2);
 const N = Number(args[args.indexOf('--n') + 1]) || 20_000;

@@ -1,11 +1,11 @@
 /**
  * `node --import tsx bench/redis-lua.ts`: Redis's own time per operation of the hot path's batch script
- * (src/limits/redis-batch.ts BATCH_LUA), from INFO commandstats, against a local Redis (REDIS_URL): the limiter's
+ * (src/redis/batch.ts BATCH_LUA), from INFO commandstats, against a local Redis (REDIS_URL): the limiter's
  * reservation (L, four buckets), its settlement (force), the budget read (M), the spend add (A), the usage stream's
  * XADD (X), and the five together as one inference sends them. Keys under a throw-away prefix, deleted at the end.
  */
 import { Redis } from 'ioredis';
-import { BATCH_LUA, encodeBatch, type BatchOp } from '../src/limits/redis-batch.ts';
+import { BATCH_LUA, encodeBatch, type BatchOp } from '../src/redis/batch.ts';
 
 const redis = new Redis(process.env.REDIS_URL || 'redis://127.0.0.1:6379');
 const P = `bench-lua-${process.pid}:`;

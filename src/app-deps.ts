@@ -1,4 +1,3 @@
-import { Redis } from 'ioredis';
 import pino, { type Logger } from 'pino';
 import { runsBackgroundWork, type Config } from './config/config.ts';
 import { openDatabase, isUniqueViolation, type Database } from './db/client.ts';
@@ -9,21 +8,26 @@ import type { DomainPorts } from './domain/ports.ts';
 import { systemClock, type Clock } from './kernel/clock.ts';
 import { generateSecret, hashSecret } from './domain/keys/secrets.ts';
 import { KeyCache } from './domain/auth/key-cache.ts';
-import { LocalBus, RedisBus, type Bus } from './pubsub/bus.ts';
+import { LocalBus, type Bus } from './pubsub/bus.ts';
+import { RedisBus } from './redis/bus.ts';
 import { ProviderRegistry } from './providers/router.ts';
-import { MemoryResponseCache, RedisResponseCache } from './domain/inference/cache.ts';
+import { MemoryResponseCache } from './domain/inference/cache.ts';
+import { RedisResponseCache } from './redis/response-cache.ts';
 import { TemplateCache } from './domain/templates/cache.ts';
 import type { DeliveryWorkerOptions } from './jobs/webhook-delivery/worker.ts';
 import { createWebhookRuntime } from './jobs/webhook-delivery/runtime.ts';
-import { createLimiter } from './limits/index.ts';
-import { redisHealthOf, withRedisTimeout } from './limits/redis-health.ts';
+import { createLimiter } from './redis/limiter.ts';
+import { connectRedis } from './redis/connection.ts';
+import { redisHealthOf } from './redis/health.ts';
 import { loadProjectLimits } from './domain/rate-limits/service.ts';
 import { BudgetAlertMailer, flushBudgetAlerts } from './jobs/budget-alerts/mailer.ts';
 import { loadCachedProject, ProjectCache } from './domain/projects/cache.ts';
-import { MemorySpendCounters, RedisSpendCounters, type CounterOptions } from './domain/budgets/counters.ts';
+import { MemorySpendCounters, type CounterOptions } from './domain/budgets/counters.ts';
+import { RedisSpendCounters } from './redis/spend-counters.ts';
 import { spentMany } from './domain/budgets/store.ts';
 import { createOutcomeWriter } from './jobs/outcomes/outcome-writer.ts';
-import { PrismaSessionStore, RedisSessionStore } from './domain/operators/session-store.ts';
+import { PrismaSessionStore } from './domain/operators/session-store.ts';
+import { RedisSessionStore } from './redis/session-store.ts';
 import { CidrList } from './kernel/cidr.ts';
 import { createObservability } from './observability/index.ts';
 import { traceIdsForLog } from './observability/log-correlation.ts';
@@ -313,38 +317,6 @@ export async function closeDeps(deps: Deps): Promise<void> {
   deps.redis?.disconnect();
   await deps.database.close();
   await deps.observability.close();
-}
-
-/**
- * The shared client. Auto-pipelining: every command issued in one turn of the event loop, by all requests in flight,
- * leaves in one socket write (the hot path's Redis writes were a tenth of the gateway's CPU as one syscall each).
- * No per-command timeout (each would be a timer per command, and one that fires after the event loop was held up
- * blames Redis for an answer already in the socket): a Redis that stops answering (frozen, a dead socket not yet
- * noticed) is found out by the health state's one timer (limits/redis-health.ts, SVC_REDIS_COMMAND_TIMEOUT_MS),
- * which lets go every command waiting on it. Connections that block (the stream consumer) or subscribe (the bus) duplicate it without either.
- */
-async function connectRedis(url: string, log: Logger): Promise<Redis> {
-  const redis = new Redis(url, {
-    lazyConnect: true,
-    maxRetriesPerRequest: 2,
-    connectTimeout: 5_000,
-    enableAutoPipelining: true,
-    // PING is the health probe (limits/redis-health.ts, /readyz): sent at once, never queued behind a stuck pipeline.
-    // svcBatch is the hot path's per-turn script call (limits/redis-batch.ts): batched already, it needs no Pipeline
-    // object of ioredis's around it (one per turn, allocated and walked for a single command).
-    autoPipeliningIgnoredCommands: ['ping', 'svcBatch'],
-  });
-  // Errors are the health state's to report (/readyz, "When Redis fails"), not an unhandled event.
-  redis.on('error', (err: Error) => log.debug({ err: err.message }, 'redis connection error'));
-  try {
-    await redis.connect();
-    await withRedisTimeout(redis.ping(), 5_000);
-  } catch (err) {
-    // Started degraded, as if Redis had failed while running: /readyz answers 503 until it answers, and the client
-    // keeps reconnecting. A URL that is not a Redis URL at all was refused by the configuration already.
-    log.warn({ err: (err as Error).message }, 'REDIS_URL: cannot reach Redis at start; serving degraded until it answers');
-  }
-  return redis;
 }
 
 function announceOnStdout(secret: string): void {

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { Redis } from 'ioredis';
+import type { Redis } from './redis/connection.ts';
 import type { Config } from './config/config.ts';
 import type { Database, Db } from './db/client.ts';
 import type { Bus } from './pubsub/bus.ts';

@@ -4,7 +4,8 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import type { Ctx } from '../domain/context.ts';
 import type { DomainPorts } from '../domain/ports.ts';
 import type { Deps } from '../deps.ts';
-import { PrismaIdempotencyStore, RedisIdempotencyStore, SealedIdempotencyStore } from '../domain/idempotency/store.ts';
+import { PrismaIdempotencyStore, SealedIdempotencyStore } from '../domain/idempotency/store.ts';
+import { RedisIdempotencyStore } from '../redis/idempotency-store.ts';
 import { newId } from '../db/ids.ts';
 import { adminRoutes } from '../rest/admin.ts';
 import { auditRoutes } from '../rest/audit.ts';

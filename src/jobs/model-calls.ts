@@ -1,11 +1,7 @@
 import type { Deps } from '../deps.ts';
-import {
-  PrismaIdempotencyStore,
-  RedisIdempotencyStore,
-  SealedIdempotencyStore,
-  type IdempotencyStore,
-} from '../domain/idempotency/store.ts';
+import { PrismaIdempotencyStore, SealedIdempotencyStore, type IdempotencyStore } from '../domain/idempotency/store.ts';
 import type { OncePorts } from '../domain/inference/once.ts';
+import { RedisIdempotencyStore } from '../redis/idempotency-store.ts';
 
 type ModelCallDeps = Pick<Deps, 'db' | 'redis' | 'config' | 'webhooks' | 'ports' | 'limiter' | 'outcomes'>;
 

@@ -11,7 +11,7 @@ interface Bucket {
 const SWEEP_EVERY = 10_000;
 
 /**
- * The in-process store: the Redis script's rules (redis-store.ts), in JavaScript. A call runs synchronously from
+ * The in-process store: the Redis script's rules (redis/limit-store.ts), in JavaScript. A call runs synchronously from
  * start to end, so it is as atomic within this process as the script is within Redis.
  */
 export class MemoryLimitStore implements LimitStore {

@@ -1,7 +1,7 @@
-import type { Redis } from 'ioredis';
 import type { Db } from '../db/client.ts';
 import type { OutcomeStats } from '../domain/usage/ports.ts';
-import { redisHealthOf } from '../limits/redis-health.ts';
+import type { Redis } from '../redis/connection.ts';
+import { redisHealthOf } from '../redis/health.ts';
 import { MICROS_PER_USD } from '../kernel/money.ts';
 
 /** Shared state read when /metrics is scraped (never on the request path). */

@@ -1,14 +1,11 @@
 import { EventEmitter } from 'node:events';
-import type { Redis } from 'ioredis';
-import type { Logger } from 'pino';
-import { redisHealthOf } from '../limits/redis-health.ts';
 
 export type BusHandler = (message: string) => void;
 
 /**
  * Cross-replica notifications (key revocation, limit changes, webhook wake-ups). With Redis: pub/sub on a dedicated
- * subscriber connection. Without Redis there is one replica, but possibly several app instances in one process (tests),
- * so the in-process bus is shared process-wide.
+ * subscriber connection (RedisBus, redis/bus.ts). Without Redis there is one replica, but possibly several app
+ * instances in one process (tests), so the in-process bus is shared process-wide.
  */
 export interface Bus {
   publish(channel: string, message: string): Promise<void>;
@@ -34,62 +31,5 @@ export class LocalBus implements Bus {
   onResync(): void {}
   async close(): Promise<void> {
     for (const [channel, handler] of this.subs) processBus.off(channel, handler);
-  }
-}
-
-export class RedisBus implements Bus {
-  private readonly subscriber: Redis;
-  private readonly handlers = new Map<string, BusHandler[]>();
-  private readonly resync: (() => void)[] = [];
-  private connectedOnce = false;
-
-  constructor(
-    private readonly redis: Redis,
-    private readonly prefix: string,
-    private readonly log: Logger,
-  ) {
-    this.subscriber = redis.duplicate({ lazyConnect: false, maxRetriesPerRequest: null, enableAutoPipelining: false, commandTimeout: undefined });
-    this.subscriber.on('message', (channel: string, message: string) => {
-      for (const h of this.handlers.get(channel) ?? []) h(message);
-    });
-    this.subscriber.on('ready', () => {
-      if (this.connectedOnce) for (const r of this.resync) r();
-      this.connectedOnce = true;
-    });
-    this.subscriber.on('error', (err: Error) => log.debug({ err: err.message }, 'pub/sub connection error'));
-  }
-
-  /**
-   * Never throws, and never waits for a Redis known not to answer (limits/redis-health.ts): the change it announces has
-   * committed, and this replica has already evicted it. While Redis is down the other replicas do not hear it; they
-   * drop their caches when their subscriber reconnects, and otherwise re-read a key row within a minute (the key
-   * cache's TTL) and a project within its TTL (README "When Redis fails").
-   */
-  async publish(channel: string, message: string): Promise<void> {
-    const health = redisHealthOf(this.redis);
-    try {
-      if (!health.usable) throw new Error('Redis does not answer');
-      await health.watch(this.redis.publish(this.prefix + channel, message));
-    } catch (err) {
-      this.log.warn({ err: (err as Error).message, channel }, 'could not tell the other replicas of a change (pub/sub); they pick it up by their cache TTLs');
-    }
-  }
-
-  subscribe(channel: string, handler: BusHandler): void {
-    const full = this.prefix + channel;
-    const list = this.handlers.get(full);
-    if (list) list.push(handler);
-    else {
-      this.handlers.set(full, [handler]);
-      void this.subscriber.subscribe(full).catch(() => {});
-    }
-  }
-
-  onResync(handler: () => void): void {
-    this.resync.push(handler);
-  }
-
-  async close(): Promise<void> {
-    this.subscriber.disconnect();
   }
 }

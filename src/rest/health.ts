@@ -1,5 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify';
-import { redisHealthOf } from '../limits/redis-health.ts';
+import { redisHealthOf } from '../redis/health.ts';
 
 /** A readiness probe must answer even when a dependency hangs (a frozen Redis keeps its socket open). */
 export const READY_CHECK_TIMEOUT_MS = 1_000;

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PrismaIdempotencyStore, RedisIdempotencyStore, SealedIdempotencyStore } from '../../src/domain/idempotency/store.ts';
+import { PrismaIdempotencyStore, SealedIdempotencyStore } from '../../src/domain/idempotency/store.ts';
+import { RedisIdempotencyStore } from '../../src/redis/idempotency-store.ts';
 import { caseRequestId } from '../../src/jobs/eval-runner/runner.ts';
 import { buildTestApp, client, type Client, type TestApp } from '../helpers/app.ts';
 import { startReceiver, type Receiver } from '../helpers/https-receiver.ts';

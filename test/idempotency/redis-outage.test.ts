@@ -1,8 +1,8 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { RedisIdempotencyStore } from '../../src/domain/idempotency/store.ts';
+import { RedisIdempotencyStore } from '../../src/redis/idempotency-store.ts';
 import { SvcError } from '../../src/errors/svc-error.ts';
-import { redisHealthOf } from '../../src/limits/redis-health.ts';
+import { redisHealthOf } from '../../src/redis/health.ts';
 import { buildTestApp, client, seedProject, type Client, type TestApp } from '../helpers/app.ts';
 import { expectError } from '../helpers/expect.ts';
 import { startMockOpenAI, type MockOpenAI } from '../helpers/mock-openai.ts';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../../src/db/ids.ts';
-import { redisBatchOf } from '../../src/limits/redis-batch.ts';
+import { redisBatchOf } from '../../src/redis/batch.ts';
 import { buildTestApp, client, createTestDatabase, seedProject, type Client, type TestApp, type TestDatabase } from '../helpers/app.ts';
 import { REDIS_URL, uniqueName } from '../helpers/services.ts';
 import { expectError } from '../helpers/expect.ts';
@@ -175,7 +175,7 @@ describe.skipIf(!REDIS_URL)('Redis round trips of an uncached inference', () => 
       }
       return send(c);
     };
-    // The operations those commands carried (limits/redis-batch.ts).
+    // The operations those commands carried (redis/batch.ts).
     const batch = redisBatchOf(t.deps.redis!) as unknown as {
       run: (op: string, ...rest: unknown[]) => Promise<unknown>;
       gather: (group: object, op: string, ...rest: unknown[]) => Promise<unknown>;

@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { RedisResponseCache } from '../../src/domain/inference/cache.ts';
+import { RedisResponseCache } from '../../src/redis/response-cache.ts';
 import { buildTestApp, client, MASTER_KEY, seedProject, type Client, type TestApp } from '../helpers/app.ts';
 import { expectError } from '../helpers/expect.ts';
 import { startMockOpenAI, type MockOpenAI } from '../helpers/mock-openai.ts';

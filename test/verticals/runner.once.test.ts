@@ -1,11 +1,7 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import {
-  PrismaIdempotencyStore,
-  RedisIdempotencyStore,
-  SealedIdempotencyStore,
-  type IdempotencyStore,
-} from '../../src/domain/idempotency/store.ts';
+import { PrismaIdempotencyStore, SealedIdempotencyStore, type IdempotencyStore } from '../../src/domain/idempotency/store.ts';
+import { RedisIdempotencyStore } from '../../src/redis/idempotency-store.ts';
 import { jobCallKey } from '../../src/domain/verticals/runner.ts';
 import { VerticalWorker } from '../../src/jobs/vertical-work/worker.ts';
 import { buildTestApp, client, type Client, type TestApp } from '../helpers/app.ts';

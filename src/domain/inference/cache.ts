@@ -1,6 +1,4 @@
 import { hash } from 'node:crypto';
-import type { Redis } from 'ioredis';
-import { redisBatchOf, type RedisBatch } from '../../limits/redis-batch.ts';
 import type { ChatMessage, ChatOptions, Choice, Sampling, ToolCall } from '../../providers/types.ts';
 import type { Clock } from '../../kernel/clock.ts';
 
@@ -18,7 +16,10 @@ export interface CachedAnswer {
 
 export type CacheLookup = { status: 'hit'; answer: CachedAnswer } | { status: 'miss' } | { status: 'unavailable' };
 
-/** Exact-match response cache, per project. Never throws: a broken store reads as `unavailable`. */
+/**
+ * Exact-match response cache, per project: in process (below) or in Redis (redis/response-cache.ts). Never throws: a
+ * broken store reads as `unavailable`.
+ */
 export interface ResponseCache {
   get(projectId: string, key: string): Promise<CacheLookup>;
   /** False when the store is unavailable. */
@@ -99,53 +100,5 @@ export class MemoryResponseCache implements ResponseCache {
     if (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
     this.entries.set(k, { answer, expiresAt: this.clock.now() + ttlS * 1000 });
     return true;
-  }
-}
-
-/**
- * In Redis, shared by every replica. A Redis that is down or slow must not hold the request up: while the shared Redis
- * health state says it does not answer (limits/redis-health.ts) nothing is sent, and an operation that fails reads as
- * `unavailable`; either way the request goes on uncached. Gets and sets are operations of the shared batch
- * (limits/redis-batch.ts): they travel in the script call of the limiter's and the counters' operations, bounded by
- * the client's commandTimeout. Entries expire on Redis's own clock.
- */
-export class RedisResponseCache implements ResponseCache {
-  private readonly batch: RedisBatch;
-
-  constructor(
-    redis: Redis,
-    private readonly prefix: string,
-  ) {
-    this.batch = redisBatchOf(redis);
-  }
-
-  private k(projectId: string, key: string): string {
-    return `${this.prefix}cache:{${projectId}}:${key}`;
-  }
-
-  async get(projectId: string, key: string): Promise<CacheLookup> {
-    if (!this.batch.usable) return { status: 'unavailable' };
-    let raw: string | null;
-    try {
-      raw = await this.batch.run<string | null>('G', [this.k(projectId, key)]);
-    } catch {
-      return { status: 'unavailable' };
-    }
-    if (raw === null) return { status: 'miss' };
-    try {
-      return { status: 'hit', answer: JSON.parse(raw) as CachedAnswer };
-    } catch {
-      return { status: 'miss' };
-    }
-  }
-
-  async set(projectId: string, key: string, answer: CachedAnswer, ttlS: number): Promise<boolean> {
-    if (!this.batch.usable) return false;
-    try {
-      await this.batch.run('S', [this.k(projectId, key)], [JSON.stringify(answer), ttlS]);
-      return true;
-    } catch {
-      return false;
-    }
   }
 }

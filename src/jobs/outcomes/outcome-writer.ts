@@ -1,5 +1,5 @@
-import type { Redis } from 'ioredis';
 import type { OutcomeQueue } from '../../domain/usage/ports.ts';
+import type { Redis } from '../../redis/connection.ts';
 import type { OutcomeWriterOptions } from './batch-writer.ts';
 import { MemoryOutcomeWriter } from './memory-queue.ts';
 import { RedisOutcomeWriter } from './redis-stream.ts';

@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import type { Redis } from 'ioredis';
-import { redisBatchOf } from '../../limits/redis-batch.ts';
-import { redisHealthOf, withRedisTimeout } from '../../limits/redis-health.ts';
 import type { InferenceOutcome } from '../../domain/usage/outcome.ts';
 import type { OutcomeQueue } from '../../domain/usage/ports.ts';
+import { redisBatchOf } from '../../redis/batch.ts';
+import type { Redis } from '../../redis/connection.ts';
+import { redisHealthOf, withRedisTimeout } from '../../redis/health.ts';
 import { BATCH_SIZE, OutcomeBatchWriter, type OutcomeWriterOptions } from './batch-writer.ts';
 import { decodeOutcome, decodeOutcomeBatch, encodeOutcome, encodeOutcomeBatch } from './codec.ts';
 
@@ -80,11 +80,11 @@ export class RedisOutcomeWriter extends OutcomeBatchWriter implements OutcomeQue
 
   async record(o: InferenceOutcome): Promise<void> {
     this.counts.accepted++;
-    // Redis reconnecting or not answering (limits/redis-health.ts): queueing the entry would hold the request; write it directly.
+    // Redis reconnecting or not answering (redis/health.ts): queueing the entry would hold the request; write it directly.
     const batch = redisBatchOf(this.redis);
     if (this.closed || !batch.usable) return this.direct(o);
     try {
-      // An operation of the turn's batch (limits/redis-batch.ts): the outcomes finishing in this turn become ONE stream
+      // An operation of the turn's batch (redis/batch.ts): the outcomes finishing in this turn become ONE stream
       // entry (entryFields), whose XADD travels in the script call that carries their settlement and spend; each caller
       // answers once Redis has acknowledged it. Not answered within the client's commandTimeout (Redis dying), the
       // outcome is written directly instead; should the XADD land after all, it is written once anyway.

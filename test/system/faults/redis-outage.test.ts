@@ -94,7 +94,7 @@ describe.skipIf(NO_SERVICES)(NO_SERVICES ? `Redis faults (${NO_SERVICES_REASON})
 
   /**
    * A frozen Redis (SIGSTOP: connections open, nothing answers) fails commands only after the client's command timeout:
-   * once one has, every request skips Redis (src/limits/redis-health.ts) until a PING answers again. So only the
+   * once one has, every request skips Redis (src/redis/health.ts) until a PING answers again. So only the
    * requests in flight when it froze wait (one command timeout); those sent once it is known to be down do not.
    */
   it(

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
-import { redisBatchOf, type RedisBatch } from './redis-batch.ts';
-import type { ApplyRequest, ApplyResult, BucketOutcome, LimitStore, VersionedLimits } from './types.ts';
+import { redisBatchOf, type RedisBatch } from './batch.ts';
+import type { ApplyRequest, ApplyResult, BucketOutcome, LimitStore, VersionedLimits } from '../limits/types.ts';
 
 const MAX_MEMO_KEYS = 100_000;
 
@@ -18,7 +18,7 @@ type LimitCommands = {
 
 /**
  * Every window of a call (the key's and the project's requests and tokens) in one Lua operation of the shared batch
- * (redis-batch.ts, `L`): no other request, from this replica or another, slips in between the check and the take.
+ * (batch.ts, `L`): no other request, from this replica or another, slips in between the check and the take.
  * The script is loaded once and called by SHA (ioredis defineCommand: EVALSHA, EVAL only after a NOSCRIPT). Every key
  * carries the scope's hash tag `{prj_…}`, so a project's windows live in one slot.
  *
@@ -33,7 +33,7 @@ type LimitCommands = {
  */
 export class RedisLimitStore implements LimitStore {
   private readonly commands: LimitCommands;
-  /** Windows are applied as an operation of the shared batch (redis-batch.ts: the same script, one call per turn). */
+  /** Windows are applied as an operation of the shared batch (batch.ts: the same script, one call per turn). */
   private readonly batch: RedisBatch;
 
   constructor(

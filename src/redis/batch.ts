@@ -1,5 +1,5 @@
 import { ReplyError, type Redis } from 'ioredis';
-import { redisHealthOf, RedisUnavailableError, type RedisHealth } from './redis-health.ts';
+import { redisHealthOf, RedisUnavailableError, type RedisHealth } from './health.ts';
 
 /**
  * The hot path's Redis commands, batched: every operation issued during one turn of the event loop (by every request
@@ -10,7 +10,7 @@ import { redisHealthOf, RedisUnavailableError, type RedisHealth } from './redis-
  * the operations in the order they were issued, atomically, so nothing another client does slips between them.
  *
  * Each operation runs under pcall: one that fails (a script bug, WRONGTYPE) rejects only its caller, with a ReplyError
- * carrying Redis's message. The call itself is tracked by the shared health state (redis-health.ts) as one command:
+ * carrying Redis's message. The call itself is tracked by the shared health state (health.ts) as one command:
  * when it fails without an answer (the client's commandTimeout, a dropped connection) Redis is marked down and every
  * operation of the batch is rejected at once; while down nothing is queued (callers check `usable` and take their
  * degraded path). The batch has no timer of its own: the client's commandTimeout is the one timer of the call.
@@ -23,7 +23,7 @@ local SCALE = 60000
 
 -- Each operation gets its keys as a list (ks), picked out of KEYS by the indices in its header.
 
--- L: the rate limiter (limits/redis-store.ts; MemoryLimitStore.apply is the same arithmetic).
+-- L: the rate limiter (redis/limit-store.ts; MemoryLimitStore.apply is the same arithmetic).
 -- keys: cfg, then one per bucket. ARGV: ONE string, comma-separated: now, mode, rpm, tpm, burst, version, then per
 -- bucket: kind, cost (one argument instead of 6 + 2 per bucket: each argument is encoded, sent and parsed apart).
 -- Returns one string, comma-separated: allowed, rpm, tpm, burst, version, then per bucket: used, applied.

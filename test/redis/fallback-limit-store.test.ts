@@ -2,9 +2,9 @@ import { EventEmitter } from 'node:events';
 import { ReplyError, type Redis } from 'ioredis';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import { FallbackLimitStore } from '../../src/limits/fallback-store.ts';
-import { PROBE_INTERVAL_MS } from '../../src/limits/redis-health.ts';
-import type { RedisLimitStore } from '../../src/limits/redis-store.ts';
+import { FallbackLimitStore } from '../../src/redis/fallback-limit-store.ts';
+import { PROBE_INTERVAL_MS } from '../../src/redis/health.ts';
+import type { RedisLimitStore } from '../../src/redis/limit-store.ts';
 import type { ApplyRequest, ApplyResult } from '../../src/limits/types.ts';
 import { LogCapture } from '../helpers/app.ts';
 

@@ -1,16 +1,16 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { MemoryLimitStore } from './memory-store.ts';
-import type { RedisLimitStore } from './redis-store.ts';
-import { redisHealthOf, withRedisTimeout, type RedisHealth } from './redis-health.ts';
-import type { ApplyRequest, ApplyResult, LimitStore, LimiterHealth, VersionedLimits } from './types.ts';
+import { MemoryLimitStore } from '../limits/memory-store.ts';
+import type { ApplyRequest, ApplyResult, LimitStore, LimiterHealth, VersionedLimits } from '../limits/types.ts';
+import { redisHealthOf, withRedisTimeout, type RedisHealth } from './health.ts';
+import type { RedisLimitStore } from './limit-store.ts';
 
 /** Publishing limits (rare, not batched): not answered by then counts as Redis being unreachable. */
 const COMMAND_TIMEOUT_MS = 2_000;
 
 /**
  * Redis first; while Redis is unreachable, this replica's own in-process windows, so the gateway keeps serving (each
- * replica then enforces the limits on its own). "Unreachable" is the shared Redis health state (redis-health.ts): a
+ * replica then enforces the limits on its own). "Unreachable" is the shared Redis health state (health.ts): a
  * connection that is not ready, or a command that failed without an answer, takes every request off Redis at once
  * (none waits for a frozen Redis), until a PING answers again. The switch is logged once each way and shown on /readyz.
  * An error of the script itself (a bug, not an outage) is not hidden behind the fallback.
@@ -38,7 +38,7 @@ export class FallbackLimitStore implements LimitStore {
   async apply(req: ApplyRequest): Promise<ApplyResult> {
     if (this.redisHealth.usable) {
       try {
-        // One operation of the turn's batch (redis-batch.ts): the batch's call is watched by the health state and bounded
+        // One operation of the turn's batch (batch.ts): the batch's call is watched by the health state and bounded
         // by the client's commandTimeout, so no timer of its own here.
         const result = await this.primary.apply(req);
         this.recovered();

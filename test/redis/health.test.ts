@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events';
 import { ReplyError, type Redis } from 'ioredis';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import { PROBE_INTERVAL_MS, RedisHealth, RedisUnavailableError, redisHealthOf } from '../../src/limits/redis-health.ts';
+import { PROBE_INTERVAL_MS, RedisHealth, RedisUnavailableError, redisHealthOf } from '../../src/redis/health.ts';
 import { LogCapture } from '../helpers/app.ts';
 
 /** A client whose connection state and PING answers the test sets; commands are promises the test settles. */

@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { encodeBatch, redisBatchOf } from '../../src/limits/redis-batch.ts';
+import { encodeBatch, redisBatchOf } from '../../src/redis/batch.ts';
 import { REDIS_URL, uniqueName } from '../helpers/services.ts';
 
 describe('a script call', () => {
@@ -14,7 +14,7 @@ describe('a script call', () => {
   });
 });
 
-// The hot path's batched script call (src/limits/redis-batch.ts), against a real Redis.
+// The hot path's batched script call (src/redis/batch.ts), against a real Redis.
 describe.runIf(REDIS_URL)('operations gathered in one turn', () => {
   let redis: Redis;
   beforeAll(() => {

@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import { RedisBus } from '../../src/pubsub/bus.ts';
+import { RedisBus } from '../../src/redis/bus.ts';
 
 /** A stand-in for ioredis: the status and the publish answer are the test's. */
 function fakeRedis(status: string, publish: () => Promise<number>) {

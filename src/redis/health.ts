@@ -184,7 +184,7 @@ export interface RedisHealthOptions {
 export const PROBE_INTERVAL_MS = 250;
 /**
  * A PING not answered by then (or within the command timeout, if shorter) counts as "still down" (the shared client
- * sends PING outside its auto-pipeline, so a probe never waits behind a stuck pipeline: see app-deps.ts).
+ * sends PING outside its auto-pipeline, so a probe never waits behind a stuck pipeline: see connection.ts).
  */
 const PROBE_TIMEOUT_MS = 1_000;
 
