@@ -42,6 +42,11 @@ export interface Config {
   bodyLimitBytes: number;
   logLevel: string;
   production: boolean;
+  /**
+   * SVC_CHECK_RESPONSES: every answer whose route declares a response schema is also serialized with JSON.stringify
+   * and must come out byte for byte the same, else 500 (the test suite's guard that a schema leaves nothing out).
+   */
+  checkResponses: boolean;
   graphqlIntrospection: boolean;
   routingTimeoutMs: number;
   /** From SVC_PROVIDERS_FILE, validated; unset: the built-in mock provider. */
@@ -204,6 +209,7 @@ export const EnvironmentSchema = Type.Object({
     ...says('must be all, api or worker, got {value}'),
   }),
   SVC_METRICS: Type.Boolean({ default: true, description: 'false: no metrics instruments, /metrics answers 404', ...says({ type: 'must be true or false, got {value}' }) }),
+  SVC_CHECK_RESPONSES: Type.Boolean({ default: false, description: 'true: each answer is checked against its route response schema (tests)', ...says({ type: 'must be true or false, got {value}' }) }),
   SVC_METRICS_TOKEN: Type.Optional(
     Type.String({ minLength: 16, pattern: '^[\\x21-\\x7e]+$', description: 'bearer token for GET /metrics (the operator key works too)', ...says('must be at least 16 printable characters without spaces') }),
   ),
@@ -290,6 +296,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     bodyLimitBytes: e.SVC_BODY_LIMIT_BYTES,
     logLevel: e.LOG_LEVEL,
     production,
+    checkResponses: e.SVC_CHECK_RESPONSES,
     graphqlIntrospection: e.SVC_GRAPHQL_INTROSPECTION ?? !production,
     routingTimeoutMs: e.SVC_ROUTING_TIMEOUT_MS,
     providers: providersFrom(e.SVC_PROVIDERS_FILE, env),

@@ -1,5 +1,6 @@
 import type { Duplex } from 'node:stream';
 import Ajv from 'ajv';
+import { registerResponseCheck } from './response-check.ts';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Ctx } from '../domain/context.ts';
 import type { DomainPorts } from '../domain/ports.ts';
@@ -130,6 +131,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   });
   registerErrorHandling(app);
   registerStrictInput(app);
+  if (deps.config.checkResponses) registerResponseCheck(app);
   // The rate limiter runs inside the auth hook, between authentication and the scope check.
   const identify = registerAuth(app, deps.observability.step('svc.rate_limit', rateLimitRequest));
   registerNotFoundHandler(app, identify);

@@ -87,6 +87,8 @@ export async function buildTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
     // writes a key file into the working tree's .svc-data.
     SVC_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
     LOG_LEVEL: 'info',
+    // Every answer with a response schema must serialize exactly as JSON.stringify would (src/http/response-check.ts).
+    SVC_CHECK_RESPONSES: 'true',
     ...(testDb.url ? { DATABASE_URL: testDb.url } : {}),
     ...(REDIS_URL ? { REDIS_URL, SVC_REDIS_PREFIX: redisPrefix } : {}),
     ...opts.env,
