@@ -87,7 +87,10 @@ describe('pages that work offline', () => {
       expect(icon.status()).toBe(200);
       await page.getByRole('link', { name: 'API reference' }).click();
       await page.locator('.swagger-ui .opblock').first().waitFor({ timeout: 30_000 });
-      await page.getByText('/v1/inference', { exact: true }).first().waitFor();
+      // Swagger UI renders the operations as the page is scrolled to them: scroll as a reader would.
+      const inference = page.getByText('/v1/inference', { exact: true }).first();
+      for (let i = 0; i < 40 && !(await inference.isVisible()); i++) await page.mouse.wheel(0, 500);
+      await inference.waitFor();
       await screenshot(page, 'api-reference-offline');
       expect(blocked).toEqual([]);
     } finally {
