@@ -10,6 +10,7 @@ import { parseInput } from '../validation.ts';
 import { UpdateBudget } from './schema.ts';
 import { microsToUsd } from '../../kernel/money.ts';
 import { requireProjectId } from '../tenancy.ts';
+import { ownTransaction, type Checked } from '../transact.ts';
 import type { BudgetAlert } from './types.ts';
 import { addSpendBatch, budgetsOf, markThresholds, spentIn, type SpendRow } from './store.ts';
 
@@ -51,21 +52,31 @@ export async function getBudget(ports: BudgetPorts, ctx: Ctx, projectId: string)
   };
 }
 
-/**
- * Sets (or, with null, removes) the project's monthly budget. Audits policy.updated and emits policy.updated
- * `{policy: "budget", budget_usd}` in the same transaction. Alerts already sent this month are not sent again.
- */
-export async function updateBudget(ports: BudgetPorts, ctx: Ctx, projectId: string, raw: unknown): Promise<ProjectBudget> {
+export interface BudgetChange extends Checked {
+  budgetMicros: bigint | null;
+}
+
+const projectNotFound = () => new SvcError('not_found', { param: 'project_id', message: 'No such project.' });
+
+/** updateBudget's validation (the amount, the project, that it exists), writing nothing (domain/governance). */
+export async function checkBudget(_ports: BudgetPorts, ctx: Ctx, projectId: string, raw: unknown): Promise<BudgetChange> {
   const input = parseInput(UpdateBudget, raw);
   const budgetMicros = input.budget_usd === null ? null : toBudgetMicros(input.budget_usd);
   const id = await requireProjectId(ctx, projectId);
+  if (!(await ctx.db.project.findUnique({ where: { id }, select: { id: true } }))) throw projectNotFound();
+  return { projectId: id, budgetMicros };
+}
+
+/** updateBudget's change, as checkBudget validated it. */
+export async function applyBudget(ports: BudgetPorts, ctx: Ctx, change: BudgetChange, transact = ownTransaction(ctx)): Promise<ProjectBudget> {
+  const { projectId: id, budgetMicros } = change;
   const now = ctx.now();
   const period = periodOf(now);
   await ports.outcomes.flush({ timeoutMs: 2_000 });
   let hadBudget = false;
-  const updated = await ctx.db.$transaction(async (tx) => {
+  const updated = await transact(async (tx) => {
     const found = await tx.project.findUnique({ where: { id }, select: { budgetMicros: true } });
-    if (!found) throw new SvcError('not_found', { param: 'project_id', message: 'No such project.' });
+    if (!found) throw projectNotFound();
     hadBudget = found.budgetMicros !== null;
     await tx.project.update({ where: { id }, data: { budgetMicros, budgetUpdatedAt: now } });
     const data = { policy: 'budget', budget_usd: budgetMicros === null ? null : microsToUsd(budgetMicros) };
@@ -78,6 +89,14 @@ export async function updateBudget(ports: BudgetPorts, ctx: Ctx, projectId: stri
   if (!hadBudget && budgetMicros !== null) await ports.counters.forget(id, [`project:${id}`], period);
   await ports.projects.invalidate(id);
   return updated;
+}
+
+/**
+ * Sets (or, with null, removes) the project's monthly budget. Audits policy.updated and emits policy.updated
+ * `{policy: "budget", budget_usd}` in the same transaction. Alerts already sent this month are not sent again.
+ */
+export async function updateBudget(ports: BudgetPorts, ctx: Ctx, projectId: string, raw: unknown): Promise<ProjectBudget> {
+  return applyBudget(ports, ctx, await checkBudget(ports, ctx, projectId, raw));
 }
 
 function spendOwner(ctx: Ctx): { keyId: string | null; projectId: string | null } {

@@ -13,7 +13,8 @@ import { isId } from '../../db/ids.ts';
 import { pageById, type Page, type PageQuery } from '../pagination.ts';
 import type { DomainPorts } from '../ports.ts';
 import { addressed, visibleProjectId } from '../tenancy.ts';
-import { argumentsOf, type StoredCall } from './guard.ts';
+import { argumentsOf, leadingArguments, type StoredCall } from './guard.ts';
+import type { Transact } from '../transact.ts';
 import { registeredCall } from './guarded.ts';
 import * as store from './store.ts';
 import { parseInput } from '../validation.ts';
@@ -180,11 +181,11 @@ const errorJson = (err: SvcError): Prisma.InputJsonObject => ({ code: err.code, 
 const eventData = (a: Approval, decidedBy: string) => ({ approval_id: a.id, action: a.action, requested_by: a.requestedBy, decided_by: decidedBy });
 
 /**
- * Applies the stored change as the key that asked it, re-validated by its own service, in one transaction with the
- * decision: the conditional claim of the pending row comes first in the service's own transaction, so of two
- * approvers at once exactly one applies it (the other gets 400, already decided), and the change, its audit and events,
- * approval.approve and approval.approved commit together. A change no longer valid (its key revoked meanwhile, the
- * policy deleted, a name taken…) rolls back and leaves the approval `failed` with that error; the answer is then 200
+ * Applies the stored change as the key that asked it, re-validated by its service's check, in one transaction with
+ * the decision: the conditional claim of the pending row comes first in the transaction the service's apply is given,
+ * so of two approvers at once exactly one applies it (the other gets 400, already decided), and the change, its audit
+ * and events, approval.approve and approval.approved commit together. A change no longer valid (its key revoked
+ * meanwhile, the policy deleted, a name taken…) leaves the approval `failed` with that error; the answer is then 200
  * with the failed approval.
  */
 export async function approveApproval(ports: DomainPorts, ctx: Ctx, approvalId: string): Promise<ApprovalDecision> {
@@ -200,34 +201,27 @@ export async function approveApproval(ports: DomainPorts, ctx: Ctx, approvalId: 
     await recordAudit(tx, ctx, 'approval.approve', { projectId: approval.projectId, targetId: approval.id, data: { action: approval.action, status: 'approved' } });
     await enqueueEvent(tx, now, approval.projectId, 'approval.approved', eventData(approval, ctx.caller.keyId));
   };
-  // The service's transaction, with the claim first and the result's id last; code after it (evictions) runs as usual.
-  const db = new Proxy(ctx.db, {
-    get(target, prop) {
-      if (prop === '$transaction') {
-        return async (fn: (tx: Tx) => Promise<unknown>, opts?: unknown) => {
-          if (claimed) return target.$transaction(fn, opts as never);
-          const result = await target.$transaction(async (tx) => {
-            await claim(tx);
-            const out = await fn(tx);
-            const id = (out as { id?: unknown } | null)?.id;
-            if (typeof id === 'string') await store.setResult(tx, approval.id, id);
-            return out;
-          }, opts as never);
-          claimed = true;
-          return result;
-        };
-      }
-      const value = Reflect.get(target, prop, target) as unknown;
-      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
-    },
-  });
+  // The apply's transaction, with the claim first and the result's id last; its code after commit (evictions) runs as usual.
+  const transact: Transact = async (fn) => {
+    if (claimed) return ctx.db.$transaction(fn);
+    const result = await ctx.db.$transaction(async (tx) => {
+      await claim(tx);
+      const out = await fn(tx);
+      const id = (out as { id?: unknown } | null)?.id;
+      if (typeof id === 'string') await store.setResult(tx, approval.id, id);
+      return out;
+    });
+    claimed = true;
+    return result;
+  };
   let result: unknown;
   try {
     const requester = await requesterOf(ctx.db, approval, now);
     // The requester's identity and project, this request's id, ip and clock.
-    const applyCtx: Ctx = { ...ctx, db, caller: requester, headerProjectId: approval.projectId, namedProjectId: null, projectId: requester.projectId };
-    result = await call.service(...argumentsOf(call, ports, applyCtx, approval.args as unknown as StoredCall));
-    // A service that changed nothing (disabling a disabled webhook) opened no transaction: the decision commits alone.
+    const applyCtx: Ctx = { ...ctx, caller: requester, headerProjectId: approval.projectId, namedProjectId: null, projectId: requester.projectId };
+    const checked = await call.check(...argumentsOf(call, ports, applyCtx, approval.args as unknown as StoredCall));
+    result = await call.apply(...leadingArguments(call, ports, applyCtx), checked, transact);
+    // An apply that changed nothing (disabling a disabled webhook) opened no transaction: the decision commits alone.
     if (!claimed) {
       await ctx.db.$transaction(async (tx) => claim(tx));
       claimed = true;

@@ -10,27 +10,28 @@ import { governed } from './guard.ts';
 
 /**
  * The guarded mutations, as both adapters bind them (rest/*.ts and graphql/*.ts import these instead of the plain
- * service functions): each line is the service, the DomainPorts bundle it takes (or null), and the names of its id
- * arguments. A new guarded action (retention, pii): its row in GUARDED_ACTIONS (domain/auth/actions.ts) and one line
- * here, e.g. `export const updateRetention = governed('retention.update', 'retention', retention.updateRetention, ['project_id']);`.
+ * service functions), with the same arguments as the plain function: each line is the DomainPorts bundle the service
+ * takes (or null), the names of its id arguments, and its two steps, check (validation, no writes) and apply. A new
+ * guarded action: its row in GUARDED_ACTIONS (domain/auth/actions.ts), its check and apply beside its service, and
+ * one line here.
  */
-export const updateRateLimits = governed('rate_limits.update', 'rateLimits', rateLimits.updateRateLimits, ['project_id']);
-export const updateBudget = governed('budget.update', 'budgets', budgets.updateBudget, ['project_id']);
-export const createRoutingPolicy = governed('routing_policy.create', 'routing', routing.createRoutingPolicy);
-export const updateRoutingPolicy = governed('routing_policy.update', 'routing', routing.updateRoutingPolicy, ['policy_id']);
-export const deleteRoutingPolicy = governed('routing_policy.delete', 'routing', routing.deleteRoutingPolicy, ['policy_id']);
-export const createWebhook = governed('webhook.create', 'webhooks', webhooks.createWebhook);
-export const disableWebhook = governed('webhook.disable', null, webhooks.disableWebhook, ['webhook_id']);
-export const replayDelivery = governed('webhook.delivery.replay', null, webhooks.replayDelivery, ['webhook_id', 'delivery_id']);
-export const createKey = governed('key.create', null, keys.createKey);
-export const rotateKey = governed('key.rotate', 'keys', keys.rotateKey, ['key_id']);
-export const revokeKey = governed('key.revoke', 'keys', keys.revokeKey, ['key_id']);
-export const setResidency = governed('residency.update', 'projects', policy.setResidency, ['project_id']);
-export const setProjectPii = governed('pii.update', 'projects', privacy.setProjectPii, ['project_id']);
-export const setProjectRetention = governed('retention.update', 'projects', privacy.setProjectRetention, ['project_id']);
-export const setGovernancePolicy = governed('governance.update', null, policy.setGovernancePolicy, ['project_id']);
+export const updateRateLimits = governed('rate_limits.update', 'rateLimits', ['project_id'], rateLimits.checkRateLimits, rateLimits.applyRateLimits);
+export const updateBudget = governed('budget.update', 'budgets', ['project_id'], budgets.checkBudget, budgets.applyBudget);
+export const createRoutingPolicy = governed('routing_policy.create', 'routing', [], routing.checkCreateRoutingPolicy, routing.applyCreateRoutingPolicy);
+export const updateRoutingPolicy = governed('routing_policy.update', 'routing', ['policy_id'], routing.checkUpdateRoutingPolicy, routing.applyUpdateRoutingPolicy);
+export const deleteRoutingPolicy = governed('routing_policy.delete', 'routing', ['policy_id'], routing.checkDeleteRoutingPolicy, routing.applyDeleteRoutingPolicy);
+export const createWebhook = governed('webhook.create', 'webhooks', [], webhooks.checkCreateWebhook, webhooks.applyCreateWebhook);
+export const disableWebhook = governed('webhook.disable', null, ['webhook_id'], webhooks.checkDisableWebhook, webhooks.applyDisableWebhook);
+export const replayDelivery = governed('webhook.delivery.replay', null, ['webhook_id', 'delivery_id'], webhooks.checkReplayDelivery, webhooks.applyReplayDelivery);
+export const createKey = governed('key.create', null, [], keys.checkCreateKey, keys.applyCreateKey);
+export const rotateKey = governed('key.rotate', 'keys', ['key_id'], keys.checkRotateKey, keys.applyRotateKey);
+export const revokeKey = governed('key.revoke', 'keys', ['key_id'], keys.checkRevokeKey, keys.applyRevokeKey);
+export const setResidency = governed('residency.update', 'projects', ['project_id'], policy.checkResidency, policy.applyResidency);
+export const setProjectPii = governed('pii.update', 'projects', ['project_id'], privacy.checkProjectPii, privacy.applyProjectPii);
+export const setProjectRetention = governed('retention.update', 'projects', ['project_id'], privacy.checkProjectRetention, privacy.applyProjectRetention);
+export const setGovernancePolicy = governed('governance.update', null, ['project_id'], policy.checkGovernancePolicy, policy.applyGovernancePolicy);
 
 // CONTRACT §16: always guarded (ALWAYS_GUARDED), whatever the project's dual control list says.
-export const approveRiskReport = governed('risk_report.approve', null, risk.approveRiskReport, ['report_id']);
+export const approveRiskReport = governed('risk_report.approve', null, ['report_id'], risk.checkRiskReportApproval, risk.applyRiskReportApproval);
 
 export { registeredCall } from './guard.ts';

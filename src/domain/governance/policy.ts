@@ -7,6 +7,7 @@ import type { ProjectPorts } from '../projects/ports.ts';
 import { requireProjectId } from '../tenancy.ts';
 import { parseInput } from '../validation.ts';
 import { SetGovernance, SetResidency } from './schema.ts';
+import { ownTransaction, type Checked } from '../transact.ts';
 
 const notFound = () => new SvcError('not_found', { param: 'project_id', message: 'No such project.' });
 
@@ -30,15 +31,27 @@ export async function getGovernancePolicy(ctx: Ctx, projectId: string): Promise<
   return { projectId: id, dualControl: row.dualControl as GuardedResource[], updatedAt: row.governanceUpdatedAt };
 }
 
-/**
- * Sets the project's dual control list (CONTRACT §15). Once it is non-empty, this change is itself guarded
- * (guarded.ts). Audits governance.update and emits policy.updated {policy: "governance", dual_control}.
- */
-export async function setGovernancePolicy(ctx: Ctx, projectId: string, input: unknown): Promise<GovernancePolicy> {
-  const dualControl = dualControlOf(input);
+/** The project a policy is about to be set on exists. */
+async function checkedProject(ctx: Ctx, projectId: string): Promise<string> {
   const id = await requireProjectId(ctx, projectId);
+  if (!(await ctx.db.project.findUnique({ where: { id }, select: { id: true } }))) throw notFound();
+  return id;
+}
+
+export interface GovernanceChange extends Checked {
+  dualControl: GuardedResource[];
+}
+
+/** setGovernancePolicy's validation (the list, the project), writing nothing. */
+export async function checkGovernancePolicy(ctx: Ctx, projectId: string, input: unknown): Promise<GovernanceChange> {
+  const dualControl = dualControlOf(input);
+  return { projectId: await checkedProject(ctx, projectId), dualControl };
+}
+
+/** setGovernancePolicy's change, as checkGovernancePolicy validated it. */
+export async function applyGovernancePolicy(ctx: Ctx, { projectId: id, dualControl }: GovernanceChange, transact = ownTransaction(ctx)): Promise<GovernancePolicy> {
   const now = ctx.now();
-  return ctx.db.$transaction(async (tx) => {
+  return transact(async (tx) => {
     const before = await tx.project.findUnique({ where: { id }, select: { dualControl: true } });
     if (!before) throw notFound();
     await tx.project.update({ where: { id }, data: { dualControl, governanceUpdatedAt: now } });
@@ -48,21 +61,33 @@ export async function setGovernancePolicy(ctx: Ctx, projectId: string, input: un
   });
 }
 
+/**
+ * Sets the project's dual control list (CONTRACT §15). Once it is non-empty, this change is itself guarded
+ * (guarded.ts). Audits governance.update and emits policy.updated {policy: "governance", dual_control}.
+ */
+export async function setGovernancePolicy(ctx: Ctx, projectId: string, input: unknown): Promise<GovernancePolicy> {
+  return applyGovernancePolicy(ctx, await checkGovernancePolicy(ctx, projectId, input));
+}
+
 export interface Residency {
   projectId: string;
   region: string | null;
 }
 
-/**
- * Pins the project to a region (or unpins it with null): inference then routes only to providers of that region and
- * refuses a request naming another (residency_violation). Audits residency.update and emits policy.updated
- * {policy: "residency", region}; every replica's project cache is evicted before this returns.
- */
-export async function setResidency(ports: ProjectPorts, ctx: Ctx, projectId: string, input: unknown): Promise<Residency> {
+export interface ResidencyChange extends Checked {
+  region: string | null;
+}
+
+/** setResidency's validation (the region, the project), writing nothing. */
+export async function checkResidency(_ports: ProjectPorts, ctx: Ctx, projectId: string, input: unknown): Promise<ResidencyChange> {
   const { region } = parseInput(SetResidency, input);
-  const id = await requireProjectId(ctx, projectId);
+  return { projectId: await checkedProject(ctx, projectId), region };
+}
+
+/** setResidency's change, as checkResidency validated it. */
+export async function applyResidency(ports: ProjectPorts, ctx: Ctx, { projectId: id, region }: ResidencyChange, transact = ownTransaction(ctx)): Promise<Residency> {
   const now = ctx.now();
-  const updated = await ctx.db.$transaction(async (tx) => {
+  const updated = await transact(async (tx) => {
     const before = await tx.project.findUnique({ where: { id }, select: { region: true } });
     if (!before) throw notFound();
     await tx.project.update({ where: { id }, data: { region } });
@@ -73,4 +98,13 @@ export async function setResidency(ports: ProjectPorts, ctx: Ctx, projectId: str
   // After commit: a replica that reloads the project must already read the new pin.
   await ports.projects.invalidate(id);
   return updated;
+}
+
+/**
+ * Pins the project to a region (or unpins it with null): inference then routes only to providers of that region and
+ * refuses a request naming another (residency_violation). Audits residency.update and emits policy.updated
+ * {policy: "residency", region}; every replica's project cache is evicted before this returns.
+ */
+export async function setResidency(ports: ProjectPorts, ctx: Ctx, projectId: string, input: unknown): Promise<Residency> {
+  return applyResidency(ports, ctx, await checkResidency(ports, ctx, projectId, input));
 }

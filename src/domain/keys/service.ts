@@ -15,6 +15,7 @@ import { keyNameFold, normalizeKeyName } from './names.ts';
 import { CreateKey, ListKeysQuery, RotateKey } from './schema.ts';
 import type { Scope } from './scopes.ts';
 import { generateSecret, hashSecret } from './secrets.ts';
+import { ownTransaction, type Checked } from '../transact.ts';
 
 /** A key row with, on create and rotate only, the full secret. */
 export type KeyWithSecret = ApiKey & { secret?: string };
@@ -97,16 +98,28 @@ async function assertNoLooserThanCaller(
   }
 }
 
-/** Audits key.create. A failed create (bad input, name conflict) stores nothing, audit included. */
-export async function createKey(ctx: Ctx, raw: unknown): Promise<KeyWithSecret> {
-  const valid = validateKeyInput(ctx, raw);
+export type NewKey = Checked & Omit<ReturnType<typeof validateKeyInput>, 'input'>;
+
+const nameConflict = () => new SvcError('key_name_conflict', { param: 'name' });
+
+/** createKey's validation (the input, what the caller may hand out, the project, a free name), writing nothing. */
+export async function checkCreateKey(ctx: Ctx, raw: unknown): Promise<NewKey> {
+  const { input, ...valid } = validateKeyInput(ctx, raw);
   assertScopeSubset(ctx, valid.scopes, 'grant');
   await assertNoLooserThanCaller(ctx, ctx.db, valid, 'grant');
-  const projectId = await requireProjectId(ctx, valid.input.project_id);
+  const projectId = await requireProjectId(ctx, input.project_id);
+  // What the unique index (project, active name) would refuse at insert time.
+  if (await ctx.db.apiKey.findFirst({ where: { projectId, activeName: keyNameFold(valid.name) }, select: { id: true } })) throw nameConflict();
+  return { projectId, ...valid };
+}
+
+/** createKey's change, as checkCreateKey validated it; a name taken meanwhile is still key_name_conflict. */
+export async function applyCreateKey(ctx: Ctx, valid: NewKey, transact = ownTransaction(ctx)): Promise<KeyWithSecret> {
+  const { projectId } = valid;
   const secret = generateSecret();
   const now = ctx.now();
   try {
-    const key = await ctx.db.$transaction(async (tx) => {
+    const key = await transact(async (tx) => {
       const key = await tx.apiKey.create({
         data: {
           id: newId('key', now.getTime()),
@@ -133,9 +146,14 @@ export async function createKey(ctx: Ctx, raw: unknown): Promise<KeyWithSecret> 
     });
     return { ...key, secret };
   } catch (err) {
-    if (isUniqueViolation(err)) throw new SvcError('key_name_conflict', { param: 'name' });
+    if (isUniqueViolation(err)) throw nameConflict();
     throw err;
   }
+}
+
+/** Audits key.create. A failed create (bad input, name conflict) stores nothing, audit included. */
+export async function createKey(ctx: Ctx, raw: unknown): Promise<KeyWithSecret> {
+  return applyCreateKey(ctx, await checkCreateKey(ctx, raw));
 }
 
 /** Audits key.list (spec §5: listing keys is an audited action). */
@@ -181,23 +199,43 @@ export function keyStatus(key: Pick<ApiKey, 'status' | 'expiresAt'>, now: Date):
   return 'active';
 }
 
-/**
- * Issues a new secret for the same key id. The previous secret stays valid for overlap_hours (0 to 168, default 0);
- * a secret still in an earlier overlap is dropped at once. Audits key.rotate and emits key.rotated.
- */
-export async function rotateKey(ports: KeyPorts, ctx: Ctx, keyId: string, raw: unknown = {}): Promise<KeyWithSecret & { previousSecretExpiresAt: Date }> {
+export interface KeyRotation extends Checked {
+  keyId: string;
+  /** visibleProjectId's answer: the key must (still) be in it when the rotation is applied. */
+  visible: string | undefined;
+  overlap: number;
+}
+
+/** An active key the caller may rotate; `db` is the open transaction when there is one. */
+async function rotatable(ctx: Ctx, db: Tx, keyId: string, visible: string | undefined, now: Date): Promise<ApiKey> {
+  const found = await findVisibleKey(ctx, db, keyId, visible);
+  const status = keyStatus(found, now);
+  if (status !== 'active') throw invalid('key_id', `A ${status} key cannot be rotated.`);
+  assertScopeSubset(ctx, found.scopes, 'rotate');
+  await assertNoLooserThanCaller(ctx, db, found, 'rotate');
+  return found;
+}
+
+/** rotateKey's validation (the input; the key is visible, active, and no more powerful than the caller), writing nothing. */
+export async function checkRotateKey(_ports: KeyPorts, ctx: Ctx, keyId: string, raw: unknown = {}): Promise<KeyRotation> {
   const overlap = parseInput(RotateKey, raw)?.overlap_hours ?? 0;
+  const visible = await visibleProjectId(ctx, null);
+  const found = await rotatable(ctx, ctx.db, keyId, visible, ctx.now());
+  return { projectId: found.projectId, keyId, visible, overlap };
+}
+
+/** rotateKey's change, as checkRotateKey validated it (checked again in its transaction). */
+export async function applyRotateKey(
+  ports: KeyPorts,
+  ctx: Ctx,
+  { keyId, visible, overlap }: KeyRotation,
+  transact = ownTransaction(ctx),
+): Promise<KeyWithSecret & { previousSecretExpiresAt: Date }> {
   const secret = generateSecret();
   const now = ctx.now();
   const previousExpiresAt = new Date(now.getTime() + overlap * 3_600_000);
-  // Resolved before the transaction: nothing may query outside a transaction while it is open (PGlite has one connection).
-  const projectId = await visibleProjectId(ctx, null);
-  const key = await ctx.db.$transaction(async (tx) => {
-    const found = await findVisibleKey(ctx, tx, keyId, projectId);
-    const status = keyStatus(found, now);
-    if (status !== 'active') throw invalid('key_id', `A ${status} key cannot be rotated.`);
-    assertScopeSubset(ctx, found.scopes, 'rotate');
-    await assertNoLooserThanCaller(ctx, tx, found, 'rotate');
+  const key = await transact(async (tx) => {
+    const found = await rotatable(ctx, tx, keyId, visible, now);
     const rotated = await tx.apiKey.update({
       where: { id: found.id },
       data: {
@@ -225,12 +263,32 @@ export async function rotateKey(ports: KeyPorts, ctx: Ctx, keyId: string, raw: u
   return { ...key, secret, previousSecretExpiresAt: previousExpiresAt };
 }
 
-/** Revoking twice returns the same key. Audits key.revoke and emits key.revoked, both only on the first call. */
-export async function revokeKey(ports: KeyPorts, ctx: Ctx, keyId: string): Promise<ApiKey> {
+/**
+ * Issues a new secret for the same key id. The previous secret stays valid for overlap_hours (0 to 168, default 0);
+ * a secret still in an earlier overlap is dropped at once. Audits key.rotate and emits key.rotated.
+ */
+export async function rotateKey(ports: KeyPorts, ctx: Ctx, keyId: string, raw: unknown = {}): Promise<KeyWithSecret & { previousSecretExpiresAt: Date }> {
+  return applyRotateKey(ports, ctx, await checkRotateKey(ports, ctx, keyId, raw));
+}
+
+export interface KeyRevocation extends Checked {
+  keyId: string;
+  visible: string | undefined;
+}
+
+/** revokeKey's validation (the key is visible and no more powerful than the caller), writing nothing. */
+export async function checkRevokeKey(_ports: KeyPorts, ctx: Ctx, keyId: string): Promise<KeyRevocation> {
+  const visible = await visibleProjectId(ctx, null);
+  const found = await findVisibleKey(ctx, ctx.db, keyId, visible);
+  assertScopeSubset(ctx, found.scopes, 'revoke');
+  return { projectId: found.projectId, keyId, visible };
+}
+
+/** revokeKey's change, as checkRevokeKey validated it (checked again in its transaction). */
+export async function applyRevokeKey(ports: KeyPorts, ctx: Ctx, { keyId, visible }: KeyRevocation, transact = ownTransaction(ctx)): Promise<ApiKey> {
   const now = ctx.now();
-  const projectId = await visibleProjectId(ctx, null);
-  const key = await ctx.db.$transaction(async (tx) => {
-    const found = await findVisibleKey(ctx, tx, keyId, projectId);
+  const key = await transact(async (tx) => {
+    const found = await findVisibleKey(ctx, tx, keyId, visible);
     assertScopeSubset(ctx, found.scopes, 'revoke');
     if (found.status === 'revoked') return found;
     const revoked = await tx.apiKey.update({
@@ -243,6 +301,11 @@ export async function revokeKey(ports: KeyPorts, ctx: Ctx, keyId: string): Promi
   });
   await invalidateKey(ports, key.id);
   return key;
+}
+
+/** Revoking twice returns the same key. Audits key.revoke and emits key.revoked, both only on the first call. */
+export async function revokeKey(ports: KeyPorts, ctx: Ctx, keyId: string): Promise<ApiKey> {
+  return applyRevokeKey(ports, ctx, await checkRevokeKey(ports, ctx, keyId));
 }
 
 /**

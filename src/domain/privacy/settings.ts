@@ -1,4 +1,4 @@
-import type { Prisma } from '../../generated/prisma/client.ts';
+import type { Tx } from '../../db/client.ts';
 import { SvcError } from '../../errors/svc-error.ts';
 import { recordAudit } from '../audit/service.ts';
 import type { Ctx } from '../context.ts';
@@ -6,6 +6,7 @@ import { enqueueEvent } from '../events/outbox.ts';
 import type { ProjectPorts } from '../projects/ports.ts';
 import { requireProjectId } from '../tenancy.ts';
 import { parseInput } from '../validation.ts';
+import { ownTransaction, type Checked } from '../transact.ts';
 import { DEFAULT_RETENTION_DAYS, SetPii, SetRetention, type RetentionMode } from './schema.ts';
 
 /** A project's PII default and retention (CONTRACT §11, §12), with the defaults when it never set them. */
@@ -33,7 +34,7 @@ function settingsOf(projectId: string, row: Row): PrivacySettings {
   };
 }
 
-export async function readPrivacySettings(db: Prisma.TransactionClient, projectId: string): Promise<PrivacySettings | null> {
+export async function readPrivacySettings(db: Tx, projectId: string): Promise<PrivacySettings | null> {
   const p = await db.project.findUnique({ where: { id: projectId }, select: { id: true, privacy: true } });
   return p ? settingsOf(p.id, p.privacy) : null;
 }
@@ -45,16 +46,27 @@ export async function getPrivacySettings(ctx: Ctx, projectId: string): Promise<P
   return s;
 }
 
-/**
- * PUT /v1/projects/{id}/pii (CONTRACT §11): the project's default for requests that send no `pii` option. Guarded
- * resource `pii` (domain/governance/guarded.ts). Audits pii.update, emits policy.updated {policy: "pii", redact};
- * every replica's project cache is evicted before this returns.
- */
-export async function setProjectPii(ports: ProjectPorts, ctx: Ctx, projectId: string, input: unknown): Promise<PrivacySettings> {
-  const { redact } = parseInput(SetPii, input);
+/** A project's PII default or retention, about to be set: the project exists. */
+async function checkedProject(ctx: Ctx, projectId: string): Promise<string> {
   const id = await requireProjectId(ctx, projectId);
+  if (!(await ctx.db.project.findUnique({ where: { id }, select: { id: true } }))) throw notFound();
+  return id;
+}
+
+export interface PiiChange extends Checked {
+  redact: boolean;
+}
+
+/** setProjectPii's validation (the input, the project), writing nothing (domain/governance). */
+export async function checkProjectPii(_ports: ProjectPorts, ctx: Ctx, projectId: string, input: unknown): Promise<PiiChange> {
+  const { redact } = parseInput(SetPii, input);
+  return { projectId: await checkedProject(ctx, projectId), redact };
+}
+
+/** setProjectPii's change, as checkProjectPii validated it. */
+export async function applyProjectPii(ports: ProjectPorts, ctx: Ctx, { projectId: id, redact }: PiiChange, transact = ownTransaction(ctx)): Promise<PrivacySettings> {
   const now = ctx.now();
-  const updated = await ctx.db.$transaction(async (tx) => {
+  const updated = await transact(async (tx) => {
     const before = await readPrivacySettings(tx, id);
     if (!before) throw notFound();
     const row = await tx.projectPrivacy.upsert({
@@ -71,18 +83,35 @@ export async function setProjectPii(ports: ProjectPorts, ctx: Ctx, projectId: st
 }
 
 /**
- * PUT /v1/projects/{id}/retention (CONTRACT §12). Guarded resource `retention`. A shorter period applies to what is
- * already kept (the purge reads each record's own end, so the records are cut to the new end here); zero stops
- * keeping content from the next request on, and purges what was kept. Audits retention.update, emits policy.updated
- * {policy: "retention", mode, days}.
+ * PUT /v1/projects/{id}/pii (CONTRACT §11): the project's default for requests that send no `pii` option. Guarded
+ * resource `pii` (domain/governance/guarded.ts). Audits pii.update, emits policy.updated {policy: "pii", redact};
+ * every replica's project cache is evicted before this returns.
  */
-export async function setProjectRetention(ports: ProjectPorts, ctx: Ctx, projectId: string, input: unknown): Promise<PrivacySettings> {
+export async function setProjectPii(ports: ProjectPorts, ctx: Ctx, projectId: string, input: unknown): Promise<PrivacySettings> {
+  return applyProjectPii(ports, ctx, await checkProjectPii(ports, ctx, projectId, input));
+}
+
+export interface RetentionChange extends Checked {
+  mode: RetentionMode;
+  days: number;
+}
+
+/** setProjectRetention's validation (the input, the project), writing nothing (domain/governance). */
+export async function checkProjectRetention(_ports: ProjectPorts, ctx: Ctx, projectId: string, input: unknown): Promise<RetentionChange> {
   const parsed = parseInput(SetRetention, input);
-  const mode = parsed.mode;
   const days = parsed.days ?? DEFAULT_RETENTION_DAYS;
-  const id = await requireProjectId(ctx, projectId);
+  return { projectId: await checkedProject(ctx, projectId), mode: parsed.mode, days };
+}
+
+/** setProjectRetention's change, as checkProjectRetention validated it. */
+export async function applyProjectRetention(
+  ports: ProjectPorts,
+  ctx: Ctx,
+  { projectId: id, mode, days }: RetentionChange,
+  transact = ownTransaction(ctx),
+): Promise<PrivacySettings> {
   const now = ctx.now();
-  const updated = await ctx.db.$transaction(async (tx) => {
+  const updated = await transact(async (tx) => {
     const before = await readPrivacySettings(tx, id);
     if (!before) throw notFound();
     const row = await tx.projectPrivacy.upsert({
@@ -107,4 +136,14 @@ export async function setProjectRetention(ports: ProjectPorts, ctx: Ctx, project
   });
   await ports.projects.invalidate(id);
   return updated;
+}
+
+/**
+ * PUT /v1/projects/{id}/retention (CONTRACT §12). Guarded resource `retention`. A shorter period applies to what is
+ * already kept (the purge reads each record's own end, so the records are cut to the new end here); zero stops
+ * keeping content from the next request on, and purges what was kept. Audits retention.update, emits policy.updated
+ * {policy: "retention", mode, days}.
+ */
+export async function setProjectRetention(ports: ProjectPorts, ctx: Ctx, projectId: string, input: unknown): Promise<PrivacySettings> {
+  return applyProjectRetention(ports, ctx, await checkProjectRetention(ports, ctx, projectId, input));
 }

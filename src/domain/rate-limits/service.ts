@@ -8,6 +8,9 @@ import { enqueueEvent } from '../events/outbox.ts';
 import { requireProjectId } from '../tenancy.ts';
 import { parseInput } from '../validation.ts';
 import { UpdateRateLimits } from './schema.ts';
+import { ownTransaction, type Checked } from '../transact.ts';
+
+const notFound = () => new SvcError('not_found', { param: 'project_id', message: 'No such project.' });
 
 /** Spec 8.1.2; CONTRACT §7: enterprise has growth's figures until set, burst 0. */
 export const PLAN_LIMITS: Record<string, RateLimits> = {
@@ -63,22 +66,30 @@ export async function loadProjectLimits(db: Db, projectId: string): Promise<Vers
 export async function getRateLimits(ctx: Ctx, projectId: string): Promise<ProjectRateLimits> {
   const id = await requireProjectId(ctx, projectId);
   const row = await ctx.db.project.findUnique({ where: { id }, select: LIMIT_COLUMNS });
-  if (!row) throw new SvcError('not_found', { param: 'project_id', message: 'No such project.' });
+  if (!row) throw notFound();
   return { projectId: id, ...effective(row) };
 }
 
-/**
- * Sets all three limits (CONTRACT §7). Audits policy.updated and emits policy.updated in the same transaction. The
- * next request on every replica uses them, with the project's and its keys' windows started afresh.
- */
-export async function updateRateLimits(ports: RateLimitPorts, ctx: Ctx, projectId: string, raw: unknown): Promise<ProjectRateLimits> {
+export interface RateLimitsChange extends Checked {
+  limits: RateLimits;
+}
+
+/** updateRateLimits' validation (the input, the project, that it exists), writing nothing (domain/governance). */
+export async function checkRateLimits(_ports: RateLimitPorts, ctx: Ctx, projectId: string, raw: unknown): Promise<RateLimitsChange> {
   const input = parseInput(UpdateRateLimits, raw);
   const limits = { requestsPerMinute: input.requests_per_minute, tokensPerMinute: input.tokens_per_minute, burst: input.burst };
   const id = await requireProjectId(ctx, projectId);
+  if (!(await ctx.db.project.findUnique({ where: { id }, select: { id: true } }))) throw notFound();
+  return { projectId: id, limits };
+}
+
+/** updateRateLimits' change, as checkRateLimits validated it. */
+export async function applyRateLimits(ports: RateLimitPorts, ctx: Ctx, change: RateLimitsChange, transact = ownTransaction(ctx)): Promise<ProjectRateLimits> {
+  const { projectId: id, limits } = change;
   const now = ctx.now();
-  const updated = await ctx.db.$transaction(async (tx) => {
+  const updated = await transact(async (tx) => {
     const before = await tx.project.findUnique({ where: { id }, select: { rateLimitsUpdatedAt: true } });
-    if (!before) throw new SvcError('not_found', { param: 'project_id', message: 'No such project.' });
+    if (!before) throw notFound();
     // The update time is the limits' version: strictly increasing, even for two updates within one millisecond.
     const previous = before.rateLimitsUpdatedAt?.getTime() ?? 0;
     const updatedAt = new Date(Math.max(now.getTime(), previous + 1));
@@ -96,4 +107,12 @@ export async function updateRateLimits(ports: RateLimitPorts, ctx: Ctx, projectI
   // After commit: a replica that reloads the limits must already read the new row.
   await ports.limiter.limitsChanged(id, { ...limits, version: updated.updatedAt.getTime() });
   return updated;
+}
+
+/**
+ * Sets all three limits (CONTRACT §7). Audits policy.updated and emits policy.updated in the same transaction. The
+ * next request on every replica uses them, with the project's and its keys' windows started afresh.
+ */
+export async function updateRateLimits(ports: RateLimitPorts, ctx: Ctx, projectId: string, raw: unknown): Promise<ProjectRateLimits> {
+  return applyRateLimits(ports, ctx, await checkRateLimits(ports, ctx, projectId, raw));
 }

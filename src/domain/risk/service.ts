@@ -12,6 +12,7 @@ import { addressed, visibleProjectId } from '../tenancy.ts';
 import { parseInput } from '../validation.ts';
 import { assertMayRunModelWork, notFound, readProject, writeProject } from '../verticals/access.ts';
 import { enqueueWork } from '../verticals/work.ts';
+import { ownTransaction, type Checked } from '../transact.ts';
 import {
   CloseRiskCase,
   CreateEvidence,
@@ -283,7 +284,7 @@ export async function getRiskDraft(ctx: Ctx, kind: DraftKind, draftId: string): 
   return row;
 }
 
-/** The approval being applied now (its claim comes first in this transaction); none in a dry run. */
+/** The approval being applied now: its claim comes first in the transaction applyRiskReportApproval is given. */
 async function applyingApproval(tx: Tx, projectId: string, reportId: string) {
   return tx.approval.findFirst({
     where: { projectId, action: 'risk_report.approve', status: 'approved', resultId: null, args: { path: ['params', 'report_id'], equals: reportId } },
@@ -291,18 +292,23 @@ async function applyingApproval(tx: Tx, projectId: string, reportId: string) {
   });
 }
 
-/**
- * Always under dual control (domain/governance/guarded.ts: approveRiskReport): the call answers 403
- * dual_control_required with an approval, and this runs when another key (governance:manage or risk:approve) approves
- * it: the report becomes `approved`, audited risk_report.approve, and risk.report.approved is emitted.
- */
-export async function approveRiskReport(ctx: Ctx, reportId: string, raw: unknown = {}): Promise<RiskDraft> {
+export interface RiskReportApproval extends Checked {
+  report: RiskDraft;
+}
+
+/** approveRiskReport's validation (the report is visible and drafted, not yet approved), writing nothing. */
+export async function checkRiskReportApproval(ctx: Ctx, reportId: string, raw: unknown = {}): Promise<RiskReportApproval> {
   parseInput(DraftRequest, raw ?? {});
   const found = await getRiskDraft(ctx, 'report', reportId);
   if (found.status === 'approved') throw invalid('report_id', 'This report is already approved.');
   if (found.status !== 'completed') throw invalid('report_id', `This report is ${found.status}: only a drafted (completed) report can be approved.`);
+  return { projectId: found.projectId, report: found };
+}
+
+/** approveRiskReport's change, as checkRiskReportApproval validated it (conditional on the report being still drafted). */
+export async function applyRiskReportApproval(ctx: Ctx, { report: found }: RiskReportApproval, transact = ownTransaction(ctx)): Promise<RiskDraft> {
   const now = ctx.now();
-  return ctx.db.$transaction(async (tx) => {
+  return transact(async (tx) => {
     const approval = await applyingApproval(tx, found.projectId, found.id);
     const { count } = await tx.riskDraft.updateMany({
       where: { id: found.id, status: 'completed' },
@@ -320,6 +326,15 @@ export async function approveRiskReport(ctx: Ctx, reportId: string, raw: unknown
     });
     return row;
   });
+}
+
+/**
+ * Always under dual control (domain/governance/guarded.ts: approveRiskReport): the call answers 403
+ * dual_control_required with an approval, and this runs when another key (governance:manage or risk:approve) approves
+ * it: the report becomes `approved`, audited risk_report.approve, and risk.report.approved is emitted.
+ */
+export async function approveRiskReport(ctx: Ctx, reportId: string, raw: unknown = {}): Promise<RiskDraft> {
+  return applyRiskReportApproval(ctx, await checkRiskReportApproval(ctx, reportId, raw));
 }
 
 /** The latest approval asked for a report (its dual control state for the console), or null. */

@@ -11,6 +11,7 @@ import { paginate, type Page } from '../pagination.ts';
 import { parseInput } from '../validation.ts';
 import { CreateRoutingPolicy, ListRoutingPoliciesQuery, UpdateRoutingPolicy } from './schema.ts';
 import { addressed, requireProjectId, visibleProjectId } from '../tenancy.ts';
+import { ownTransaction, type Checked } from '../transact.ts';
 
 const notFound = () => new SvcError('not_found', { param: 'policy_id', message: 'No such routing policy.' });
 
@@ -58,18 +59,26 @@ async function clearOtherDefaults(tx: Tx, projectId: string, keepId: string): Pr
   await tx.routingPolicy.updateMany({ where: { projectId, isDefault: true, NOT: { id: keepId } }, data: { isDefault: false } });
 }
 
-/**
- * Audits routing_policy.create and emits policy.updated. `is_default` omitted: the policy becomes the default when the
- * project has none yet, so the first policy takes effect for `model: "auto"` at once.
- */
-export async function createRoutingPolicy(ports: RoutingPorts, ctx: Ctx, raw: unknown): Promise<RoutingPolicy> {
+export interface NewRoutingPolicy extends Checked {
+  input: CreateRoutingPolicy;
+  targets: RoutingTarget[];
+}
+
+/** createRoutingPolicy's validation (the input, its targets against the catalog, the project), writing nothing. */
+export async function checkCreateRoutingPolicy(ports: RoutingPorts, ctx: Ctx, raw: unknown): Promise<NewRoutingPolicy> {
   const input = parseInput(CreateRoutingPolicy, raw);
-  const { name, strategy } = input;
   const targets = resolveTargets(ports.providers, input.targets);
-  const cacheTtlS = input.cache_ttl_s ?? null;
   const projectId = await requireProjectId(ctx, input.project_id);
+  return { projectId, input, targets };
+}
+
+/** createRoutingPolicy's change, as checkCreateRoutingPolicy validated it. */
+export async function applyCreateRoutingPolicy(ports: RoutingPorts, ctx: Ctx, checked: NewRoutingPolicy, transact = ownTransaction(ctx)): Promise<RoutingPolicy> {
+  const { projectId, input, targets } = checked;
+  const { name, strategy } = input;
+  const cacheTtlS = input.cache_ttl_s ?? null;
   const now = ctx.now();
-  const created = await ctx.db.$transaction(async (tx) => {
+  const created = await transact(async (tx) => {
     const isDefault = input.is_default ?? (await tx.routingPolicy.count({ where: { projectId, isDefault: true } })) === 0;
     const policy = await tx.routingPolicy.create({
       data: {
@@ -91,6 +100,14 @@ export async function createRoutingPolicy(ports: RoutingPorts, ctx: Ctx, raw: un
   });
   await policiesChanged(ports, projectId);
   return created;
+}
+
+/**
+ * Audits routing_policy.create and emits policy.updated. `is_default` omitted: the policy becomes the default when the
+ * project has none yet, so the first policy takes effect for `model: "auto"` at once.
+ */
+export async function createRoutingPolicy(ports: RoutingPorts, ctx: Ctx, raw: unknown): Promise<RoutingPolicy> {
+  return applyCreateRoutingPolicy(ports, ctx, await checkCreateRoutingPolicy(ports, ctx, raw));
 }
 
 /** After commit, before answering: `model: "auto"` on every replica routes by the new policies (project cache). */
@@ -127,8 +144,15 @@ export async function getRoutingPolicy(ctx: Ctx, policyId: string): Promise<Rout
   return findVisible(ctx, ctx.db, policyId, await visibleProjectId(ctx, null));
 }
 
-/** Partial update; audits routing_policy.update and emits policy.updated with the new values. */
-export async function updateRoutingPolicy(ports: RoutingPorts, ctx: Ctx, policyId: string, raw: unknown): Promise<RoutingPolicy> {
+export interface RoutingPolicyChange extends Checked {
+  policyId: string;
+  /** visibleProjectId's answer: the policy must (still) be in it when the change is applied. */
+  visible: string | undefined;
+  data: Prisma.RoutingPolicyUpdateInput;
+}
+
+/** updateRoutingPolicy's validation (the input, its targets, that the policy is visible), writing nothing. */
+export async function checkUpdateRoutingPolicy(ports: RoutingPorts, ctx: Ctx, policyId: string, raw: unknown): Promise<RoutingPolicyChange> {
   const input = parseInput(UpdateRoutingPolicy, raw);
   const data: Prisma.RoutingPolicyUpdateInput = {};
   if (input.name !== undefined) data.name = input.name;
@@ -136,11 +160,17 @@ export async function updateRoutingPolicy(ports: RoutingPorts, ctx: Ctx, policyI
   if (input.targets !== undefined) data.targets = resolveTargets(ports.providers, input.targets) as unknown as Prisma.InputJsonArray;
   if (input.cache_ttl_s !== undefined) data.cacheTtlS = input.cache_ttl_s;
   if (input.is_default !== undefined && input.is_default !== null) data.isDefault = input.is_default;
+  const visible = await visibleProjectId(ctx, input.project_id);
+  const found = await findVisible(ctx, ctx.db, policyId, visible);
+  return { projectId: found.projectId, policyId, visible, data };
+}
+
+/** updateRoutingPolicy's change, as checkUpdateRoutingPolicy validated it. */
+export async function applyUpdateRoutingPolicy(ports: RoutingPorts, ctx: Ctx, change: RoutingPolicyChange, transact = ownTransaction(ctx)): Promise<RoutingPolicy> {
   const now = ctx.now();
-  const projectId = await visibleProjectId(ctx, input.project_id);
-  const updated = await ctx.db.$transaction(async (tx) => {
-    const found = await findVisible(ctx, tx, policyId, projectId);
-    const policy = await tx.routingPolicy.update({ where: { id: found.id }, data: { ...data, updatedAt: now } });
+  const updated = await transact(async (tx) => {
+    const found = await findVisible(ctx, tx, change.policyId, change.visible);
+    const policy = await tx.routingPolicy.update({ where: { id: found.id }, data: { ...change.data, updatedAt: now } });
     if (policy.isDefault) await clearOtherDefaults(tx, policy.projectId, policy.id);
     await recordAudit(tx, ctx, 'routing_policy.update', { projectId: policy.projectId, targetId: policy.id, data: eventData('updated', policy) });
     await enqueueEvent(tx, now, policy.projectId, 'policy.updated', eventData('updated', policy));
@@ -150,12 +180,28 @@ export async function updateRoutingPolicy(ports: RoutingPorts, ctx: Ctx, policyI
   return updated;
 }
 
-/** Deleting the default policy sends `model: "auto"` back to the built-in cheapest-first routing. */
-export async function deleteRoutingPolicy(ports: RoutingPorts, ctx: Ctx, policyId: string): Promise<RoutingPolicy> {
+/** Partial update; audits routing_policy.update and emits policy.updated with the new values. */
+export async function updateRoutingPolicy(ports: RoutingPorts, ctx: Ctx, policyId: string, raw: unknown): Promise<RoutingPolicy> {
+  return applyUpdateRoutingPolicy(ports, ctx, await checkUpdateRoutingPolicy(ports, ctx, policyId, raw));
+}
+
+export interface RoutingPolicyDeletion extends Checked {
+  policyId: string;
+  visible: string | undefined;
+}
+
+/** deleteRoutingPolicy's validation (the policy is visible), writing nothing. */
+export async function checkDeleteRoutingPolicy(_ports: RoutingPorts, ctx: Ctx, policyId: string): Promise<RoutingPolicyDeletion> {
+  const visible = await visibleProjectId(ctx, null);
+  const found = await findVisible(ctx, ctx.db, policyId, visible);
+  return { projectId: found.projectId, policyId, visible };
+}
+
+/** deleteRoutingPolicy's change, as checkDeleteRoutingPolicy validated it. */
+export async function applyDeleteRoutingPolicy(ports: RoutingPorts, ctx: Ctx, deletion: RoutingPolicyDeletion, transact = ownTransaction(ctx)): Promise<RoutingPolicy> {
   const now = ctx.now();
-  const projectId = await visibleProjectId(ctx, null);
-  const deleted = await ctx.db.$transaction(async (tx) => {
-    const policy = await findVisible(ctx, tx, policyId, projectId);
+  const deleted = await transact(async (tx) => {
+    const policy = await findVisible(ctx, tx, deletion.policyId, deletion.visible);
     await tx.routingPolicy.delete({ where: { id: policy.id } });
     await recordAudit(tx, ctx, 'routing_policy.delete', { projectId: policy.projectId, targetId: policy.id });
     await enqueueEvent(tx, now, policy.projectId, 'policy.updated', eventData('deleted', policy));
@@ -163,4 +209,9 @@ export async function deleteRoutingPolicy(ports: RoutingPorts, ctx: Ctx, policyI
   });
   await policiesChanged(ports, deleted.projectId);
   return deleted;
+}
+
+/** Deleting the default policy sends `model: "auto"` back to the built-in cheapest-first routing. */
+export async function deleteRoutingPolicy(ports: RoutingPorts, ctx: Ctx, policyId: string): Promise<RoutingPolicy> {
+  return applyDeleteRoutingPolicy(ports, ctx, await checkDeleteRoutingPolicy(ports, ctx, policyId));
 }
