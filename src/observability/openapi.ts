@@ -86,7 +86,8 @@ export async function registerOpenApi(app: FastifyInstance, version: string): Pr
           description: scopes.length ? `Needs the scope ${scopes.join(' or ')}.` : 'Needs any valid key.',
           security: access === 'public' ? [] : [{ bearerAuth: [] }],
           response: {
-            200: { description: 'Success.', type: 'object', additionalProperties: true },
+            // The route's own success schemas (what fast-json-stringify writes), else a generic object.
+            ...successSchemas(schema),
             '4xx': { description: 'The request failed; see error.code.', $ref: 'Error#' },
             '5xx': { description: 'internal_error, model_unavailable, routing_timeout.', $ref: 'Error#' },
           },
@@ -95,6 +96,14 @@ export async function registerOpenApi(app: FastifyInstance, version: string): Pr
     },
   });
 
+}
+
+/** A route's declared 2xx response schemas, or the generic object for a route that declares none. */
+function successSchemas(schema: unknown): Record<string, unknown> {
+  const declared = (schema as { response?: Record<string, unknown> } | undefined)?.response ?? {};
+  const success = Object.entries(declared).filter(([status]) => status.startsWith('2'));
+  if (success.length === 0) return { 200: { description: 'Success.', type: 'object', additionalProperties: true } };
+  return Object.fromEntries(success.map(([status, body]) => [status, { description: 'Success.', ...(body as object) }]));
 }
 
 /** /openapi.json and the reference page (after the error handler, like every route). */

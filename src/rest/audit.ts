@@ -1,9 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
 import type { AuditEvent } from '../generated/prisma/client.ts';
 import { listAuditEvents } from '../domain/audit/service.ts';
 import { AuditQuery } from '../domain/audit/schema.ts';
 import { unixSeconds } from '../domain/context.ts';
-import { sendList } from './list.ts';
+import { ListOf, sendList } from './list.ts';
+import { NullableStr, Unix } from './response-fields.ts';
 
 export function presentAuditEvent(e: AuditEvent) {
   return {
@@ -20,8 +22,25 @@ export function presentAuditEvent(e: AuditEvent) {
   };
 }
 
+/** presentAuditEvent's answer. */
+export const AuditEventObject = Type.Object(
+  {
+    id: Type.String({ description: 'The audit event id (aud_…).' }),
+    object: Type.Literal('svc.audit_event'),
+    action: Type.String({ description: 'The action audited, e.g. key.create.' }),
+    project_id: NullableStr('The project it happened in, or null: the whole gateway.'),
+    actor_key_id: NullableStr('The key that acted, or null: the system or the operator.'),
+    target_id: NullableStr('The object acted on, or null.'),
+    request_id: NullableStr('The request that acted, or null.'),
+    ip: NullableStr('The caller\'s IP address, or null.'),
+    created_at: Unix('When it happened'),
+    data: Type.Unknown({ description: 'The action\'s details.' }),
+  },
+  { description: 'An audit log entry.' },
+);
+
 export const auditRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  app.get('/v1/audit/events', { schema: { querystring: AuditQuery } }, async (req, reply) =>
+  app.get('/v1/audit/events', { schema: { querystring: AuditQuery, response: { 200: ListOf(AuditEventObject) } } }, async (req, reply) =>
     sendList(reply, await listAuditEvents(req.ctx, req.query), '/v1/audit/events', presentAuditEvent),
   );
 };

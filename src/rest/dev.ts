@@ -39,7 +39,9 @@ import { documentLimitOf, MAX_DOCUMENT_BYTES, showBytes, UPLOAD_BODY_SLACK } fro
 import { SvcError } from '../errors/svc-error.ts';
 import { ticketOf } from '../http/hooks/rate-limit.ts';
 import { microsToUsd } from '../kernel/money.ts';
-import { sendList } from './list.ts';
+import type { Static } from 'typebox';
+import { ListOf, sendList } from './list.ts';
+import { DevAnswer, DevPullRequestSummary, DevRepository, DevRepositoryFile, DevReview, DevTestGeneration } from './dev-responses.ts';
 import { boundBody, type BodyBound } from './uploads.ts';
 
 export function presentRepository(v: RepositoryView) {
@@ -110,6 +112,11 @@ export function presentDevTask(t: DevTaskView) {
   };
 }
 
+// One presenter for the three kinds; each route answers one kind, so its schema is that kind's.
+const presentReview = (t: DevTaskView) => presentDevTask(t) as Static<typeof DevReview>;
+const presentSummary = (t: DevTaskView) => presentDevTask(t) as Static<typeof DevPullRequestSummary>;
+const presentTestGeneration = (t: DevTaskView) => presentDevTask(t) as Static<typeof DevTestGeneration>;
+
 export function presentAnswer(a: Answer) {
   const r = a.result;
   return {
@@ -166,14 +173,14 @@ const diffBodyBound: BodyBound = {
 
 /** CONTRACT §16, Dev: repositories indexed from posted files, Q&A, reviews, pull-request summaries, tests. */
 export const devRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  app.post('/v1/dev/repositories', { schema: { body: CreateRepository } }, async (req) => presentRepository(await createRepository(req.ctx, req.body)));
-  app.get('/v1/dev/repositories', { schema: { querystring: ListRepositoriesQuery } }, async (req, reply) =>
+  app.post('/v1/dev/repositories', { schema: { body: CreateRepository, response: { 200: DevRepository } } }, async (req) => presentRepository(await createRepository(req.ctx, req.body)));
+  app.get('/v1/dev/repositories', { schema: { querystring: ListRepositoriesQuery, response: { 200: ListOf(DevRepository) } } }, async (req, reply) =>
     sendList(reply, await listRepositories(req.ctx, req.query), '/v1/dev/repositories', presentRepository),
   );
-  app.get('/v1/dev/repositories/:repository_id', { schema: { params: RepositoryIdParams } }, async (req) =>
+  app.get('/v1/dev/repositories/:repository_id', { schema: { params: RepositoryIdParams, response: { 200: DevRepository } } }, async (req) =>
     presentRepository(await getRepository(req.ctx, req.params.repository_id)),
   );
-  app.patch('/v1/dev/repositories/:repository_id', { schema: { params: RepositoryIdParams, body: UpdateRepository } }, async (req) =>
+  app.patch('/v1/dev/repositories/:repository_id', { schema: { params: RepositoryIdParams, body: UpdateRepository, response: { 200: DevRepository } } }, async (req) =>
     presentRepository(await updateRepository(req.ctx, req.params.repository_id, req.body)),
   );
   app.post(
@@ -182,37 +189,37 @@ export const devRoutes: FastifyPluginAsyncTypebox = async (app) => {
       bodyLimit: FILES_BODY_LIMIT,
       preParsing: boundBody(filesBodyBound),
       config: { bodyTooLarge: { code: 'document_too_large', param: 'files' } },
-      schema: { params: RepositoryIdParams, body: PostFiles },
+      schema: { params: RepositoryIdParams, body: PostFiles, response: { 200: DevRepository } },
     },
     async (req) => presentRepository(await postRepositoryFiles(app.ports.dev, req.ctx, req.params.repository_id, req.body)),
   );
-  app.get('/v1/dev/repositories/:repository_id/files', { schema: { params: RepositoryIdParams, querystring: ListFilesQuery } }, async (req, reply) =>
+  app.get('/v1/dev/repositories/:repository_id/files', { schema: { params: RepositoryIdParams, querystring: ListFilesQuery, response: { 200: ListOf(DevRepositoryFile) } } }, async (req, reply) =>
     sendList(reply, await listRepositoryFiles(req.ctx, req.params.repository_id, req.query), `/v1/dev/repositories/${req.params.repository_id}/files`, presentRepositoryFile),
   );
-  app.post('/v1/dev/repositories/:repository_id/questions', { schema: { params: RepositoryIdParams, body: AskQuestion } }, async (req) =>
+  app.post('/v1/dev/repositories/:repository_id/questions', { schema: { params: RepositoryIdParams, body: AskQuestion, response: { 200: DevAnswer } } }, async (req) =>
     presentAnswer(await askRepository(app.ports.dev, req.ctx, req.params.repository_id, req.body, ticketOf(req))),
   );
 
   const diffRoute = { bodyLimit: DIFF_BODY_LIMIT, preParsing: boundBody(diffBodyBound), config: { bodyTooLarge: { code: 'diff_too_large' as const, param: 'diff' } } };
-  app.post('/v1/dev/reviews', { ...diffRoute, schema: { body: CreateReview } }, async (req) => presentDevTask(await createReview(req.ctx, req.body)));
-  app.get('/v1/dev/reviews', { schema: { querystring: ListTasksQuery } }, async (req, reply) =>
-    sendList(reply, await listTasks(req.ctx, 'review', req.query), '/v1/dev/reviews', presentDevTask),
+  app.post('/v1/dev/reviews', { ...diffRoute, schema: { body: CreateReview, response: { 200: DevReview } } }, async (req) => presentReview(await createReview(req.ctx, req.body)));
+  app.get('/v1/dev/reviews', { schema: { querystring: ListTasksQuery, response: { 200: ListOf(DevReview) } } }, async (req, reply) =>
+    sendList(reply, await listTasks(req.ctx, 'review', req.query), '/v1/dev/reviews', presentReview),
   );
-  app.get('/v1/dev/reviews/:review_id', { schema: { params: ReviewIdParams } }, async (req) => presentDevTask(await getTask(req.ctx, 'review', req.params.review_id)));
+  app.get('/v1/dev/reviews/:review_id', { schema: { params: ReviewIdParams, response: { 200: DevReview } } }, async (req) => presentReview(await getTask(req.ctx, 'review', req.params.review_id)));
 
-  app.post('/v1/dev/pull-requests/summaries', { ...diffRoute, schema: { body: SummarizePullRequest } }, async (req) =>
-    presentDevTask(await summarizePullRequest(req.ctx, req.body)),
+  app.post('/v1/dev/pull-requests/summaries', { ...diffRoute, schema: { body: SummarizePullRequest, response: { 200: DevPullRequestSummary } } }, async (req) =>
+    presentSummary(await summarizePullRequest(req.ctx, req.body)),
   );
-  app.get('/v1/dev/pull-requests/summaries', { schema: { querystring: ListTasksQuery } }, async (req, reply) =>
-    sendList(reply, await listTasks(req.ctx, 'pull_request_summary', req.query), '/v1/dev/pull-requests/summaries', presentDevTask),
+  app.get('/v1/dev/pull-requests/summaries', { schema: { querystring: ListTasksQuery, response: { 200: ListOf(DevPullRequestSummary) } } }, async (req, reply) =>
+    sendList(reply, await listTasks(req.ctx, 'pull_request_summary', req.query), '/v1/dev/pull-requests/summaries', presentSummary),
   );
-  app.get('/v1/dev/pull-requests/summaries/:summary_id', { schema: { params: SummaryIdParams } }, async (req) =>
-    presentDevTask(await getTask(req.ctx, 'pull_request_summary', req.params.summary_id)),
+  app.get('/v1/dev/pull-requests/summaries/:summary_id', { schema: { params: SummaryIdParams, response: { 200: DevPullRequestSummary } } }, async (req) =>
+    presentSummary(await getTask(req.ctx, 'pull_request_summary', req.params.summary_id)),
   );
 
-  app.post('/v1/dev/tests', { schema: { body: GenerateTest } }, async (req) => presentDevTask(await generateTest(req.ctx, req.body)));
-  app.get('/v1/dev/tests', { schema: { querystring: ListTasksQuery } }, async (req, reply) =>
-    sendList(reply, await listTasks(req.ctx, 'test', req.query), '/v1/dev/tests', presentDevTask),
+  app.post('/v1/dev/tests', { schema: { body: GenerateTest, response: { 200: DevTestGeneration } } }, async (req) => presentTestGeneration(await generateTest(req.ctx, req.body)));
+  app.get('/v1/dev/tests', { schema: { querystring: ListTasksQuery, response: { 200: ListOf(DevTestGeneration) } } }, async (req, reply) =>
+    sendList(reply, await listTasks(req.ctx, 'test', req.query), '/v1/dev/tests', presentTestGeneration),
   );
-  app.get('/v1/dev/tests/:test_id', { schema: { params: TestIdParams } }, async (req) => presentDevTask(await getTask(req.ctx, 'test', req.params.test_id)));
+  app.get('/v1/dev/tests/:test_id', { schema: { params: TestIdParams, response: { 200: DevTestGeneration } } }, async (req) => presentTestGeneration(await getTask(req.ctx, 'test', req.params.test_id)));
 };

@@ -4,7 +4,61 @@ import { unixOrNull, unixSeconds } from '../domain/context.ts';
 import { cancelEvalRun, createEvalRun, getEvalRun, listEvalResults, listEvalRuns, type EvalRunView } from '../domain/evals/service.ts';
 import { CancelEvalRun, CreateEvalRun, EvalIdParams, ListEvalResultsQuery, ListEvalRunsQuery } from '../domain/evals/schema.ts';
 import { microsToUsd } from '../kernel/money.ts';
-import { sendList } from './list.ts';
+import { Type } from 'typebox';
+import { ListOf, sendList } from './list.ts';
+import { Int, Json, Nullable, NullableInt, NullableStr, Num, ObjectType, Str, TokenUsage, Unix, UnixOrNull } from './response-fields.ts';
+
+const EvalRun = Type.Object(
+  {
+    id: Str('The run id (evr_…).'),
+    object: ObjectType('svc.eval_run'),
+    project_id: Str('The project it runs in.'),
+    name: Str('Its name.'),
+    model: NullableStr('The model asked for (or "auto"), or null when the template names it.'),
+    template: Json('The template it renders per case, {id, version} (version pinned at creation), or null.'),
+    status: Str('queued, running, completed, failed or canceled.'),
+    concurrency: Int('How many cases run at once.'),
+    key_id: Str('The key it runs as (its limits and budget apply).'),
+    summary: Type.Object(
+      {
+        total: Int('Cases in the run.'),
+        passed: Int('Cases that passed their assertion.'),
+        failed: Int('Cases that failed it.'),
+        errored: Int('Cases whose inference failed.'),
+        pass_rate: Num('passed / total, rounded to 4 decimals (0 without cases).'),
+        cost_usd: Num('What the run cost so far, in USD.'),
+        latency_p50_ms: NullableInt('Median inference latency in ms, or null before any case ran.'),
+      },
+      { description: 'Results so far.' },
+    ),
+    progress: Type.Object({ done: Int('Cases finished (passed, failed or errored).'), total: Int('Cases in the run.') }, { description: 'How far it got.' }),
+    error: Json("A failed run's why, {code, message}, or null."),
+    created_at: Unix('Created'),
+    completed_at: UnixOrNull('Finished'),
+  },
+  { description: 'The svc.eval_run object (CONTRACT §14).' },
+);
+
+const EvalResult = Type.Object(
+  {
+    id: Str('The result id.'),
+    object: ObjectType('svc.eval_result'),
+    eval_id: Str('The run.'),
+    case_id: Str("The case's id (given, or case_<n>)."),
+    index: Int("The case's position in the run, from 0."),
+    status: Str('pending, started, passed, failed, errored or skipped.'),
+    passed: Nullable(Type.Boolean(), 'Whether it passed; null until judged (false when errored).'),
+    output: NullableStr("The model's answer, or null."),
+    reason: NullableStr('Why it failed or errored, or null.'),
+    tokens: TokenUsage,
+    cost_usd: Num('What the case cost, in USD.'),
+    latency_ms: NullableInt('Inference latency in ms, or null.'),
+    request_id: NullableStr("The inference's request id, or null."),
+    attempts: Int('Inference attempts made.'),
+    finished_at: UnixOrNull('Finished'),
+  },
+  { description: "One case's result." },
+);
 
 /** The svc.eval_run object (CONTRACT §14), plus `concurrency`, `key_id` (the key it runs as) and `error` (a failed run's why). */
 export function presentEvalRun(r: EvalRunView) {
@@ -59,19 +113,19 @@ export function presentEvalResult(c: EvalCase) {
 }
 
 export const evalsRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  app.post('/v1/evals', { schema: { body: CreateEvalRun } }, async (req) => presentEvalRun(await createEvalRun(app.ports.inference, req.ctx, req.body)));
+  app.post('/v1/evals', { schema: { body: CreateEvalRun, response: { 200: EvalRun } } }, async (req) => presentEvalRun(await createEvalRun(app.ports.inference, req.ctx, req.body)));
 
-  app.get('/v1/evals', { schema: { querystring: ListEvalRunsQuery } }, async (req, reply) =>
+  app.get('/v1/evals', { schema: { querystring: ListEvalRunsQuery, response: { 200: ListOf(EvalRun) } } }, async (req, reply) =>
     sendList(reply, await listEvalRuns(req.ctx, req.query), '/v1/evals', presentEvalRun),
   );
 
-  app.get('/v1/evals/:eval_id', { schema: { params: EvalIdParams } }, async (req) => presentEvalRun(await getEvalRun(req.ctx, req.params.eval_id)));
+  app.get('/v1/evals/:eval_id', { schema: { params: EvalIdParams, response: { 200: EvalRun } } }, async (req) => presentEvalRun(await getEvalRun(req.ctx, req.params.eval_id)));
 
-  app.get('/v1/evals/:eval_id/results', { schema: { params: EvalIdParams, querystring: ListEvalResultsQuery } }, async (req, reply) =>
+  app.get('/v1/evals/:eval_id/results', { schema: { params: EvalIdParams, querystring: ListEvalResultsQuery, response: { 200: ListOf(EvalResult) } } }, async (req, reply) =>
     sendList(reply, await listEvalResults(req.ctx, req.params.eval_id, req.query), `/v1/evals/${req.params.eval_id}/results`, presentEvalResult),
   );
 
-  app.post('/v1/evals/:eval_id/cancel', { schema: { params: EvalIdParams, body: CancelEvalRun } }, async (req) =>
+  app.post('/v1/evals/:eval_id/cancel', { schema: { params: EvalIdParams, body: CancelEvalRun, response: { 200: EvalRun } } }, async (req) =>
     presentEvalRun(await cancelEvalRun(req.ctx, req.params.eval_id, req.body ?? {})),
   );
 };

@@ -36,7 +36,9 @@ import {
   RequestRedline,
   UpdateMatter,
 } from '../domain/legal/schema.ts';
-import { sendList } from './list.ts';
+import { Type } from 'typebox';
+import { ListOf, sendList } from './list.ts';
+import { Int, Json, NullableInt, NullableStr, ObjectType, Str, Unix, UnixOrNull } from './response-fields.ts';
 import { acceptUploads, readUpload, uploadRouteOptions } from './uploads.ts';
 
 /** POST /v1/legal/matters/{id}/contracts: the contract as JSON text, or a multipart form with its file. */
@@ -44,6 +46,93 @@ const contractUpload = uploadRouteOptions(CreateContract, {
   name: { type: 'string', description: "Default: the file's name." },
   project_id: { type: 'string' },
 });
+
+const Matter = Type.Object(
+  {
+    id: Str('The matter id.'),
+    object: ObjectType('svc.legal_matter'),
+    project_id: Str('The project it belongs to.'),
+    name: Str('Its name.'),
+    client: NullableStr('The client, or null.'),
+    description: NullableStr('What it is about, or null.'),
+    status: Str('open or closed.'),
+    closed_at: UnixOrNull('Closed'),
+    closed_by: NullableStr('Who closed it (a key or operator id), or null.'),
+    close_reason: NullableStr('Why it was closed, or null.'),
+    created_at: Unix('Created'),
+    updated_at: Unix('Last changed'),
+  },
+  { description: 'A legal matter.' },
+);
+
+const Contract = Type.Object(
+  {
+    id: Str('The contract id.'),
+    object: ObjectType('svc.legal_contract'),
+    project_id: Str('The project it belongs to.'),
+    matter_id: Str('The matter it belongs to.'),
+    name: Str('Its name.'),
+    content_type: Str('The uploaded content type.'),
+    bytes: Int('Its size as uploaded, in bytes.'),
+    characters: Int('Characters of extracted text.'),
+    sha256: Str('SHA-256 of the extracted text, hex.'),
+    created_by: Str('Who uploaded it (a key or operator id).'),
+    created_at: Unix('Uploaded'),
+  },
+  { description: 'A contract, without its text (GET …/text reads it).' },
+);
+
+const ContractText = Type.Object(
+  {
+    object: ObjectType('svc.legal_contract_text'),
+    contract_id: Str('The contract.'),
+    sha256: Str('SHA-256 of the text, hex.'),
+    text: Str('The extracted text.'),
+  },
+  { description: "A contract's text." },
+);
+
+const draftHead = {
+  id: Str('The draft id.'),
+  project_id: Str('The project it belongs to.'),
+  matter_id: Str('The matter.'),
+  contract_id: Str('The contract it reads.'),
+  status: Str('queued, running, completed or failed.'),
+  instructions: NullableStr('Instructions given with the request, or null.'),
+};
+const draftTail = {
+  error: Json("A failed draft's why, {code, message}, or null."),
+  created_by: Str('Who asked for it (a key or operator id).'),
+  created_at: Unix('Requested'),
+  completed_at: UnixOrNull('Finished'),
+};
+
+const Mapping = Type.Object(
+  {
+    ...draftHead,
+    object: ObjectType('svc.legal_mapping'),
+    fields: Type.Array(Json('A field: name, description, value, quote, found, quote_verified, quote_start (null until completed).'), {
+      description: 'Every requested field.',
+    }),
+    flagged_quotes: NullableInt('How many quotes were not found in the contract text; null until completed.'),
+    ...draftTail,
+  },
+  { description: "The model's mapping of fields in a contract." },
+);
+
+const Redline = Type.Object(
+  {
+    ...draftHead,
+    object: ObjectType('svc.legal_redline'),
+    playbook: NullableStr('The playbook given, or null.'),
+    summary: Json("The model's summary of its edits; null until completed."),
+    edits: Json("The model's edits, each applied or not; null until completed."),
+    unapplied_edits: Json('The edits that could not be applied; null until completed.'),
+    diff: NullableStr('The unified diff of the contract text with the edits; null until completed.'),
+    ...draftTail,
+  },
+  { description: "The model's redline of a contract." },
+);
 
 export function presentMatter(m: LegalMatter) {
   return {
@@ -121,21 +210,21 @@ export const legalRoutes: FastifyPluginAsyncTypebox = async (app) => {
   // Contracts are uploaded as RAG documents are (rest/uploads.ts): multipart read in this plugin only.
   await acceptUploads(app);
 
-  app.post('/v1/legal/matters', { schema: { body: CreateMatter } }, async (req) => presentMatter(await createMatter(req.ctx, req.body)));
-  app.get('/v1/legal/matters', { schema: { querystring: ListMattersQuery } }, async (req, reply) =>
+  app.post('/v1/legal/matters', { schema: { body: CreateMatter, response: { 200: Matter } } }, async (req) => presentMatter(await createMatter(req.ctx, req.body)));
+  app.get('/v1/legal/matters', { schema: { querystring: ListMattersQuery, response: { 200: ListOf(Matter) } } }, async (req, reply) =>
     sendList(reply, await listMatters(req.ctx, req.query), '/v1/legal/matters', presentMatter),
   );
-  app.get('/v1/legal/matters/:matter_id', { schema: { params: MatterIdParams } }, async (req) => presentMatter(await getMatter(req.ctx, req.params.matter_id)));
-  app.patch('/v1/legal/matters/:matter_id', { schema: { params: MatterIdParams, body: UpdateMatter } }, async (req) =>
+  app.get('/v1/legal/matters/:matter_id', { schema: { params: MatterIdParams, response: { 200: Matter } } }, async (req) => presentMatter(await getMatter(req.ctx, req.params.matter_id)));
+  app.patch('/v1/legal/matters/:matter_id', { schema: { params: MatterIdParams, body: UpdateMatter, response: { 200: Matter } } }, async (req) =>
     presentMatter(await updateMatter(req.ctx, req.params.matter_id, req.body)),
   );
-  app.post('/v1/legal/matters/:matter_id/close', { schema: { params: MatterIdParams, body: CloseMatter } }, async (req) =>
+  app.post('/v1/legal/matters/:matter_id/close', { schema: { params: MatterIdParams, body: CloseMatter, response: { 200: Matter } } }, async (req) =>
     presentMatter(await closeMatter(req.ctx, req.params.matter_id, req.body ?? {})),
   );
 
   app.post(
     '/v1/legal/matters/:matter_id/contracts',
-    { ...contractUpload, schema: { params: MatterIdParams, ...contractUpload.schema } },
+    { ...contractUpload, schema: { params: MatterIdParams, ...contractUpload.schema, response: { 200: Contract } } },
     async (req, reply) => {
       const matterId = req.params.matter_id;
       if (!req.isMultipart()) return presentContract(await createContractJson(req.ctx, matterId, req.body));
@@ -153,34 +242,34 @@ export const legalRoutes: FastifyPluginAsyncTypebox = async (app) => {
       );
     },
   );
-  app.get('/v1/legal/matters/:matter_id/contracts', { schema: { params: MatterIdParams, querystring: ListQuery } }, async (req, reply) =>
+  app.get('/v1/legal/matters/:matter_id/contracts', { schema: { params: MatterIdParams, querystring: ListQuery, response: { 200: ListOf(Contract) } } }, async (req, reply) =>
     sendList(reply, await listContracts(req.ctx, req.params.matter_id, req.query), `/v1/legal/matters/${req.params.matter_id}/contracts`, presentContract),
   );
-  app.get('/v1/legal/contracts/:contract_id', { schema: { params: ContractIdParams } }, async (req) =>
+  app.get('/v1/legal/contracts/:contract_id', { schema: { params: ContractIdParams, response: { 200: Contract } } }, async (req) =>
     presentContract(await getContract(req.ctx, req.params.contract_id)),
   );
-  app.get('/v1/legal/contracts/:contract_id/text', { schema: { params: ContractIdParams } }, async (req) => {
+  app.get('/v1/legal/contracts/:contract_id/text', { schema: { params: ContractIdParams, response: { 200: ContractText } } }, async (req) => {
     const { contract, text } = await getContractText(req.ctx, req.params.contract_id);
     return { object: 'svc.legal_contract_text' as const, contract_id: contract.id, sha256: contract.sha256, text };
   });
 
-  app.post('/v1/legal/contracts/:contract_id/mappings', { schema: { params: ContractIdParams, body: RequestMapping } }, async (req) =>
+  app.post('/v1/legal/contracts/:contract_id/mappings', { schema: { params: ContractIdParams, body: RequestMapping, response: { 200: Mapping } } }, async (req) =>
     presentMapping(await requestMapping(req.ctx, req.params.contract_id, req.body)),
   );
-  app.get('/v1/legal/contracts/:contract_id/mappings', { schema: { params: ContractIdParams, querystring: ListQuery } }, async (req, reply) =>
+  app.get('/v1/legal/contracts/:contract_id/mappings', { schema: { params: ContractIdParams, querystring: ListQuery, response: { 200: ListOf(Mapping) } } }, async (req, reply) =>
     sendList(reply, await listDrafts(req.ctx, 'mapping', req.params.contract_id, req.query), `/v1/legal/contracts/${req.params.contract_id}/mappings`, presentMapping),
   );
-  app.get('/v1/legal/mappings/:mapping_id', { schema: { params: MappingIdParams } }, async (req) =>
+  app.get('/v1/legal/mappings/:mapping_id', { schema: { params: MappingIdParams, response: { 200: Mapping } } }, async (req) =>
     presentMapping(await getDraft(req.ctx, 'mapping', req.params.mapping_id)),
   );
 
-  app.post('/v1/legal/contracts/:contract_id/redlines', { schema: { params: ContractIdParams, body: RequestRedline } }, async (req) =>
+  app.post('/v1/legal/contracts/:contract_id/redlines', { schema: { params: ContractIdParams, body: RequestRedline, response: { 200: Redline } } }, async (req) =>
     presentRedline(await requestRedline(req.ctx, req.params.contract_id, req.body ?? {})),
   );
-  app.get('/v1/legal/contracts/:contract_id/redlines', { schema: { params: ContractIdParams, querystring: ListQuery } }, async (req, reply) =>
+  app.get('/v1/legal/contracts/:contract_id/redlines', { schema: { params: ContractIdParams, querystring: ListQuery, response: { 200: ListOf(Redline) } } }, async (req, reply) =>
     sendList(reply, await listDrafts(req.ctx, 'redline', req.params.contract_id, req.query), `/v1/legal/contracts/${req.params.contract_id}/redlines`, presentRedline),
   );
-  app.get('/v1/legal/redlines/:redline_id', { schema: { params: RedlineIdParams } }, async (req) =>
+  app.get('/v1/legal/redlines/:redline_id', { schema: { params: RedlineIdParams, response: { 200: Redline } } }, async (req) =>
     presentRedline(await getDraft(req.ctx, 'redline', req.params.redline_id)),
   );
 };

@@ -10,6 +10,7 @@ import { errorBody } from '../http/error-body.ts';
 import { ticketOf } from '../http/hooks/rate-limit.ts';
 import { microsToUsd } from '../kernel/money.ts';
 import { sendEventStream, setCacheHeader, sse, type StreamFormat } from './event-stream.ts';
+import { ChatCompletion, Model, ModelList } from './openai-responses.ts';
 
 /**
  * OpenAI compatibility beyond the spec: /v1/chat/completions and /v1/models in OpenAI's shapes, over the same pipeline
@@ -134,7 +135,7 @@ export const openaiRoutes: FastifyPluginAsync = async (app) => {
 
   app.post<{ Body: ChatCompletionRequest }>(
     '/v1/chat/completions',
-    { schema: { body: ChatCompletionRequest, querystring: ProjectQuery }, validatorCompiler: typeboxValidator },
+    { schema: { body: ChatCompletionRequest, querystring: ProjectQuery, response: { 200: ChatCompletion } }, validatorCompiler: typeboxValidator },
     async (req, reply) => {
       const input = req.body;
       if (input.stream === true) {
@@ -155,7 +156,7 @@ export const openaiRoutes: FastifyPluginAsync = async (app) => {
   // One page: the model list is the providers file's, small and bounded.
   app.get<{ Querystring: { project_id?: string } }>(
     '/v1/models',
-    { schema: { querystring: { type: 'object', additionalProperties: false, properties: { project_id: { type: 'string' } } } } },
+    { schema: { querystring: { type: 'object', additionalProperties: false, properties: { project_id: { type: 'string' } } }, response: { 200: ModelList } } },
     async (req, reply) => {
       const models = await listModels(app.ports.inference.providers, req.ctx, req.query.project_id);
       reply.header('X-Svc-Page-Limit', String(Math.max(models.length, 1)));
@@ -165,5 +166,5 @@ export const openaiRoutes: FastifyPluginAsync = async (app) => {
   );
 
   // Model ids may contain "/" (e.g. meta-llama/Llama-3.1-8B), hence the wildcard.
-  app.get<{ Params: { '*': string } }>('/v1/models/*', async (req) => presentModel(await getModel(app.ports.inference.providers, req.ctx, req.params['*']), startedAt));
+  app.get<{ Params: { '*': string } }>('/v1/models/*', { schema: { response: { 200: Model } } }, async (req) => presentModel(await getModel(app.ports.inference.providers, req.ctx, req.params['*']), startedAt));
 };

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify';
+import { Type } from 'typebox';
 import { unixOrNull, unixSeconds } from '../domain/context.ts';
 import {
   getProjectIpAllowlist,
@@ -8,6 +9,7 @@ import {
   type GroupWithRoles,
   type ProjectIpAllowlist,
 } from '../domain/operators/access.ts';
+import { NullableStr, UnixOrNull, Unix } from './response-fields.ts';
 
 /** An operator group (provisioned by SCIM) with its roles per project. */
 export function presentOperatorGroup(g: GroupWithRoles) {
@@ -26,6 +28,47 @@ export function presentIpAllowlist(a: ProjectIpAllowlist) {
   return { object: 'svc.ip_allowlist' as const, project_id: a.projectId, cidrs: a.cidrs, updated_at: unixOrNull(a.updatedAt) };
 }
 
+/** presentOperatorGroup's answer. */
+export const OperatorGroupObject = Type.Object(
+  {
+    id: Type.String({ description: 'The group id (grp_…).' }),
+    object: Type.Literal('svc.operator_group'),
+    display_name: Type.String({ description: 'The group\'s name, as SCIM provisioned it.' }),
+    external_id: NullableStr('The identity provider\'s id for the group, or null.'),
+    members: Type.Array(Type.String(), { description: 'The ids of the operators in the group.' }),
+    roles: Type.Array(
+      Type.Object({
+        project_id: Type.String({ description: 'The project (prj_…).' }),
+        role: Type.String({ description: 'viewer (reads) or admin (acts).' }),
+      }),
+      { description: 'The group\'s role per project.' },
+    ),
+    created_at: Unix('When the group was provisioned'),
+  },
+  { description: 'An operator group and its roles per project.' },
+);
+
+/** The operator groups' list: every group, in one page (no url: not paginated). */
+const OperatorGroupList = Type.Object(
+  {
+    object: Type.Literal('list'),
+    data: Type.Array(OperatorGroupObject, { description: 'Every operator group.' }),
+    has_more: Type.Boolean({ description: 'Always false: the list is not paginated.' }),
+  },
+  { description: 'The operator groups.' },
+);
+
+/** presentIpAllowlist's answer. */
+export const IpAllowlistObject = Type.Object(
+  {
+    object: Type.Literal('svc.ip_allowlist'),
+    project_id: Type.String({ description: 'The project (prj_…).' }),
+    cidrs: Type.Array(Type.String(), { description: 'The address ranges the console may be used from; empty: any.' }),
+    updated_at: UnixOrNull('When the allowlist was last set'),
+  },
+  { description: 'A project\'s console IP allowlist.' },
+);
+
 const GroupParams = { type: 'object', properties: { group_id: { type: 'string', maxLength: 64 } }, required: ['group_id'] } as const;
 const ProjectParams = { type: 'object', properties: { project_id: { type: 'string', maxLength: 64 } }, required: ['project_id'] } as const;
 
@@ -35,7 +78,7 @@ const ProjectParams = { type: 'object', properties: { project_id: { type: 'strin
  * name a nested field alike (`roles[0].role`); the route-level handler names only top-level fields so far.
  */
 export const operatorsRoutes: FastifyPluginAsync = async (app) => {
-  app.get('/v1/operator-groups', async (req) => ({
+  app.get('/v1/operator-groups', { schema: { response: { 200: OperatorGroupList } } }, async (req) => ({
     object: 'list',
     data: (await listOperatorGroups(req.ctx)).map(presentOperatorGroup),
     has_more: false,
@@ -43,17 +86,17 @@ export const operatorsRoutes: FastifyPluginAsync = async (app) => {
 
   app.put<{ Params: { group_id: string } }>(
     '/v1/operator-groups/:group_id/roles',
-    { schema: { params: GroupParams } },
+    { schema: { params: GroupParams, response: { 200: OperatorGroupObject } } },
     async (req) => presentOperatorGroup(await setGroupRoles(req.ctx, req.params.group_id, req.body)),
   );
 
-  app.get<{ Params: { project_id: string } }>('/v1/projects/:project_id/ip-allowlist', { schema: { params: ProjectParams } }, async (req) =>
+  app.get<{ Params: { project_id: string } }>('/v1/projects/:project_id/ip-allowlist', { schema: { params: ProjectParams, response: { 200: IpAllowlistObject } } }, async (req) =>
     presentIpAllowlist(await getProjectIpAllowlist(req.ctx, req.params.project_id)),
   );
 
   app.put<{ Params: { project_id: string } }>(
     '/v1/projects/:project_id/ip-allowlist',
-    { schema: { params: ProjectParams } },
+    { schema: { params: ProjectParams, response: { 200: IpAllowlistObject } } },
     async (req) => presentIpAllowlist(await setProjectIpAllowlist(req.ctx, req.params.project_id, req.body)),
   );
 };

@@ -7,6 +7,7 @@ import { createEmbeddings, createInference, streamInference, type InferenceResul
 import { ticketOf } from '../http/hooks/rate-limit.ts';
 import { sendEventStream, setCacheHeader, sse, type StreamFormat } from './event-stream.ts';
 import { OPENAI_SURFACE, svcOf, typeboxValidator } from './openai.ts';
+import { Embeddings, ResponseObject } from './openai-responses.ts';
 
 /**
  * POST /v1/responses (OpenAI's Responses API, the stateless subset of CONTRACT §9) and POST /v1/embeddings, in
@@ -198,7 +199,7 @@ const float32Base64 = (v: number[]) => Buffer.from(new Float32Array(v).buffer).t
 export const responsesRoutes: FastifyPluginAsync = async (app) => {
   app.post<{ Body: ResponsesRequest }>(
     '/v1/responses',
-    { schema: { body: ResponsesRequest, querystring: ProjectQuery }, validatorCompiler: typeboxValidator },
+    { schema: { body: ResponsesRequest, querystring: ProjectQuery, response: { 200: ResponseObject } }, validatorCompiler: typeboxValidator },
     async (req, reply) => {
       const input = chatRequestOfResponse(req.body, await priorConversation({ ...app.ports.privacy, projectReader: app.ports.inference.projects }, req.ctx, req.body));
       if (req.body.stream === true) {
@@ -217,7 +218,7 @@ export const responsesRoutes: FastifyPluginAsync = async (app) => {
 
   app.post<{ Body: EmbeddingsRequest }>(
     '/v1/embeddings',
-    { schema: { body: EmbeddingsRequest, querystring: ProjectQuery }, validatorCompiler: typeboxValidator },
+    { schema: { body: EmbeddingsRequest, querystring: ProjectQuery, response: { 200: Embeddings } }, validatorCompiler: typeboxValidator },
     async (req) => {
       const { result, vectors } = await createEmbeddings(app.ports.inference, req.ctx, ticketOf(req), req.body);
       const base64 = req.body.encoding_format === 'base64';

@@ -35,7 +35,71 @@ import {
   UpdateEvidence,
   UpdateRiskCase,
 } from '../domain/risk/schema.ts';
-import { sendList } from './list.ts';
+import { Type, type Static } from 'typebox';
+import { ListOf, sendList } from './list.ts';
+import { Int, Json, NullableStr, ObjectType, Str, Unix, UnixOrNull } from './response-fields.ts';
+
+const RiskCaseBody = Type.Object(
+  {
+    id: Str('The case id.'),
+    object: ObjectType('svc.risk.case'),
+    project_id: Str('The project it belongs to.'),
+    title: Str('Its title.'),
+    description: NullableStr('What it is about, or null.'),
+    assignee: Str('Who works it.'),
+    reviewer: Str('Who reviews it (never the assignee).'),
+    status: Str('Its status (open, in_review, closed…).'),
+    disposition: NullableStr('How it was closed, or null.'),
+    closed_at: UnixOrNull('Closed'),
+    closed_by: NullableStr('Who closed it, or null.'),
+    metadata: Json('The metadata given (a JSON object).'),
+    created_at: Unix('Created'),
+    updated_at: Unix('Last changed'),
+  },
+  { description: 'A risk case.' },
+);
+
+const RiskEvidenceBody = Type.Object(
+  {
+    id: Str('The evidence id.'),
+    object: ObjectType('svc.risk.evidence'),
+    project_id: Str('The project it belongs to.'),
+    case_id: Str('The case.'),
+    name: Str('Its name.'),
+    content_type: Str('The content type of its bytes.'),
+    size: Int('Its size, in bytes.'),
+    sha256: Str('SHA-256 of its bytes, hex, fixed at upload.'),
+    description: NullableStr('What it shows, or null.'),
+    metadata: Json('The metadata given (a JSON object).'),
+    created_at: Unix('Uploaded'),
+    updated_at: Unix('Last changed'),
+  },
+  { description: 'Evidence, without its bytes (GET …/content reads them).' },
+);
+
+const draftFields = (object: 'svc.risk.assessment' | 'svc.risk.report') => ({
+  id: Str('The draft id.'),
+  object: ObjectType(object),
+  project_id: Str('The project it belongs to.'),
+  case_id: Str('The case.'),
+  status: Str('queued, running, completed or failed.'),
+  instructions: NullableStr('Instructions given, or null.'),
+  content: Json("The model's draft; null until completed."),
+  error: Json("A failed draft's why, {code, message}, or null."),
+  created_by: Str('Who asked for it (a key or operator id).'),
+  created_at: Unix('Requested'),
+  completed_at: UnixOrNull('Finished'),
+});
+const RiskAssessment = Type.Object(draftFields('svc.risk.assessment'), { description: 'A model-drafted risk assessment (rsa_).' });
+const RiskReport = Type.Object(
+  {
+    ...draftFields('svc.risk.report'),
+    approval_id: NullableStr('The approval deciding it, or null.'),
+    approved_by: NullableStr('Who approved it, or null.'),
+    approved_at: UnixOrNull('Approved'),
+  },
+  { description: 'A model-drafted risk report (rpt_), approved by dual control.' },
+);
 
 export function presentRiskCase(c: RiskCase) {
   return {
@@ -96,25 +160,25 @@ const draftRoutes = (kind: DraftKind) => (kind === 'assessment' ? 'assessments' 
 
 /** CONTRACT §16, Risk: cases, evidence, model-drafted assessments and reports (reports approved by dual control). */
 export const riskRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  app.post('/v1/risk/cases', { schema: { body: CreateRiskCase } }, async (req) => presentRiskCase(await createRiskCase(req.ctx, req.body)));
-  app.get('/v1/risk/cases', { schema: { querystring: ListRiskCasesQuery } }, async (req, reply) =>
+  app.post('/v1/risk/cases', { schema: { body: CreateRiskCase, response: { 200: RiskCaseBody } } }, async (req) => presentRiskCase(await createRiskCase(req.ctx, req.body)));
+  app.get('/v1/risk/cases', { schema: { querystring: ListRiskCasesQuery, response: { 200: ListOf(RiskCaseBody) } } }, async (req, reply) =>
     sendList(reply, await listRiskCases(req.ctx, req.query), '/v1/risk/cases', presentRiskCase),
   );
-  app.get('/v1/risk/cases/:case_id', { schema: { params: CaseIdParams } }, async (req) => presentRiskCase(await getRiskCase(req.ctx, req.params.case_id)));
-  app.patch('/v1/risk/cases/:case_id', { schema: { params: CaseIdParams, body: UpdateRiskCase } }, async (req) =>
+  app.get('/v1/risk/cases/:case_id', { schema: { params: CaseIdParams, response: { 200: RiskCaseBody } } }, async (req) => presentRiskCase(await getRiskCase(req.ctx, req.params.case_id)));
+  app.patch('/v1/risk/cases/:case_id', { schema: { params: CaseIdParams, body: UpdateRiskCase, response: { 200: RiskCaseBody } } }, async (req) =>
     presentRiskCase(await updateRiskCase(req.ctx, req.params.case_id, req.body)),
   );
-  app.post('/v1/risk/cases/:case_id/close', { schema: { params: CaseIdParams, body: CloseRiskCase } }, async (req) =>
+  app.post('/v1/risk/cases/:case_id/close', { schema: { params: CaseIdParams, body: CloseRiskCase, response: { 200: RiskCaseBody } } }, async (req) =>
     presentRiskCase(await closeRiskCase(req.ctx, req.params.case_id, req.body)),
   );
 
-  app.post('/v1/risk/cases/:case_id/evidence', { schema: { params: CaseIdParams, body: CreateEvidence } }, async (req) =>
+  app.post('/v1/risk/cases/:case_id/evidence', { schema: { params: CaseIdParams, body: CreateEvidence, response: { 200: RiskEvidenceBody } } }, async (req) =>
     presentRiskEvidence(await addRiskEvidence(req.ctx, req.params.case_id, req.body)),
   );
-  app.get('/v1/risk/cases/:case_id/evidence', { schema: { params: CaseIdParams, querystring: ListEvidenceQuery } }, async (req, reply) =>
+  app.get('/v1/risk/cases/:case_id/evidence', { schema: { params: CaseIdParams, querystring: ListEvidenceQuery, response: { 200: ListOf(RiskEvidenceBody) } } }, async (req, reply) =>
     sendList(reply, await listRiskEvidence(req.ctx, req.params.case_id, req.query), `/v1/risk/cases/${req.params.case_id}/evidence`, presentRiskEvidence),
   );
-  app.get('/v1/risk/evidence/:evidence_id', { schema: { params: EvidenceIdParams } }, async (req) =>
+  app.get('/v1/risk/evidence/:evidence_id', { schema: { params: EvidenceIdParams, response: { 200: RiskEvidenceBody } } }, async (req) =>
     presentRiskEvidence(await getRiskEvidence(req.ctx, req.params.evidence_id)),
   );
   // The bytes as uploaded; X-Svc-Evidence-Sha256 is the hash fixed at upload. Served as a download, never rendered.
@@ -127,7 +191,7 @@ export const riskRoutes: FastifyPluginAsyncTypebox = async (app) => {
       .header('x-svc-evidence-sha256', evidence.sha256)
       .send(content);
   });
-  app.patch('/v1/risk/evidence/:evidence_id', { schema: { params: EvidenceIdParams, body: UpdateEvidence } }, async (req) =>
+  app.patch('/v1/risk/evidence/:evidence_id', { schema: { params: EvidenceIdParams, body: UpdateEvidence, response: { 200: RiskEvidenceBody } } }, async (req) =>
     presentRiskEvidence(await updateRiskEvidence(req.ctx, req.params.evidence_id, req.body)),
   );
 
@@ -135,19 +199,20 @@ export const riskRoutes: FastifyPluginAsyncTypebox = async (app) => {
     const plural = draftRoutes(kind);
     const Params = kind === 'assessment' ? AssessmentIdParams : ReportIdParams;
     const param = kind === 'assessment' ? 'assessment_id' : 'report_id';
-    app.post(`/v1/risk/cases/:case_id/${plural}`, { schema: { params: CaseIdParams, body: DraftRequest } }, async (req) =>
+    const Draft = kind === 'assessment' ? RiskAssessment : RiskReport;
+    app.post(`/v1/risk/cases/:case_id/${plural}`, { schema: { params: CaseIdParams, body: DraftRequest, response: { 200: Draft } } }, async (req) =>
       presentRiskDraft(await requestRiskDraft(req.ctx, kind, req.params.case_id, req.body ?? {})),
     );
-    app.get(`/v1/risk/${plural}`, { schema: { querystring: ListDraftsQuery } }, async (req, reply) =>
+    app.get(`/v1/risk/${plural}`, { schema: { querystring: ListDraftsQuery, response: { 200: ListOf(Draft) } } }, async (req, reply) =>
       sendList(reply, await listRiskDrafts(req.ctx, kind, req.query), `/v1/risk/${plural}`, presentRiskDraft),
     );
-    app.get(`/v1/risk/${plural}/:${param}`, { schema: { params: Params } }, async (req) =>
+    app.get(`/v1/risk/${plural}/:${param}`, { schema: { params: Params, response: { 200: Draft } } }, async (req) =>
       presentRiskDraft(await getRiskDraft(req.ctx, kind, (req.params as Record<string, string>)[param]!)),
     );
   }
 
   // Always answered 403 dual_control_required with the approval another key decides (POST /v1/approvals/{id}/approve).
-  app.post('/v1/risk/reports/:report_id/approve', { schema: { params: ReportIdParams, body: ProjectOnly } }, async (req) =>
-    presentRiskDraft(await approveRiskReport(req.ctx, req.params.report_id, req.body ?? {})),
+  app.post('/v1/risk/reports/:report_id/approve', { schema: { params: ReportIdParams, body: ProjectOnly, response: { 200: RiskReport } } }, async (req) =>
+    presentRiskDraft(await approveRiskReport(req.ctx, req.params.report_id, req.body ?? {})) as Static<typeof RiskReport>,
   );
 };

@@ -109,6 +109,20 @@ describe('the API reference page', () => {
   });
 });
 
+describe('success bodies', () => {
+  it('every 2xx answer of every /v1 operation has a schema with its properties (a raw download aside)', () => {
+    const bare: string[] = [];
+    for (const [url, ops] of Object.entries(doc.paths)) {
+      for (const [method, op] of Object.entries(ops as Record<string, { responses: Record<string, { content?: Record<string, { schema?: { properties?: object } }> }> }>)) {
+        const success = Object.entries(op.responses).filter(([status]) => status.startsWith('2'));
+        const described = success.length > 0 && success.every(([, r]) => Object.values(r.content ?? {}).some((c) => c.schema?.properties));
+        if (!described) bare.push(`${method.toUpperCase()} ${url}`);
+      }
+    }
+    expect(bare).toEqual(['GET /v1/risk/evidence/{evidence_id}/content']);
+  });
+});
+
 describe('a client generated from the document', () => {
   it('type-checks, refuses a wrong call at compile time, and calls a running gateway', { timeout: 120_000 }, async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'svc-openapi-client-'));
@@ -118,10 +132,24 @@ describe('a client generated from the document', () => {
       path.join(dir, 'good.ts'),
       `import { Api } from './api.ts';\nconst api = new Api({});\nvoid api.v1.postV1Inference({ model: 'mock-1', project_id: 'prj_x', messages: [] });\n`,
     );
+    // Field access on a key, a webhook and an inference type-checks against the described bodies.
+    writeFileSync(
+      path.join(dir, 'fields.ts'),
+      `import { Api } from './api.ts';\nconst api = new Api({});\n` +
+        `export async function read() {\n` +
+        `  const key = (await api.v1.getV1KeysKeyId('key_x')).data;\n  const s: string = key.id; const scopes: string[] = key.scopes; const at: number = key.created_at;\n` +
+        `  const hook = (await api.v1.getV1WebhooksWebhookId('wh_x')).data;\n  const u: string = hook.url; const ev: string[] = hook.events;\n` +
+        `  const inf = (await api.v1.postV1Inference({ model: 'mock-1', messages: [] })).data;\n  const c: string = inf.message.content; const cost: number = inf.cost_usd; const total: number = inf.usage.total_tokens;\n` +
+        `  return [s, scopes, at, u, ev, c, cost, total];\n}\n`,
+    );
+    writeFileSync(path.join(dir, 'wrong-field.ts'), `import { Api } from './api.ts';\nconst api = new Api({});\nexport async function read() { return (await api.v1.getV1KeysKeyId('key_x')).data.no_such_field; }\n`);
     writeFileSync(path.join(dir, 'bad.ts'), `import { Api } from './api.ts';\nconst api = new Api({});\nvoid api.v1.postV1Inference({ model: 1, messages: [] });\n`);
     const tsc = path.resolve('node_modules/.bin/tsc');
     const flags = ['--noEmit', '--strict', '--target', 'es2022', '--module', 'nodenext', '--moduleResolution', 'nodenext', '--lib', 'es2022,dom', '--allowImportingTsExtensions', '--skipLibCheck', '--ignoreConfig'];
     await promisify(execFile)(tsc, [...flags, path.join(dir, 'good.ts')]);
+    await promisify(execFile)(tsc, [...flags, path.join(dir, 'fields.ts')]);
+    const wrong = await promisify(execFile)(tsc, [...flags, path.join(dir, 'wrong-field.ts')]).then(() => null, (err: { stdout: string }) => err.stdout);
+    expect(wrong).toMatch(/wrong-field\.ts.*no_such_field/s);
     const bad = await promisify(execFile)(tsc, [...flags, path.join(dir, 'bad.ts')]).then(() => null, (err: { stdout: string }) => err.stdout);
     expect(bad).toMatch(/bad\.ts.*Type 'number' is not assignable to type 'string'/s);
 
