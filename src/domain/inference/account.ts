@@ -93,14 +93,7 @@ export async function account(
         )
       : null;
   const result: InferenceResult = {
-    id: t.id,
-    requestId: ctx.requestId,
-    createdAt: t.createdAt,
-    model: route.model.id,
-    route: route.id,
-    region: route.provider.region,
-    cacheHit: false,
-    cacheStatus,
+    ...t.answeredBy(route, cacheStatus),
     content: answer.content,
     finishReason: answer.finishReason,
     toolCalls: answer.toolCalls,

@@ -88,16 +88,7 @@ export async function streamInference(
   const route = routed.route;
   const parts: AsyncIterable<StreamPart> = routed.value;
   const cacheStatus = cached.status;
-  const head = {
-    id: t.id,
-    requestId: ctx.requestId,
-    createdAt: t.createdAt,
-    model: route.model.id,
-    route: route.id,
-    region: route.provider.region,
-    cacheHit: false,
-    cacheStatus,
-  };
+  const head = t.answeredBy(route, cacheStatus);
 
   async function* relay(): AsyncGenerator<StreamEvent> {
     let content = '';

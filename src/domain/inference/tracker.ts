@@ -4,6 +4,7 @@ import { isRequestWindowRefusal, type RateLimitTicket } from '../../limits/index
 import { isAbortError, RoutingError, type Route } from '../../providers/router.ts';
 import type { Ctx } from '../context.ts';
 import type { InferencePorts } from './ports.ts';
+import type { CacheStatus } from './types.ts';
 import type { SpendCharge } from '../budgets/service.ts';
 import type { Citation } from '../rag/stage.ts';
 import { retainedRecord, type PrivacyPlan, type RetainedResult } from '../privacy/stage.ts';
@@ -42,6 +43,20 @@ export class Tracker {
     this.route = route.id;
     this.model = route.model.id;
     this.region = route.provider.region;
+  }
+
+  /** The opening fields of a provider-answered result (whole or streamed): who answered, when, under which id. */
+  answeredBy(route: Route, cacheStatus: CacheStatus) {
+    return {
+      id: this.id,
+      requestId: this.ctx.requestId,
+      createdAt: this.createdAt,
+      model: route.model.id,
+      route: route.id,
+      region: route.provider.region,
+      cacheHit: false as const,
+      cacheStatus,
+    };
   }
 
   /**
