@@ -21,7 +21,7 @@ import { createDeps } from '../src/app-deps.ts';
 import { loadConfig } from '../src/config/config.ts';
 import { openDatabase, type Database } from '../src/db/client.ts';
 import { applyMigrations } from '../src/db/migrations.ts';
-import { buildApp } from '../src/http/app.ts';
+import { buildApp } from '../src/api/app.ts';
 import { indexDueDocuments } from '../src/jobs/rag-indexing/worker.ts';
 import { yieldToEventLoop } from '../src/jobs/sweep.ts';
 import { CHUNK_CHARS, CHUNK_OVERLAP } from '../src/domain/rag/chunking.ts';

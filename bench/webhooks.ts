@@ -20,7 +20,7 @@ import { loadConfig } from '../src/config/config.ts';
 import { openDatabase } from '../src/db/client.ts';
 import { applyMigrations } from '../src/db/migrations.ts';
 import { enqueueEvent } from '../src/domain/events/outbox.ts';
-import { buildApp } from '../src/http/app.ts';
+import { buildApp } from '../src/api/app.ts';
 import { testPki } from '../test/helpers/https-receiver.ts';
 
 const BASE_URL = process.env.DATABASE_URL || 'postgresql://postgres@127.0.0.1:5432/postgres';

@@ -12,7 +12,7 @@ import pino from 'pino';
 import { closeDeps, createDeps } from '../src/app-deps.ts';
 import { loadConfig } from '../src/config/config.ts';
 import { openDatabase } from '../src/db/client.ts';
-import { buildApp } from '../src/http/app.ts';
+import { buildApp } from '../src/api/app.ts';
 import { printOpenApi } from '../src/observability/openapi.ts';
 
 const fileArg = process.argv.indexOf('--file');

@@ -1,7 +1,7 @@
 import { closeDeps, createDeps } from './app-deps.ts';
 import { ConfigError, loadConfig, runsBackgroundWork } from './config/config.ts';
-import { buildApp, buildHealthApp } from './http/app.ts';
-import { DRAIN_MARGIN_MS, drainOnClose } from './http/server-lifecycle.ts';
+import { buildApp, buildHealthApp } from './api/app.ts';
+import { DRAIN_MARGIN_MS, drainOnClose } from './api/server-lifecycle.ts';
 import { startDailyUsageSummaries } from './jobs/daily-summary/daily-summary.ts';
 import { startApprovalExpiry } from './jobs/approvals/expiry.ts';
 import { startRagIndexer } from './jobs/rag-indexing/worker.ts';

@@ -113,7 +113,7 @@ export function isUniqueViolation(err: unknown): boolean {
 
 /**
  * PostgreSQL refuses the NUL character in text (22021) and in jsonb (22P05). The REST hooks refuse it up front
- * (http/hooks/strict-input.ts); this names the database's refusal for whatever reaches it anyway (GraphQL arguments).
+ * (api/hooks/strict-input.ts); this names the database's refusal for whatever reaches it anyway (GraphQL arguments).
  */
 export function isNulCharacterError(err: unknown): boolean {
   const cause = (err as { meta?: { driverAdapterError?: { cause?: { originalCode?: string } } } } | null)?.meta?.driverAdapterError?.cause;

@@ -3,7 +3,7 @@ import { GraphQLError } from './graphql-js.ts';
 import type { Plugin } from 'graphql-yoga';
 import { ERRORS } from '../errors/codes.ts';
 import { SvcError } from '../errors/svc-error.ts';
-import { docUrl, docsBase } from '../http/error-body.ts';
+import { docUrl, docsBase } from '../api/error-body.ts';
 import { isNulCharacterError } from '../db/client.ts';
 
 /** What every GraphQL error carries in `extensions`: the spec's error object (§7) minus what GraphQL already has. */

@@ -16,7 +16,7 @@ import { builder } from './builder.ts';
 import { serviceConnection } from './connections.ts';
 import { listFilters, serviceInput } from './inputs.ts';
 
-/** CONTRACT §10 on GraphQL: the same services as rest/templates.ts, REST's objects with camelCase names. */
+/** CONTRACT §10 on GraphQL: the same services as api/routes/templates.ts, REST's objects with camelCase names. */
 
 const TemplateMessageRef = builder.objectRef<TemplateMessage>('TemplateMessage').implement({
   fields: (t) => ({

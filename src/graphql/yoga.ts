@@ -4,12 +4,12 @@ import type { Logger } from 'pino';
 import type { Deps } from '../deps.ts';
 import type { GraphQLContext } from './builder.ts';
 import { isClientFault, maskError, useErrorShape } from './errors.ts';
-import { docUrl, docsBase } from '../http/error-body.ts';
+import { docUrl, docsBase } from '../api/error-body.ts';
 import { renderOfflineGraphiQL } from './graphiql.ts';
 import { NoSchemaIntrospectionCustomRule } from './graphql-js.ts';
 import { queryLimits } from './limits.ts';
 import { schema } from './schema.ts';
-import { parseJsonBodies } from '../http/json-body.ts';
+import { parseJsonBodies } from '../api/json-body.ts';
 
 export const GRAPHQL_PATH = '/graphql';
 export const GRAPHIQL_PATH = '/graphiql';
@@ -155,7 +155,7 @@ export const graphqlRoutes: FastifyPluginAsync = async (app) => {
   app.route({
     url: GRAPHQL_PATH,
     method: ['GET', 'POST', 'OPTIONS'],
-    // Read by the auth hook (http/hooks/auth.ts): outside production, a browser's GET of /graphql loads GraphiQL with
+    // Read by the auth hook (api/hooks/auth.ts): outside production, a browser's GET of /graphql loads GraphiQL with
     // no key; the queries the page sends still need one.
     config: { publicWhen: graphiql ? wantsGraphiQL : undefined },
     handler: async (req, reply) => {

@@ -1,7 +1,7 @@
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
-import { ROUTE_ACCESS, ROUTE_ACTIONS, routeKey } from '../rest/scopes.ts';
+import { ROUTE_ACCESS, ROUTE_ACTIONS, routeKey } from '../api/route-actions.ts';
 
 /** Where the API's own description is served (README "The API's description"). */
 export const OPENAPI_PATH = '/openapi.json';

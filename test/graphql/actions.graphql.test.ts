@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ACTIONS, allows } from '../../src/domain/auth/actions.ts';
 import { schema } from '../../src/graphql/schema.ts';
-import { ROUTE_ACCESS, ROUTE_ACTIONS, missingScope } from '../../src/rest/scopes.ts';
+import { ROUTE_ACCESS, ROUTE_ACTIONS, missingScope } from '../../src/api/route-actions.ts';
 
 /** The action a GraphQL field names in its authScopes, or null. */
 function fieldAction(typeName: string, fieldName: string): string | null {

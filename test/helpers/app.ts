@@ -8,7 +8,7 @@ import { loadConfig, type Config } from '../../src/config/config.ts';
 import { openDatabase, type Database } from '../../src/db/client.ts';
 import { applyMigrations } from '../../src/db/migrations.ts';
 import type { Deps } from '../../src/deps.ts';
-import { buildApp } from '../../src/http/app.ts';
+import { buildApp } from '../../src/api/app.ts';
 import { FakeClock } from './clock.ts';
 import type { GatewayProcess } from './gateway-process.ts';
 import { DATABASE_URL, REDIS_URL, deleteRedisPrefix, dropSchema, uniqueName, withSchema } from './services.ts';
@@ -87,7 +87,7 @@ export async function buildTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
     // writes a key file into the working tree's .svc-data.
     SVC_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
     LOG_LEVEL: 'info',
-    // Every answer with a response schema must serialize exactly as JSON.stringify would (src/http/response-check.ts).
+    // Every answer with a response schema must serialize exactly as JSON.stringify would (src/api/response-check.ts).
     SVC_CHECK_RESPONSES: 'true',
     ...(testDb.url ? { DATABASE_URL: testDb.url } : {}),
     ...(REDIS_URL ? { REDIS_URL, SVC_REDIS_PREFIX: redisPrefix } : {}),

@@ -1,9 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import { newId } from '../../src/kernel/ids.ts';
 import { assertWithinBudget, chargeSpend } from '../../src/domain/budgets/service.ts';
-import { ticketOf } from '../../src/http/hooks/rate-limit.ts';
+import { ticketOf } from '../../src/api/hooks/rate-limit.ts';
 import { estimateTokens } from '../../src/limits/index.ts';
-import { ROUTE_ACCESS } from '../../src/rest/scopes.ts';
+import { ROUTE_ACCESS } from '../../src/api/route-actions.ts';
 
 export interface StandInBody {
   messages: { role: string; content: string }[];

@@ -22,7 +22,7 @@ const LOADED_ON_FIRST_USE = [
   'unpdf',
   'gpt-tokenizer', // a provider that reports no usage (limits/tokens.ts)
   '@opentelemetry/sdk-trace', // OTEL_EXPORTER_OTLP_ENDPOINT set (observability/tracing.ts)
-  'scimmy', // SCIM, SSO: only when configured (rest/scim.ts, rest/sso.ts)
+  'scimmy', // SCIM, SSO: only when configured (api/routes/scim.ts, api/routes/sso.ts)
   'openid-client',
   '@node-saml/node-saml',
 ];

@@ -8,7 +8,7 @@ import type { FastifyInstance } from 'fastify';
 import { generateApi } from 'swagger-typescript-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { printOpenApi } from '../../src/observability/openapi.ts';
-import { ROUTE_ACTIONS } from '../../src/rest/scopes.ts';
+import { ROUTE_ACTIONS } from '../../src/api/route-actions.ts';
 import { buildTestApp, client, seedProject, type Seeded, type TestApp } from '../helpers/app.ts';
 
 /**

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDeps, createLogger } from '../../src/app-deps.ts';
 import { loadConfig } from '../../src/config/config.ts';
 import type { Deps } from '../../src/deps.ts';
-import { buildApp } from '../../src/http/app.ts';
+import { buildApp } from '../../src/api/app.ts';
 import { client, createTestDatabase, LogCapture, MASTER_KEY, seedProject, TEST_ENCRYPTION_KEY, type TestDatabase } from '../helpers/app.ts';
 import { REDIS_URL, uniqueName } from '../helpers/services.ts';
 import { writeProvidersFile } from '../inference/fixtures.ts';

@@ -7,7 +7,7 @@ import type { Scope } from '../keys/scopes.ts';
 export type ActionRule = readonly [Scope, ...Scope[]] | 'authenticated';
 
 /**
- * The product's actions and who may do them (spec §5), read by both surfaces: rest/scopes.ts maps each route to an
+ * The product's actions and who may do them (spec §5), read by both surfaces: api/route-actions.ts maps each route to an
  * action, and each GraphQL field names its action (`authScopes: { action: 'key.create' }`, graphql/builder.ts).
  * Twins share one entry, so REST and GraphQL cannot drift apart.
  */

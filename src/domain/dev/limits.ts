@@ -13,7 +13,7 @@ export const diffCapOf = (plan: string): number => DIFF_CAPS[plan as Plan] ?? DI
 
 /**
  * The body a diff route reads at most: the largest cap, JSON-escaped (a diff's newlines and quotes double), plus room
- * for the other fields. A body over it is over every plan's cap: 409 diff_too_large as well (http/error-handler.ts).
+ * for the other fields. A body over it is over every plan's cap: 409 diff_too_large as well (api/error-handler.ts).
  */
 export const DIFF_BODY_LIMIT = 2 * DIFF_CAPS.enterprise + 1 * MB;
 

@@ -5,7 +5,7 @@ import type { OperatorPorts, RequestFacts } from './ports.ts';
 import { auditOperator, endOperatorSessions } from './service.ts';
 
 /**
- * SCIM provisioning (RFC 7643/7644, parsed by scimmy in rest/scim.ts): the rules on operators and groups. Every change
+ * SCIM provisioning (RFC 7643/7644, parsed by scimmy in api/routes/scim.ts): the rules on operators and groups. Every change
  * is audited with the actor `scim`. Deprovisioning (DELETE, or `active: false`) ends the operator's sessions at once.
  */
 

@@ -71,7 +71,7 @@ export function planPrivacy(
   option: PiiOption | null | undefined,
 ): { plan: PrivacyPlan; messages: ChatMessage[] } {
   const settings = project.privacy;
-  // The idempotency store then keeps no content of the answer either (http/hooks/idempotency.ts).
+  // The idempotency store then keeps no content of the answer either (api/hooks/idempotency.ts).
   if (settings?.retentionMode === 'zero') ctx.zeroRetention = true;
   const redact = redacts(project, option);
   let redaction: PiiRedaction | null = null;

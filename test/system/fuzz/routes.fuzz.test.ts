@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERRORS, isErrorCode } from '../../../src/errors/codes.ts';
-import { ROUTE_ACCESS } from '../../../src/rest/scopes.ts';
+import { ROUTE_ACCESS } from '../../../src/api/route-actions.ts';
 import { MASTER_KEY, buildTestApp, client, seedProject, type TestApp } from '../../helpers/app.ts';
 
 /**

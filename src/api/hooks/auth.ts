@@ -1,0 +1,82 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { authenticate } from '../../domain/auth/service.ts';
+import { makeCtx, type Caller } from '../../domain/context.ts';
+import { namedProjectId } from '../../domain/tenancy.ts';
+import { SvcError } from '../../errors/svc-error.ts';
+import { accessFor, missingScope, routeKey, ROUTE_ACCESS, ROUTE_ACTIONS } from '../route-actions.ts';
+import { callerMay } from '../../domain/operators/roles.ts';
+import { refuseByRole } from '../../domain/operators/service.ts';
+import { sessionCallerOf, sessionTokenOf } from './session.ts';
+
+/** Runs once the caller is known, before the scope check: the rate limiter, so that a 403 is counted too. */
+export type AfterAuthentication = (req: FastifyRequest, reply: FastifyReply) => Promise<void>;
+
+export type Identify = (req: FastifyRequest, reply: FastifyReply) => Promise<Caller>;
+
+/**
+ * Authenticates the caller (401 when the key is not valid), puts its Ctx on the request, sets the identity headers
+ * (spec 4.3) and runs `afterAuthentication` (the rate limiter). Shared by the auth hook and the 404 handler.
+ */
+export function identifyCaller(app: FastifyInstance, afterAuthentication?: AfterAuthentication): Identify {
+  return async (req: FastifyRequest, reply: FastifyReply): Promise<Caller> => {
+    // A console session's cookie (issue 22) when no Authorization header is sent; otherwise the key, as always.
+    const sessionToken = sessionTokenOf(req);
+    const caller = sessionToken ? await sessionCallerOf(req, sessionToken) : await authenticate(app.ports.auth, req.headers.authorization);
+    const headerProject = req.headers['x-svc-project'];
+    req.ctx = makeCtx(app.deps, {
+      requestId: req.id,
+      caller,
+      ip: req.ip ?? null,
+      headerProjectId: typeof headerProject === 'string' && headerProject !== '' ? headerProject : null,
+    });
+    reply.header('X-Svc-Key-Id', caller.keyId);
+    reply.header('X-Svc-Project', caller.projectId ?? '');
+    reply.header('X-Svc-Scopes', caller.scopes.join(' '));
+    if (afterAuthentication) await afterAuthentication(req, reply);
+    return caller;
+  };
+}
+
+/** Authentication and scope checks for every route (REST and GraphQL) except the public ones. */
+export function registerAuth(app: FastifyInstance, afterAuthentication?: AfterAuthentication): Identify {
+  app.addHook('onRoute', (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    for (const method of methods) {
+      if (method === 'HEAD') continue;
+      if (ROUTE_ACCESS[routeKey(method, route.url)] === undefined) {
+        throw new Error(`route ${method} ${route.url} has no entry in api/route-actions.ts`);
+      }
+    }
+  });
+
+  const identify = identifyCaller(app, afterAuthentication);
+  app.addHook('onRequest', async (req, reply) => {
+    const access = accessFor(req.method, req.routeOptions.url);
+    // Unknown routes fall through to the 404 handler (it identifies a caller that sent a key); public routes need no key.
+    if (access === undefined || access === 'public') return;
+    // A route public for some requests only (GraphiQL's page on a browser's GET /graphql: graphql/yoga.ts).
+    if ((req.routeOptions.config as { publicWhen?: (req: FastifyRequest) => boolean } | undefined)?.publicWhen?.(req)) return;
+    const caller = await identify(req, reply);
+    const missing = missingScope(access, caller.scopes);
+    if (missing) throw new SvcError('insufficient_scope', { message: `This request requires the ${missing} scope.` });
+    // A console session's role in the project (issue 22): a viewer reads only.
+    const action = ROUTE_ACTIONS[routeKey(req.method === 'HEAD' ? 'GET' : req.method, req.routeOptions.url!)];
+    if (caller.kind === 'session' && action !== 'authenticated' && action !== 'public' && action !== undefined && !callerMay(caller, action)) {
+      throw await refuseByRole(app.ports.operators, req.ctx, action);
+    }
+  });
+
+  // CONTRACT §2/§3: any REST call may name its project as `project_id` in the query or body, id routes included; the
+  // services check it (domain/tenancy.ts) like X-Svc-Project. Read after validation: it is a string.
+  app.addHook('preHandler', (req, _reply, done) => {
+    if (req.ctx && req.url.startsWith('/v1/')) req.ctx.namedProjectId = namedProjectId(req.query, req.body);
+    done();
+  });
+
+  // The operator has no project of its own: its identity header names the project the call addressed.
+  app.addHook('onSend', (req, reply, payload, done) => {
+    if (req.ctx?.caller.kind === 'operator') reply.header('X-Svc-Project', req.ctx.projectId ?? '');
+    done(null, payload);
+  });
+  return identify;
+}

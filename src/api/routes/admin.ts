@@ -1,0 +1,52 @@
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import fastifyStatic from '@fastify/static';
+import type { FastifyPluginAsync } from 'fastify';
+import { CONSOLE_SESSION_HEADER, setConsoleSession } from '../../domain/audit/console-session.ts';
+import { PROJECT_ROOT } from '../../project-root.ts';
+
+export const ADMIN_DIR = path.join(PROJECT_ROOT, 'dist', 'admin');
+
+// The console talks only to /graphql on this origin and loads nothing from elsewhere (it must work offline).
+const CSP =
+  "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
+  "frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
+
+/** The built console's files (vite copies src/admin/public, the icons among them, into dist/admin). */
+const consoleFiles: FastifyPluginAsync = async (app) => {
+  if (!existsSync(path.join(ADMIN_DIR, 'index.html'))) {
+    app.get('/admin/*', async (_req, reply) =>
+      reply.code(503).type('text/plain; charset=utf-8').send('The admin console is not built: run `npm run build`.\n'),
+    );
+    return;
+  }
+  app.addHook('onSend', async (req, reply, payload) => {
+    if (req.url.startsWith('/admin')) {
+      reply.header('Content-Security-Policy', CSP);
+      reply.header('Referrer-Policy', 'no-referrer');
+    }
+    reply.header('X-Content-Type-Options', 'nosniff');
+    return payload;
+  });
+  await app.register(fastifyStatic, { root: ADMIN_DIR, prefix: '/admin/', index: false, wildcard: true });
+  // /admin and /admin/ are one route (ignoreTrailingSlash); the page's assets are absolute /admin/assets/… paths.
+  app.get('/admin', async (_req, reply) => reply.sendFile('index.html'));
+  // Browsers ask for /favicon.ico on every page of the origin (JSON answers, /docs/errors, /graphiql included).
+  app.get('/favicon.ico', async (_req, reply) =>
+    reply.header('Cache-Control', 'public, max-age=86400').type('image/x-icon').sendFile('favicon.ico'),
+  );
+};
+
+/**
+ * The admin console (built by `npm run build` into dist/admin), served as static files at /admin/; and the console
+ * session header read on every authenticated route (the audit log's key.list rule, audit/console-session.ts).
+ */
+export const adminRoutes: FastifyPluginAsync = async (app) => {
+  // Runs after the auth hook (onRequest) has made the request's Ctx, on /graphql and /v1 alike.
+  app.addHook('preHandler', async (req) => {
+    if (req.ctx) setConsoleSession(req.ctx, req.headers[CONSOLE_SESSION_HEADER]);
+  });
+  await app.register(consoleFiles);
+};
+// Not encapsulated: the preHandler above must see the other plugins' routes (consoleFiles stays encapsulated).
+Object.assign(adminRoutes, { [Symbol.for('skip-override')]: true });

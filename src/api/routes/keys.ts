@@ -1,0 +1,88 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import type { ApiKey } from '../../generated/prisma/client.ts';
+import { unixOrNull, unixSeconds } from '../../domain/context.ts';
+import {
+  getKey,
+  keyStatus,
+  listKeys,
+} from '../../domain/keys/service.ts';
+import { CreateKey, KeyIdParams, ListKeysQuery, RotateKey } from '../../domain/keys/schema.ts';
+import { microsToUsd } from '../../kernel/money.ts';
+import { KEY_PREFIX, redactSecret } from '../../domain/keys/secrets.ts';
+import { Nullable } from '../../domain/schema.ts';
+import { ListOf, sendList } from '../list.ts';
+import { UnixOrNull, Unix } from '../response-fields.ts';
+import { createKey, revokeKey, rotateKey } from '../../domain/governance/guarded.ts';
+
+/** The key object (spec 2.1, CONTRACT §3); the full secret only when given (create, rotate). */
+export function presentKey(key: ApiKey, now: Date, secret?: string) {
+  return {
+    id: key.id,
+    object: 'svc.api_key' as const,
+    prefix: KEY_PREFIX,
+    secret: secret ?? redactSecret(key.secretLast4),
+    name: key.name,
+    scopes: key.scopes,
+    project_id: key.projectId,
+    status: keyStatus(key, now),
+    budget_usd: key.budgetMicros === null ? null : microsToUsd(key.budgetMicros),
+    expires_at: unixOrNull(key.expiresAt),
+    created_at: unixSeconds(key.createdAt),
+    last_used_at: unixOrNull(key.lastUsedAt),
+    ...(key.revokedAt ? { revoked_at: unixSeconds(key.revokedAt) } : {}),
+  };
+}
+
+const keyProperties = {
+  id: Type.String({ description: 'The key id (key_…).' }),
+  object: Type.Literal('svc.api_key'),
+  prefix: Type.String({ description: 'The prefix every secret starts with.' }),
+  secret: Type.String({ description: 'The full secret on create and rotate (shown once); else redacted to its last 4 characters.' }),
+  name: Type.String({ description: 'The key\'s name, unique among the project\'s active keys.' }),
+  scopes: Type.Array(Type.String(), { description: 'The scopes the key holds.' }),
+  project_id: Type.String({ description: 'The project the key belongs to (prj_…).' }),
+  status: Type.String({ description: 'active, expired or revoked.' }),
+  budget_usd: Nullable(Type.Number(), { description: 'The key\'s monthly budget in USD, or null: none.' }),
+  expires_at: UnixOrNull('When the key expires'),
+  created_at: Unix('When the key was created'),
+  last_used_at: UnixOrNull('When the key last authenticated a request'),
+  revoked_at: Type.Optional(Unix('When the key was revoked; only on a revoked key')),
+};
+
+/** presentKey's answer. */
+export const KeyObject = Type.Object(keyProperties, { description: 'An API key (spec 2.1).' });
+
+/** A rotation's answer: the key with its new secret, and when the previous secret stops working. */
+const RotatedKey = Type.Object(
+  { ...keyProperties, previous_secret_expires_at: Unix('When the previous secret stops authenticating') },
+  { description: 'The rotated key, its new secret shown once.' },
+);
+
+export const keysRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  app.post('/v1/keys', { schema: { body: CreateKey, response: { 200: KeyObject } } }, async (req) => {
+    const key = await createKey(req.ctx, req.body);
+    return presentKey(key, req.ctx.now(), key.secret);
+  });
+
+  app.get('/v1/keys', { schema: { querystring: ListKeysQuery, response: { 200: ListOf(KeyObject) } } }, async (req, reply) => {
+    const now = req.ctx.now();
+    return sendList(reply, await listKeys(req.ctx, req.query), '/v1/keys', (k) => presentKey(k, now));
+  });
+
+  app.get('/v1/keys/:key_id', { schema: { params: KeyIdParams, response: { 200: KeyObject } } }, async (req) =>
+    presentKey(await getKey(req.ctx, req.params.key_id), req.ctx.now()),
+  );
+
+  app.post('/v1/keys/:key_id/rotate', { schema: { params: KeyIdParams, body: RotateKey, response: { 200: RotatedKey } } }, async (req) => {
+    const key = await rotateKey(app.ports.keys, req.ctx, req.params.key_id, req.body ?? {});
+    return {
+      ...presentKey(key, req.ctx.now(), key.secret),
+      previous_secret_expires_at: unixSeconds(key.previousSecretExpiresAt),
+    };
+  });
+
+  app.post('/v1/keys/:key_id/revoke', { schema: { params: KeyIdParams, response: { 200: KeyObject } } }, async (req) =>
+    presentKey(await revokeKey(app.ports.keys, req.ctx, req.params.key_id), req.ctx.now()),
+  );
+};
