@@ -16,6 +16,13 @@ export interface Config {
   databaseUrl: string | null;
   dataDir: string;
   redisUrl: string | null;
+  /**
+   * How to reach Redis (CONTRACT §18): one server (REDIS_URL), a Cluster (REDIS_CLUSTER_NODES) or Sentinel
+   * (REDIS_SENTINELS + REDIS_SENTINEL_NAME); null: the in-process store. Exactly one mode is set.
+   */
+  redis: RedisConnectionConfig | null;
+  /** The usage stream's shards (SVC_USAGE_STREAM_SHARDS; unset: 1 on one server or Sentinel, 6 on a Cluster). */
+  usageStreamShards: number;
   /** Prefix for every Redis key, so that test runs and deployments can share one Redis. */
   redisPrefix: string;
   /** A Redis command not answered by then fails (a frozen Redis must not hold requests; see README). */
@@ -79,6 +86,17 @@ export interface Config {
   observability: ObservabilityConfig;
 }
 
+/** A Redis node as `host:port` (IPv6 in brackets). */
+export interface RedisNode {
+  host: string;
+  port: number;
+}
+
+export type RedisConnectionConfig =
+  | { mode: 'single'; url: string }
+  | { mode: 'cluster'; nodes: RedisNode[] }
+  | { mode: 'sentinel'; sentinels: RedisNode[]; name: string };
+
 export interface OperatorsConfig {
   oidc: { issuer: string; clientId: string; clientSecret: string | null; usernameClaim: string; scopes: string } | null;
   saml: { entryPoint: string; idpCert: string; entityId: string } | null;
@@ -114,6 +132,8 @@ type Env = Record<string, string | undefined>;
 
 Format.Set('whatwg-url', (v) => URL.canParse(v));
 
+/** host:port, comma-separated; a host is a name, an IPv4 address or a bracketed IPv6 address. */
+const NODE_LIST = '^\\s*(?:[A-Za-z0-9_.-]+|\\[[0-9A-Fa-f:.]+\\]):\\d{1,5}\\s*(?:,\\s*(?:[A-Za-z0-9_.-]+|\\[[0-9A-Fa-f:.]+\\]):\\d{1,5}\\s*)*$';
 const RANGE = 'must be between {minimum} and {maximum}, got {value}';
 const EMAIL = '^[^\\s@,]+@[^\\s@,]+$';
 
@@ -153,6 +173,29 @@ export const EnvironmentSchema = Type.Object({
   DATABASE_URL: url(['postgresql', 'postgres'], 'PostgreSQL; unset: embedded PGlite'),
   SVC_DATA_DIR: Type.String({ default: './.svc-data', description: 'directory of the embedded database and generated local secrets' }),
   REDIS_URL: url(['redis', 'rediss'], 'Redis; unset: in-process store'),
+  REDIS_CLUSTER_NODES: Type.Optional(
+    Type.String({
+      pattern: NODE_LIST,
+      description: 'Redis Cluster seed nodes, comma-separated host:port (instead of REDIS_URL)',
+      ...says('must be comma-separated host:port, e.g. redis-1:6379,redis-2:6379'),
+    }),
+  ),
+  REDIS_SENTINELS: Type.Optional(
+    Type.String({
+      pattern: NODE_LIST,
+      description: 'Redis Sentinels, comma-separated host:port (with REDIS_SENTINEL_NAME; instead of REDIS_URL)',
+      ...says('must be comma-separated host:port, e.g. sentinel-1:26379,sentinel-2:26379'),
+    }),
+  ),
+  REDIS_SENTINEL_NAME: text('the master name the Sentinels watch (with REDIS_SENTINELS)'),
+  SVC_USAGE_STREAM_SHARDS: Type.Optional(
+    Type.Integer({
+      minimum: 1,
+      maximum: 256,
+      description: 'shards of the usage stream (unset: 1 on one server or Sentinel, 6 on a Cluster)',
+      ...says({ type: 'must be a whole number, got {value}', minimum: RANGE, maximum: RANGE }),
+    }),
+  ),
   SVC_REDIS_PREFIX: Type.String({ default: 'svc:', description: 'prefix of every Redis key' }),
   SVC_REDIS_COMMAND_TIMEOUT_MS: whole(500, 10, 60_000, 'a Redis command not answered by then fails'),
   SVC_MASTER_KEY: text('operator key: begins svc_sk_, at least 32 characters; unset: generated at first start'),
@@ -278,6 +321,8 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     databaseUrl: e.DATABASE_URL ?? null,
     dataDir: path.resolve(e.SVC_DATA_DIR),
     redisUrl: e.REDIS_URL ?? null,
+    redis: redisFrom(e),
+    usageStreamShards: e.SVC_USAGE_STREAM_SHARDS ?? (e.REDIS_CLUSTER_NODES !== undefined ? 6 : 1),
     redisPrefix: e.SVC_REDIS_PREFIX,
     redisCommandTimeoutMs: e.SVC_REDIS_COMMAND_TIMEOUT_MS,
     masterKey: e.SVC_MASTER_KEY ?? null,
@@ -321,9 +366,12 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
       traceSamplePercent: e.SVC_TRACE_SAMPLE_PERCENT,
     },
   };
-  if (config.role !== 'all' && (config.databaseUrl === null || config.redisUrl === null)) {
+  if (config.role !== 'all' && (config.databaseUrl === null || config.redis === null)) {
     // Without them the usage records wait in this process's memory and the database is this process's own.
-    throw new ConfigError('SVC_ROLE', `${config.role} needs DATABASE_URL and REDIS_URL (shared by the api and worker processes)`);
+    throw new ConfigError(
+      'SVC_ROLE',
+      `${config.role} needs DATABASE_URL and Redis (REDIS_URL, REDIS_CLUSTER_NODES or REDIS_SENTINELS; shared by the api and worker processes)`,
+    );
   }
   try {
     parseAllowlist(config.egressAllowlist);
@@ -334,6 +382,36 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     throw new ConfigError('SVC_ENCRYPTION_KEY', 'must be 32 bytes as 64 hex characters or base64');
   }
   return Object.freeze(config);
+}
+
+/** CONTRACT §18: exactly one of REDIS_URL, REDIS_CLUSTER_NODES, REDIS_SENTINELS (+ REDIS_SENTINEL_NAME), or none. */
+function redisFrom(e: Environment): RedisConnectionConfig | null {
+  const set = (['REDIS_URL', 'REDIS_CLUSTER_NODES', 'REDIS_SENTINELS'] as const).filter((v) => e[v] !== undefined);
+  if (set.length > 1) throw new ConfigError(set[1]!, `cannot be set together with ${set[0]} (one Redis mode: REDIS_URL, REDIS_CLUSTER_NODES or REDIS_SENTINELS)`);
+  if (e.REDIS_SENTINEL_NAME !== undefined && e.REDIS_SENTINELS === undefined) {
+    throw new ConfigError('REDIS_SENTINEL_NAME', 'is only read with REDIS_SENTINELS (set both, or neither)');
+  }
+  if (e.REDIS_URL !== undefined) return { mode: 'single', url: e.REDIS_URL };
+  if (e.REDIS_CLUSTER_NODES !== undefined) return { mode: 'cluster', nodes: nodeList('REDIS_CLUSTER_NODES', e.REDIS_CLUSTER_NODES) };
+  if (e.REDIS_SENTINELS !== undefined) {
+    if (e.REDIS_SENTINEL_NAME === undefined) throw new ConfigError('REDIS_SENTINEL_NAME', 'must be set with REDIS_SENTINELS (the master name the Sentinels watch)');
+    return { mode: 'sentinel', sentinels: nodeList('REDIS_SENTINELS', e.REDIS_SENTINELS), name: e.REDIS_SENTINEL_NAME };
+  }
+  return null;
+}
+
+function nodeList(variable: string, raw: string): RedisNode[] {
+  return raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
+    .map((s) => {
+      const at = s.lastIndexOf(':');
+      const host = s.slice(0, at).replace(/^\[(.*)\]$/, '$1');
+      const port = Number(s.slice(at + 1));
+      if (!Number.isInteger(port) || port < 1 || port > 65535) throw new ConfigError(variable, `port of ${s} must be between 1 and 65535`);
+      return { host, port };
+    });
 }
 
 /** CONTRACT §17: the console's sign-in methods, sessions and SCIM (README "Operators: SSO, SCIM, sessions"). */

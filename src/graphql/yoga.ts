@@ -157,7 +157,8 @@ export const graphqlRoutes: FastifyPluginAsync = async (app) => {
     method: ['GET', 'POST', 'OPTIONS'],
     // Read by the auth hook (api/hooks/auth.ts): outside production, a browser's GET of /graphql loads GraphiQL with
     // no key; the queries the page sends still need one.
-    config: { publicWhen: graphiql ? wantsGraphiQL : undefined },
+    // Each field checks its own action; a CORS preflight needs no key.
+    config: { action: 'authenticated', publicWhen: (req) => req.method === 'OPTIONS' || (graphiql && wantsGraphiQL(req)) },
     handler: async (req, reply) => {
       if (graphiql && wantsGraphiQL(req)) return graphiqlPage(reply);
       // A JSON body that is not a GraphQL request object ({}, [], null, a number): yoga would read the consumed stream
@@ -195,5 +196,5 @@ export const graphqlRoutes: FastifyPluginAsync = async (app) => {
   // A browser cannot send a Bearer key when it opens a page: GraphiQL itself is public outside production (GET
   // /graphql accepting HTML, above, and /graphiql), and the key goes into its headers editor for the queries it sends.
   // /graphiql: the same page under its older address.
-  if (graphiql) app.get(GRAPHIQL_PATH, async (_req, reply) => graphiqlPage(reply));
+  if (graphiql) app.get(GRAPHIQL_PATH, { config: { action: 'public' } }, async (_req, reply) => graphiqlPage(reply));
 };

@@ -44,7 +44,7 @@ ${item(links.health, 'Health', 'Liveness; /readyz for readiness.')}
 export function homeRoutes(version: string, links: HomeLinks): FastifyPluginAsync {
   const html = renderHome(version, links);
   return async (app) => {
-    app.get('/', { schema: { hide: true } }, async (req, reply) => {
+    app.get('/', { config: { action: 'public' }, schema: { hide: true } }, async (req, reply) => {
       if ((req.headers.accept ?? '').includes('text/html')) return reply.type('text/html; charset=utf-8').send(html);
       return { object: 'svc.gateway', version, links };
     });

@@ -72,7 +72,7 @@ export const metricsRoutes: FastifyPluginAsync = async (app) => {
   const metrics = observability.metrics;
   if (metrics) {
     const authorized = metricsAuthorizer(config.observability.metricsToken, masterKeyHash);
-    app.get(METRICS_PATH, { schema: { hide: true } }, async (req, reply) => {
+    app.get(METRICS_PATH, { config: { action: 'public' }, schema: { hide: true } }, async (req, reply) => {
       if (!authorized(req.headers.authorization)) {
         throw new SvcError('invalid_api_key', { message: 'GET /metrics needs SVC_METRICS_TOKEN or the operator key as a Bearer token.' });
       }

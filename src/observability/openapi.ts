@@ -1,7 +1,7 @@
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
-import { ROUTE_ACCESS, ROUTE_ACTIONS, routeKey } from '../api/route-actions.ts';
+import { accessOf, publicRoutes, type RouteAction } from '../api/route-actions.ts';
 
 /** Where the API's own description is served (README "The API's description"). */
 export const OPENAPI_PATH = '/openapi.json';
@@ -66,12 +66,11 @@ export async function registerOpenApi(app: FastifyInstance, version: string): Pr
     // Registered routes in their order; transform only shapes the document, never the route's validation.
     transform: ({ schema, url, route }) => {
       const method = (Array.isArray(route.method) ? route.method[0] : route.method) as string;
-      const key = routeKey(method === 'HEAD' ? 'GET' : method, url);
       if (!url.startsWith('/v1/') || method === 'HEAD') return { schema: { ...schema, hide: true }, url };
       // A wildcard (a model id may contain "/") as a named path parameter: OpenAPI has no unnamed ones.
       const wildcard = url.endsWith('/*') ? (url.endsWith('/models/*') ? 'model' : 'path') : null;
-      const action = ROUTE_ACTIONS[key];
-      const access = ROUTE_ACCESS[key];
+      const action = (route.config as { action?: RouteAction } | undefined)?.action;
+      const access = action === undefined ? undefined : accessOf(action);
       const scopes = access === undefined || access === 'public' || access === 'authenticated' ? [] : typeof access === 'string' ? [access] : access;
       return {
         url: wildcard ? `${url.slice(0, -1)}:${wildcard}` : url,
@@ -108,20 +107,24 @@ function successSchemas(schema: unknown): Record<string, unknown> {
 
 /** /openapi.json and the reference page (after the error handler, like every route). */
 export async function registerOpenApiRoutes(app: FastifyInstance): Promise<void> {
-  app.get(OPENAPI_PATH, { schema: { hide: true } }, async (_req, reply) =>
+  app.get(OPENAPI_PATH, { config: { action: 'public' }, schema: { hide: true } }, async (_req, reply) =>
     reply.type('application/json; charset=utf-8').send(printOpenApi(app)),
   );
 
   // Swagger UI from swagger-ui-dist's files inside the package: nothing is fetched from elsewhere (no validator badge).
-  await app.register(fastifySwaggerUi, {
-    routePrefix: API_REFERENCE_PATH,
-    uiConfig: { deepLinking: true, tryItOutEnabled: false },
-    validatorUrl: false,
-    staticCSP:
-      "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; " +
-      "frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
-    transformSpecification: (spec) => sortedDocument(spec as Record<string, unknown>),
-    theme: { title: 'svc gateway API reference' },
+  // Its pages and static files are public; the plugin registers them, so its scope gives them their action.
+  await app.register(async (scope) => {
+    publicRoutes(scope);
+    await scope.register(fastifySwaggerUi, {
+      routePrefix: API_REFERENCE_PATH,
+      uiConfig: { deepLinking: true, tryItOutEnabled: false },
+      validatorUrl: false,
+      staticCSP:
+        "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; " +
+        "frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
+      transformSpecification: (spec) => sortedDocument(spec as Record<string, unknown>),
+      theme: { title: 'svc gateway API reference' },
+    });
   });
 }
 

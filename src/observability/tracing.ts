@@ -20,7 +20,7 @@ import type { InferenceOutcome } from '../domain/usage/outcome.ts';
 import { MICROS_PER_USD } from '../kernel/money.ts';
 import type { HopOutcome, Route } from '../providers/router.ts';
 import type { Completion } from '../providers/types.ts';
-import { accessFor } from '../api/route-actions.ts';
+import { actionOf } from '../api/route-actions.ts';
 
 export interface Tracing {
   /** The request's spans; registered before every other hook of the app. */
@@ -85,8 +85,8 @@ export function startTracing(cfg: ObservabilityConfig, version: string): Tracing
           parent,
         );
         const ctx = trace.setSpan(parent, root);
-        const access = accessFor(req.method, req.routeOptions.url);
-        const auth = access === undefined || access === 'public' ? null : tracer.startSpan('svc.auth', {}, ctx);
+        const action = actionOf(req);
+        const auth = action === undefined || action === 'public' ? null : tracer.startSpan('svc.auth', {}, ctx);
         (req as Traced)[SPANS] = { root, ctx, auth };
         if (root.isRecording()) reply.header('X-Svc-Trace-Id', root.spanContext().traceId);
         context.with(ctx, done);

@@ -1,5 +1,7 @@
-import { ReplyError, type Redis } from 'ioredis';
+import { ReplyError } from 'ioredis';
+import { isCluster, type Redis } from './connection.ts';
 import { redisHealthOf, RedisUnavailableError, type RedisHealth } from './health.ts';
+import { keySlot } from './slot.ts';
 
 /**
  * The hot path's Redis commands, batched: every operation issued during one turn of the event loop (by every request
@@ -15,8 +17,12 @@ import { redisHealthOf, RedisUnavailableError, type RedisHealth } from './health
  * operation of the batch is rejected at once; while down nothing is queued (callers check `usable` and take their
  * degraded path). The batch has no timer of its own: the client's commandTimeout is the one timer of the call.
  *
- * Keys: every key an operation touches is passed in KEYS. A batch mixes projects' hash tags and the usage stream, so it
- * needs one Redis server (or a primary with replicas); Redis Cluster would have to split batches by slot.
+ * Keys: every key an operation touches is passed in KEYS, and all keys of one operation share a hash tag (a project's
+ * `{prj_…}`, a usage-stream shard's tag). On one server (or behind Sentinel) a turn's operations leave as one call. On
+ * a Redis Cluster a script may only touch keys of one slot, so the turn's operations are grouped by slot: one call per
+ * slot per turn, each sent to its slot's master (auto-pipelined: one socket write per master). Per inference that is
+ * still one call before the provider call and one after it, since a request's operations all carry its project's tag
+ * (and its usage entry rides in its shard's call).
  */
 export const BATCH_LUA = `
 local SCALE = 60000
@@ -166,8 +172,12 @@ export class RedisBatch {
   /** Script calls sent and operations carried: the bench and the hot-path test read these. */
   readonly counts = { calls: 0, ops: 0 };
 
+  /** On a Cluster: operations are grouped by hash slot (one script call per slot per turn). */
+  private readonly bySlot: boolean;
+
   constructor(private readonly redis: Redis) {
     this.health = redisHealthOf(redis);
+    this.bySlot = isCluster(redis);
     const r = redis as unknown as Partial<BatchCommand>;
     if (typeof r.svcBatch !== 'function') redis.defineCommand('svcBatch', { lua: BATCH_LUA });
     this.command = redis as unknown as BatchCommand;
@@ -241,8 +251,23 @@ export class RedisBatch {
         });
       }
     }
-    for (let i = 0; i < queue.length; i += MAX_OPS) this.send(queue.length <= MAX_OPS ? queue : queue.slice(i, i + MAX_OPS));
+    if (this.bySlot && queue.length > 1) {
+      const slots = new Map<number, Pending[]>();
+      for (const p of queue) {
+        const slot = p.keys.length > 0 ? keySlot(p.keys[0]!) : 0;
+        const group = slots.get(slot);
+        if (group) group.push(p);
+        else slots.set(slot, [p]);
+      }
+      for (const group of slots.values()) this.sendAll(group);
+      return;
+    }
+    this.sendAll(queue);
   };
+
+  private sendAll(queue: Pending[]): void {
+    for (let i = 0; i < queue.length; i += MAX_OPS) this.send(queue.length <= MAX_OPS ? queue : queue.slice(i, i + MAX_OPS));
+  }
 
   private send(ops: Pending[]): void {
     if (!this.health.usable) {

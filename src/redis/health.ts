@@ -1,4 +1,4 @@
-import { ReplyError, type Redis } from 'ioredis';
+import { Cluster, ReplyError, type Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { InFlight } from '../kernel/in-flight.ts';
 
@@ -24,6 +24,8 @@ import { InFlight } from '../kernel/in-flight.ts';
  */
 export class RedisHealth {
   private down = false;
+  /** Why Redis is down (the error that took it down, or the last probe's): /readyz names it. */
+  private why: string | null = null;
   private lastProbeAt = -Infinity;
   private probing: Promise<boolean> | null = null;
   private readonly listeners: (() => void)[] = [];
@@ -47,8 +49,14 @@ export class RedisHealth {
     this.commandTimeoutMs = opts.commandTimeoutMs ?? null;
     // The connection dropped (ioredis reconnects in the background): what waits on it is let go now.
     redis.on('reconnecting', () => this.report(new Error('the connection to Redis was lost; reconnecting')));
-    // A new connection answered ioredis's ready check: whatever was wrong with the old one is gone.
-    redis.on('ready', () => this.up());
+    // A new connection answered ioredis's ready check: whatever was wrong with the old one is gone. On a Cluster,
+    // `ready` says one node answered, not that every slot has a master: the probe asks the cluster itself.
+    redis.on('ready', () => (redis instanceof Cluster ? void this.probe() : this.up()));
+  }
+
+  /** Why Redis is down (null while it answers), e.g. "CLUSTERDOWN The cluster is down". */
+  get reason(): string | null {
+    return this.down ? this.why : this.redis.status === 'ready' ? null : `the connection to Redis is ${this.redis.status}`;
   }
 
   /** True when commands may be sent. While down, starts a probe when one is due (without waiting for it). */
@@ -59,13 +67,22 @@ export class RedisHealth {
     return false;
   }
 
-  /** A command failed: an outage unless Redis itself answered with an error. */
+  /**
+   * A command failed: an outage unless Redis itself answered with an error of the command (isRedisOutage: a cluster
+   * or failover error such as CLUSTERDOWN, CROSSSLOT or READONLY is an outage although Redis answered it).
+   */
   report(err: unknown): void {
-    if (err instanceof ReplyError || this.down) return;
+    if (!isRedisOutage(err)) return;
+    const message = err instanceof Error ? err.message : String(err);
+    if (this.down) {
+      // Still down: the newest cause is the one to show (the log line stays the first one: it must not flap).
+      this.why = message;
+      return;
+    }
     this.down = true;
+    this.why = message;
     // The command that just failed was the probe: the next one is due an interval from now.
     this.lastProbeAt = this.now();
-    const message = err instanceof Error ? err.message : String(err);
     this.log?.error(
       { err: message },
       'Redis does not answer: requests skip it (per-replica rate limits, no response cache, Idempotency-Key refused, ' +
@@ -134,7 +151,7 @@ export class RedisHealth {
   private probe(): Promise<boolean> {
     if (this.probing) return this.probing;
     this.lastProbeAt = this.now();
-    const probing = withRedisTimeout(this.redis.ping(), this.probeTimeoutMs)
+    const probing = withRedisTimeout(this.redis instanceof Cluster ? clusterAnswers(this.redis) : this.redis.ping(), this.probeTimeoutMs)
       .then(
         () => {
           this.up();
@@ -155,6 +172,7 @@ export class RedisHealth {
   private up(): void {
     if (!this.down) return;
     this.down = false;
+    this.why = null;
     this.log?.warn('Redis answers again: requests use it again');
     for (const fn of this.listeners) {
       try {
@@ -163,6 +181,40 @@ export class RedisHealth {
         this.log?.error({ err }, 'a Redis recovery listener failed');
       }
     }
+  }
+}
+
+/**
+ * ReplyErrors that are not about the command but about where it was sent: the cluster has slots without a master
+ * (CLUSTERDOWN), a batch spans slots (CROSSSLOT: a bug of ours, but one that no retry on this Redis mends), the master
+ * lost its replicas or was demoted (MASTERDOWN, NOREPLICAS, READONLY), Redis is loading or resharding (LOADING,
+ * TRYAGAIN, MOVED/ASK that the client gave up following), or Sentinel names no master. Each is an outage of Redis.
+ */
+const OUTAGE_REPLY = /^(?:CLUSTERDOWN|CROSSSLOT|MASTERDOWN|NOREPLICAS|READONLY|LOADING|TRYAGAIN|MOVED|ASK|MISCONF)\b|no master|failover/i;
+
+/** Whether `err` means Redis (as a service) is not usable: no answer at all, or one of OUTAGE_REPLY's answers. */
+export function isRedisOutage(err: unknown): boolean {
+  if (err instanceof ReplyError) return OUTAGE_REPLY.test(err.message);
+  return true;
+}
+
+/**
+ * A Cluster answers when it says so (CLUSTER INFO: cluster_state:ok, asked of a master) and every master it routes to
+ * answers a PING: a node that answers PING while its cluster is down must not end an outage (the log would flap
+ * between "does not answer" and "answers again" at every probe). A master that does not answer makes the client
+ * refresh its slots, so that a promoted replica is routed to from the next probe on.
+ */
+async function clusterAnswers(cluster: Cluster): Promise<void> {
+  const masters = cluster.nodes('master');
+  if (masters.length === 0) throw new Error('no master: the cluster client knows no master node');
+  const info = String(await masters[Math.floor(Math.random() * masters.length)]!.call('CLUSTER', 'INFO'));
+  const state = /cluster_state:(\w+)/.exec(info)?.[1];
+  if (state !== 'ok') throw new ReplyError(`CLUSTERDOWN cluster_state:${state ?? 'unknown'}`);
+  try {
+    await Promise.all(masters.map((m) => m.ping()));
+  } catch (err) {
+    (cluster as unknown as { refreshSlotsCache(cb?: () => void): void }).refreshSlotsCache(() => {});
+    throw new Error(`a master of the cluster does not answer (${(err as Error).message})`);
   }
 }
 

@@ -1,7 +1,18 @@
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ACTIONS, allows } from '../../src/domain/auth/actions.ts';
 import { schema } from '../../src/graphql/schema.ts';
-import { ROUTE_ACCESS, ROUTE_ACTIONS, missingScope } from '../../src/api/route-actions.ts';
+import { accessOf, missingScope, type RouteAction } from '../../src/api/route-actions.ts';
+import { buildTestApp, type TestApp } from '../helpers/app.ts';
+
+// The routes' actions as the routes declare them (config.action), collected by the app at ready.
+let t: TestApp;
+let ROUTE_ACTIONS: Record<string, RouteAction>;
+beforeAll(async () => {
+  t = await buildTestApp();
+  ROUTE_ACTIONS = Object.fromEntries(t.app.routeActions);
+});
+afterAll(() => t.close());
+const accessFor = (route: string) => accessOf(ROUTE_ACTIONS[route]!);
 
 /** The action a GraphQL field names in its authScopes, or null. */
 function fieldAction(typeName: string, fieldName: string): string | null {
@@ -77,11 +88,11 @@ describe('one action table for both surfaces', () => {
     expect(allows('routing_policy.read', ['governance:manage'])).toBe(true);
     expect(allows('routing_policy.read', ['usage:read'])).toBe(false);
     expect(allows('routing_policy.update', ['inference:write'])).toBe(false);
-    const access = ROUTE_ACCESS['GET /v1/routing/policies']!;
+    const access = accessFor('GET /v1/routing/policies');
     expect(missingScope(access, ['inference:write'])).toBeNull();
     expect(missingScope(access, ['usage:read'])).toBe('governance:manage or inference:write');
     // A single scope stays a plain string: the rate limiter compares it with the caller's scopes.
-    expect(ROUTE_ACCESS['POST /v1/inference']).toBe('inference:write');
-    expect(ROUTE_ACCESS['POST /v1/projects']).toBe('authenticated');
+    expect(accessFor('POST /v1/inference')).toBe('inference:write');
+    expect(accessFor('POST /v1/projects')).toBe('authenticated');
   });
 });

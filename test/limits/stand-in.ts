@@ -3,7 +3,6 @@ import { newId } from '../../src/kernel/ids.ts';
 import { assertWithinBudget, chargeSpend } from '../../src/domain/budgets/service.ts';
 import { ticketOf } from '../../src/api/hooks/rate-limit.ts';
 import { estimateTokens } from '../../src/limits/index.ts';
-import { ROUTE_ACCESS } from '../../src/api/route-actions.ts';
 
 export interface StandInBody {
   messages: { role: string; content: string }[];
@@ -20,8 +19,7 @@ export interface StandInBody {
  * before the real inference route exists.
  */
 export function standInInference(app: FastifyInstance): void {
-  ROUTE_ACCESS['POST /test/inference'] = 'inference:write';
-  app.post<{ Body: StandInBody }>('/test/inference', async (req) => {
+  app.post<{ Body: StandInBody }>('/test/inference', { config: { action: 'inference.create' } }, async (req) => {
     const ctx = req.ctx;
     await assertWithinBudget(app.ports.budgets, ctx);
     const estimate = estimateTokens(req.body.messages, req.body.max_tokens);

@@ -3,7 +3,7 @@ import { authenticate } from '../../domain/auth/service.ts';
 import { makeCtx, type Caller } from '../../domain/context.ts';
 import { namedProjectId } from '../../domain/tenancy.ts';
 import { SvcError } from '../../errors/svc-error.ts';
-import { accessFor, missingScope, routeKey, ROUTE_ACCESS, ROUTE_ACTIONS } from '../route-actions.ts';
+import { accessOf, actionOf, missingScope, registerRouteActions } from '../route-actions.ts';
 import { callerMay } from '../../domain/operators/roles.ts';
 import { refuseByRole } from '../../domain/operators/service.ts';
 import { sessionCallerOf, sessionTokenOf } from './session.ts';
@@ -39,29 +39,20 @@ export function identifyCaller(app: FastifyInstance, afterAuthentication?: After
 
 /** Authentication and scope checks for every route (REST and GraphQL) except the public ones. */
 export function registerAuth(app: FastifyInstance, afterAuthentication?: AfterAuthentication): Identify {
-  app.addHook('onRoute', (route) => {
-    const methods = Array.isArray(route.method) ? route.method : [route.method];
-    for (const method of methods) {
-      if (method === 'HEAD') continue;
-      if (ROUTE_ACCESS[routeKey(method, route.url)] === undefined) {
-        throw new Error(`route ${method} ${route.url} has no entry in api/route-actions.ts`);
-      }
-    }
-  });
+  registerRouteActions(app);
 
   const identify = identifyCaller(app, afterAuthentication);
   app.addHook('onRequest', async (req, reply) => {
-    const access = accessFor(req.method, req.routeOptions.url);
+    const action = actionOf(req);
     // Unknown routes fall through to the 404 handler (it identifies a caller that sent a key); public routes need no key.
-    if (access === undefined || access === 'public') return;
+    if (action === undefined || action === 'public') return;
     // A route public for some requests only (GraphiQL's page on a browser's GET /graphql: graphql/yoga.ts).
-    if ((req.routeOptions.config as { publicWhen?: (req: FastifyRequest) => boolean } | undefined)?.publicWhen?.(req)) return;
+    if (req.routeOptions.config.publicWhen?.(req)) return;
     const caller = await identify(req, reply);
-    const missing = missingScope(access, caller.scopes);
+    const missing = missingScope(accessOf(action), caller.scopes);
     if (missing) throw new SvcError('insufficient_scope', { message: `This request requires the ${missing} scope.` });
     // A console session's role in the project (issue 22): a viewer reads only.
-    const action = ROUTE_ACTIONS[routeKey(req.method === 'HEAD' ? 'GET' : req.method, req.routeOptions.url!)];
-    if (caller.kind === 'session' && action !== 'authenticated' && action !== 'public' && action !== undefined && !callerMay(caller, action)) {
+    if (caller.kind === 'session' && action !== 'authenticated' && !callerMay(caller, action)) {
       throw await refuseByRole(app.ports.operators, req.ctx, action);
     }
   });

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { RateLimitTicket } from '../../limits/requests.ts';
-import { accessFor } from '../route-actions.ts';
+import { accessOfRequest } from '../route-actions.ts';
 import { SvcError } from '../../errors/svc-error.ts';
 import { errorBody } from '../error-body.ts';
 
@@ -29,7 +29,7 @@ export async function rateLimitRequest(req: FastifyRequest): Promise<void> {
   req.rateLimitTicket = ticket;
   const route = req.routeOptions.url;
   if (req.method === 'POST' && route !== undefined && TAKEN_WITH_TOKENS.has(route)) {
-    const access = accessFor(req.method, route);
+    const access = accessOfRequest(req);
     if (typeof access === 'string' && caller.scopes.includes(access as never)) return ticket.defer();
   }
   await ticket.take();

@@ -4,6 +4,7 @@ import fastifyStatic from '@fastify/static';
 import type { FastifyPluginAsync } from 'fastify';
 import { CONSOLE_SESSION_HEADER, setConsoleSession } from '../../domain/audit/console-session.ts';
 import { PROJECT_ROOT } from '../../project-root.ts';
+import { publicRoutes } from '../route-actions.ts';
 
 export const ADMIN_DIR = path.join(PROJECT_ROOT, 'dist', 'admin');
 
@@ -14,8 +15,9 @@ const CSP =
 
 /** The built console's files (vite copies src/admin/public, the icons among them, into dist/admin). */
 const consoleFiles: FastifyPluginAsync = async (app) => {
+  publicRoutes(app);
   if (!existsSync(path.join(ADMIN_DIR, 'index.html'))) {
-    app.get('/admin/*', async (_req, reply) =>
+    app.get('/admin/*', { config: { action: 'public' } }, async (_req, reply) =>
       reply.code(503).type('text/plain; charset=utf-8').send('The admin console is not built: run `npm run build`.\n'),
     );
     return;
@@ -30,9 +32,9 @@ const consoleFiles: FastifyPluginAsync = async (app) => {
   });
   await app.register(fastifyStatic, { root: ADMIN_DIR, prefix: '/admin/', index: false, wildcard: true });
   // /admin and /admin/ are one route (ignoreTrailingSlash); the page's assets are absolute /admin/assets/… paths.
-  app.get('/admin', async (_req, reply) => reply.sendFile('index.html'));
+  app.get('/admin', { config: { action: 'public' } }, async (_req, reply) => reply.sendFile('index.html'));
   // Browsers ask for /favicon.ico on every page of the origin (JSON answers, /docs/errors, /graphiql included).
-  app.get('/favicon.ico', async (_req, reply) =>
+  app.get('/favicon.ico', { config: { action: 'public' } }, async (_req, reply) =>
     reply.header('Cache-Control', 'public, max-age=86400').type('image/x-icon').sendFile('favicon.ico'),
   );
 };

@@ -76,27 +76,27 @@ export const ApprovalObject = Type.Object(
 );
 
 export const approvalsRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  app.get('/v1/approvals', { schema: { querystring: ListApprovalsQuery, response: { 200: ListOf(ApprovalObject) } } }, async (req, reply) => {
+  app.get('/v1/approvals', { config: { action: 'approval.list' }, schema: { querystring: ListApprovalsQuery, response: { 200: ListOf(ApprovalObject) } } }, async (req, reply) => {
     const now = req.ctx.now();
     return sendList(reply, await listApprovals(req.ctx, req.query), '/v1/approvals', (a) => presentApproval(a, now));
   });
 
-  app.get('/v1/approvals/:approval_id', { schema: { params: ApprovalIdParams, response: { 200: ApprovalObject } } }, async (req) =>
+  app.get('/v1/approvals/:approval_id', { config: { action: 'approval.read' }, schema: { params: ApprovalIdParams, response: { 200: ApprovalObject } } }, async (req) =>
     presentApproval(await getApproval(req.ctx, req.params.approval_id), req.ctx.now()),
   );
 
-  app.post('/v1/approvals/:approval_id/approve', { schema: { params: ApprovalIdParams, response: { 200: ApprovalObject } } }, async (req) => {
+  app.post('/v1/approvals/:approval_id/approve', { config: { action: 'approval.approve' }, schema: { params: ApprovalIdParams, response: { 200: ApprovalObject } } }, async (req) => {
     const { approval } = await approveApproval(app.ports, req.ctx, req.params.approval_id);
     return presentApproval(approval, req.ctx.now());
   });
 
   // The requester of an applied change takes the secret it issued, once (anyone else: 404).
-  app.post('/v1/approvals/:approval_id/claim', { schema: { params: ApprovalIdParams, response: { 200: ApprovalObject } } }, async (req) => {
+  app.post('/v1/approvals/:approval_id/claim', { config: { action: 'approval.claim' }, schema: { params: ApprovalIdParams, response: { 200: ApprovalObject } } }, async (req) => {
     const { approval, secret } = await claimApprovalSecret(app.ports, req.ctx, req.params.approval_id);
     return presentApproval(approval, req.ctx.now(), secret);
   });
 
-  app.post('/v1/approvals/:approval_id/reject', { schema: { params: ApprovalIdParams, body: RejectApproval, response: { 200: ApprovalObject } } }, async (req) =>
+  app.post('/v1/approvals/:approval_id/reject', { config: { action: 'approval.reject' }, schema: { params: ApprovalIdParams, body: RejectApproval, response: { 200: ApprovalObject } } }, async (req) =>
     presentApproval(await rejectApproval(req.ctx, req.params.approval_id, req.body ?? {}), req.ctx.now()),
   );
 };

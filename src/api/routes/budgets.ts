@@ -35,11 +35,11 @@ export const BudgetObject = Type.Object(
 );
 
 export const budgetsRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  app.put('/v1/projects/:project_id/budget', { schema: { params: ProjectIdParams, body: UpdateBudget, response: { 200: BudgetObject } } }, async (req) =>
+  app.put('/v1/projects/:project_id/budget', { config: { action: 'budget.update' }, schema: { params: ProjectIdParams, body: UpdateBudget, response: { 200: BudgetObject } } }, async (req) =>
     presentBudget(await updateBudget(app.ports.budgets, req.ctx, req.params.project_id, req.body)),
   );
 
-  app.get('/v1/projects/:project_id/budget', { schema: { params: ProjectIdParams, response: { 200: BudgetObject } } }, async (req) =>
+  app.get('/v1/projects/:project_id/budget', { config: { action: 'budget.read' }, schema: { params: ProjectIdParams, response: { 200: BudgetObject } } }, async (req) =>
     presentBudget(await getBudget(app.ports.budgets, req.ctx, req.params.project_id)),
   );
 };

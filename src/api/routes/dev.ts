@@ -173,53 +173,52 @@ const diffBodyBound: BodyBound = {
 
 /** CONTRACT §16, Dev: repositories indexed from posted files, Q&A, reviews, pull-request summaries, tests. */
 export const devRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  app.post('/v1/dev/repositories', { schema: { body: CreateRepository, response: { 200: DevRepository } } }, async (req) => presentRepository(await createRepository(req.ctx, req.body)));
-  app.get('/v1/dev/repositories', { schema: { querystring: ListRepositoriesQuery, response: { 200: ListOf(DevRepository) } } }, async (req, reply) =>
+  app.post('/v1/dev/repositories', { config: { action: 'dev_repository.create' }, schema: { body: CreateRepository, response: { 200: DevRepository } } }, async (req) => presentRepository(await createRepository(req.ctx, req.body)));
+  app.get('/v1/dev/repositories', { config: { action: 'dev_repository.list' }, schema: { querystring: ListRepositoriesQuery, response: { 200: ListOf(DevRepository) } } }, async (req, reply) =>
     sendList(reply, await listRepositories(req.ctx, req.query), '/v1/dev/repositories', presentRepository),
   );
-  app.get('/v1/dev/repositories/:repository_id', { schema: { params: RepositoryIdParams, response: { 200: DevRepository } } }, async (req) =>
+  app.get('/v1/dev/repositories/:repository_id', { config: { action: 'dev_repository.read' }, schema: { params: RepositoryIdParams, response: { 200: DevRepository } } }, async (req) =>
     presentRepository(await getRepository(req.ctx, req.params.repository_id)),
   );
-  app.patch('/v1/dev/repositories/:repository_id', { schema: { params: RepositoryIdParams, body: UpdateRepository, response: { 200: DevRepository } } }, async (req) =>
+  app.patch('/v1/dev/repositories/:repository_id', { config: { action: 'dev_repository.update' }, schema: { params: RepositoryIdParams, body: UpdateRepository, response: { 200: DevRepository } } }, async (req) =>
     presentRepository(await updateRepository(req.ctx, req.params.repository_id, req.body)),
   );
-  app.post(
-    '/v1/dev/repositories/:repository_id/files',
+  app.post('/v1/dev/repositories/:repository_id/files',
     {
       bodyLimit: FILES_BODY_LIMIT,
       preParsing: boundBody(filesBodyBound),
-      config: { bodyTooLarge: { code: 'document_too_large', param: 'files' } },
+      config: { action: 'dev_repository.index', bodyTooLarge: { code: 'document_too_large', param: 'files' } },
       schema: { params: RepositoryIdParams, body: PostFiles, response: { 200: DevRepository } },
     },
     async (req) => presentRepository(await postRepositoryFiles(app.ports.dev, req.ctx, req.params.repository_id, req.body)),
   );
-  app.get('/v1/dev/repositories/:repository_id/files', { schema: { params: RepositoryIdParams, querystring: ListFilesQuery, response: { 200: ListOf(DevRepositoryFile) } } }, async (req, reply) =>
+  app.get('/v1/dev/repositories/:repository_id/files', { config: { action: 'dev_repository.read' }, schema: { params: RepositoryIdParams, querystring: ListFilesQuery, response: { 200: ListOf(DevRepositoryFile) } } }, async (req, reply) =>
     sendList(reply, await listRepositoryFiles(req.ctx, req.params.repository_id, req.query), `/v1/dev/repositories/${req.params.repository_id}/files`, presentRepositoryFile),
   );
-  app.post('/v1/dev/repositories/:repository_id/questions', { schema: { params: RepositoryIdParams, body: AskQuestion, response: { 200: DevAnswer } } }, async (req) =>
+  app.post('/v1/dev/repositories/:repository_id/questions', { config: { action: 'dev_question.create' }, schema: { params: RepositoryIdParams, body: AskQuestion, response: { 200: DevAnswer } } }, async (req) =>
     presentAnswer(await askRepository(app.ports.dev, req.ctx, req.params.repository_id, req.body, ticketOf(req))),
   );
 
   const diffRoute = { bodyLimit: DIFF_BODY_LIMIT, preParsing: boundBody(diffBodyBound), config: { bodyTooLarge: { code: 'diff_too_large' as const, param: 'diff' } } };
-  app.post('/v1/dev/reviews', { ...diffRoute, schema: { body: CreateReview, response: { 200: DevReview } } }, async (req) => presentReview(await createReview(req.ctx, req.body)));
-  app.get('/v1/dev/reviews', { schema: { querystring: ListTasksQuery, response: { 200: ListOf(DevReview) } } }, async (req, reply) =>
+  app.post('/v1/dev/reviews', { ...diffRoute, config: { ...diffRoute.config, action: 'dev_review.create' }, schema: { body: CreateReview, response: { 200: DevReview } } }, async (req) => presentReview(await createReview(req.ctx, req.body)));
+  app.get('/v1/dev/reviews', { config: { action: 'dev_review.list' }, schema: { querystring: ListTasksQuery, response: { 200: ListOf(DevReview) } } }, async (req, reply) =>
     sendList(reply, await listTasks(req.ctx, 'review', req.query), '/v1/dev/reviews', presentReview),
   );
-  app.get('/v1/dev/reviews/:review_id', { schema: { params: ReviewIdParams, response: { 200: DevReview } } }, async (req) => presentReview(await getTask(req.ctx, 'review', req.params.review_id)));
+  app.get('/v1/dev/reviews/:review_id', { config: { action: 'dev_review.read' }, schema: { params: ReviewIdParams, response: { 200: DevReview } } }, async (req) => presentReview(await getTask(req.ctx, 'review', req.params.review_id)));
 
-  app.post('/v1/dev/pull-requests/summaries', { ...diffRoute, schema: { body: SummarizePullRequest, response: { 200: DevPullRequestSummary } } }, async (req) =>
+  app.post('/v1/dev/pull-requests/summaries', { ...diffRoute, config: { ...diffRoute.config, action: 'dev_pull_request_summary.create' }, schema: { body: SummarizePullRequest, response: { 200: DevPullRequestSummary } } }, async (req) =>
     presentSummary(await summarizePullRequest(req.ctx, req.body)),
   );
-  app.get('/v1/dev/pull-requests/summaries', { schema: { querystring: ListTasksQuery, response: { 200: ListOf(DevPullRequestSummary) } } }, async (req, reply) =>
+  app.get('/v1/dev/pull-requests/summaries', { config: { action: 'dev_pull_request_summary.list' }, schema: { querystring: ListTasksQuery, response: { 200: ListOf(DevPullRequestSummary) } } }, async (req, reply) =>
     sendList(reply, await listTasks(req.ctx, 'pull_request_summary', req.query), '/v1/dev/pull-requests/summaries', presentSummary),
   );
-  app.get('/v1/dev/pull-requests/summaries/:summary_id', { schema: { params: SummaryIdParams, response: { 200: DevPullRequestSummary } } }, async (req) =>
+  app.get('/v1/dev/pull-requests/summaries/:summary_id', { config: { action: 'dev_pull_request_summary.read' }, schema: { params: SummaryIdParams, response: { 200: DevPullRequestSummary } } }, async (req) =>
     presentSummary(await getTask(req.ctx, 'pull_request_summary', req.params.summary_id)),
   );
 
-  app.post('/v1/dev/tests', { schema: { body: GenerateTest, response: { 200: DevTestGeneration } } }, async (req) => presentTestGeneration(await generateTest(req.ctx, req.body)));
-  app.get('/v1/dev/tests', { schema: { querystring: ListTasksQuery, response: { 200: ListOf(DevTestGeneration) } } }, async (req, reply) =>
+  app.post('/v1/dev/tests', { config: { action: 'dev_test.create' }, schema: { body: GenerateTest, response: { 200: DevTestGeneration } } }, async (req) => presentTestGeneration(await generateTest(req.ctx, req.body)));
+  app.get('/v1/dev/tests', { config: { action: 'dev_test.list' }, schema: { querystring: ListTasksQuery, response: { 200: ListOf(DevTestGeneration) } } }, async (req, reply) =>
     sendList(reply, await listTasks(req.ctx, 'test', req.query), '/v1/dev/tests', presentTestGeneration),
   );
-  app.get('/v1/dev/tests/:test_id', { schema: { params: TestIdParams, response: { 200: DevTestGeneration } } }, async (req) => presentTestGeneration(await getTask(req.ctx, 'test', req.params.test_id)));
+  app.get('/v1/dev/tests/:test_id', { config: { action: 'dev_test.read' }, schema: { params: TestIdParams, response: { 200: DevTestGeneration } } }, async (req) => presentTestGeneration(await getTask(req.ctx, 'test', req.params.test_id)));
 };

@@ -34,8 +34,8 @@ export const presentCatalog = (catalog: Catalog = CATALOG): CatalogBody => ({
 
 export const docsRoutes: FastifyPluginAsync = async (app) => {
   const html = renderErrorDocs();
-  app.get('/docs/errors', async (_req, reply) => reply.type('text/html; charset=utf-8').send(html));
+  app.get('/docs/errors', { config: { action: 'public' } }, async (_req, reply) => reply.type('text/html; charset=utf-8').send(html));
   // The tables themselves, for clients that show them (the admin console): any valid key.
   const catalog = presentCatalog();
-  app.get('/v1/catalog', { schema: { response: { 200: CatalogBody } } }, async () => catalog);
+  app.get('/v1/catalog', { config: { action: 'catalog.read' }, schema: { response: { 200: CatalogBody } } }, async () => catalog);
 };

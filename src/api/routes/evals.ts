@@ -113,19 +113,19 @@ export function presentEvalResult(c: EvalCase) {
 }
 
 export const evalsRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  app.post('/v1/evals', { schema: { body: CreateEvalRun, response: { 200: EvalRun } } }, async (req) => presentEvalRun(await createEvalRun(app.ports.inference, req.ctx, req.body)));
+  app.post('/v1/evals', { config: { action: 'eval_run.create' }, schema: { body: CreateEvalRun, response: { 200: EvalRun } } }, async (req) => presentEvalRun(await createEvalRun(app.ports.inference, req.ctx, req.body)));
 
-  app.get('/v1/evals', { schema: { querystring: ListEvalRunsQuery, response: { 200: ListOf(EvalRun) } } }, async (req, reply) =>
+  app.get('/v1/evals', { config: { action: 'eval_run.list' }, schema: { querystring: ListEvalRunsQuery, response: { 200: ListOf(EvalRun) } } }, async (req, reply) =>
     sendList(reply, await listEvalRuns(req.ctx, req.query), '/v1/evals', presentEvalRun),
   );
 
-  app.get('/v1/evals/:eval_id', { schema: { params: EvalIdParams, response: { 200: EvalRun } } }, async (req) => presentEvalRun(await getEvalRun(req.ctx, req.params.eval_id)));
+  app.get('/v1/evals/:eval_id', { config: { action: 'eval_run.read' }, schema: { params: EvalIdParams, response: { 200: EvalRun } } }, async (req) => presentEvalRun(await getEvalRun(req.ctx, req.params.eval_id)));
 
-  app.get('/v1/evals/:eval_id/results', { schema: { params: EvalIdParams, querystring: ListEvalResultsQuery, response: { 200: ListOf(EvalResult) } } }, async (req, reply) =>
+  app.get('/v1/evals/:eval_id/results', { config: { action: 'eval_run.read' }, schema: { params: EvalIdParams, querystring: ListEvalResultsQuery, response: { 200: ListOf(EvalResult) } } }, async (req, reply) =>
     sendList(reply, await listEvalResults(req.ctx, req.params.eval_id, req.query), `/v1/evals/${req.params.eval_id}/results`, presentEvalResult),
   );
 
-  app.post('/v1/evals/:eval_id/cancel', { schema: { params: EvalIdParams, body: CancelEvalRun, response: { 200: EvalRun } } }, async (req) =>
+  app.post('/v1/evals/:eval_id/cancel', { config: { action: 'eval_run.cancel' }, schema: { params: EvalIdParams, body: CancelEvalRun, response: { 200: EvalRun } } }, async (req) =>
     presentEvalRun(await cancelEvalRun(req.ctx, req.params.eval_id, req.body ?? {})),
   );
 };

@@ -44,15 +44,15 @@ export const ResidencyObject = Type.Object(
 );
 
 export const governanceRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  app.put('/v1/projects/:project_id/governance', { schema: { params: ProjectIdParams, body: SetGovernance, response: { 200: GovernanceObject } } }, async (req) =>
+  app.put('/v1/projects/:project_id/governance', { config: { action: 'governance.update' }, schema: { params: ProjectIdParams, body: SetGovernance, response: { 200: GovernanceObject } } }, async (req) =>
     presentGovernance(await setGovernancePolicy(req.ctx, req.params.project_id, req.body)),
   );
 
-  app.get('/v1/projects/:project_id/governance', { schema: { params: ProjectIdParams, response: { 200: GovernanceObject } } }, async (req) =>
+  app.get('/v1/projects/:project_id/governance', { config: { action: 'governance.read' }, schema: { params: ProjectIdParams, response: { 200: GovernanceObject } } }, async (req) =>
     presentGovernance(await getGovernancePolicy(req.ctx, req.params.project_id)),
   );
 
-  app.put('/v1/projects/:project_id/residency', { schema: { params: ProjectIdParams, body: SetResidency, response: { 200: ResidencyObject } } }, async (req) =>
+  app.put('/v1/projects/:project_id/residency', { config: { action: 'residency.update' }, schema: { params: ProjectIdParams, body: SetResidency, response: { 200: ResidencyObject } } }, async (req) =>
     presentResidency(await setResidency(app.ports.projects, req.ctx, req.params.project_id, req.body)),
   );
 };

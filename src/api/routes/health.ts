@@ -17,10 +17,10 @@ async function check(run: () => Promise<unknown>): Promise<'ok' | 'unavailable'>
 }
 
 export const healthRoutes: FastifyPluginAsync = async (app) => {
-  app.get('/healthz', async () => ({ status: 'ok' }));
+  app.get('/healthz', { config: { action: 'public' } }, async () => ({ status: 'ok' }));
 
   /** 200 when the database and Redis (if configured) answer, else 503 (CONTRACT §1). Each check gives up after 1 s. */
-  app.get('/readyz', async (_req, reply) => {
+  app.get('/readyz', { config: { action: 'public' } }, async (_req, reply) => {
     const deps = app.deps;
     const [database, redis, limits] = await Promise.all([
       check(() => deps.db.$queryRaw`SELECT 1`),

@@ -65,7 +65,7 @@ function svcFormat(req: FastifyRequest): StreamFormat {
 }
 
 export const inferenceRoutes: FastifyPluginAsync = async (app) => {
-  app.post<{ Body: InferenceRequest }>('/v1/inference', { schema: { body: InferenceRequest, querystring: ProjectQuery, response: { 200: InferenceResponse } }, validatorCompiler: typeboxValidator }, async (req, reply) => {
+  app.post<{ Body: InferenceRequest }>('/v1/inference', { config: { action: 'inference.create' }, schema: { body: InferenceRequest, querystring: ProjectQuery, response: { 200: InferenceResponse } }, validatorCompiler: typeboxValidator }, async (req, reply) => {
     if (req.body.stream === true) {
       return sendEventStream(req, reply, (signal) => streamInference(app.ports.inference, req.ctx, ticketOf(req), req.body, signal), svcFormat(req));
     }

@@ -60,21 +60,21 @@ const RotatedKey = Type.Object(
 );
 
 export const keysRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  app.post('/v1/keys', { schema: { body: CreateKey, response: { 200: KeyObject } } }, async (req) => {
+  app.post('/v1/keys', { config: { action: 'key.create' }, schema: { body: CreateKey, response: { 200: KeyObject } } }, async (req) => {
     const key = await createKey(req.ctx, req.body);
     return presentKey(key, req.ctx.now(), key.secret);
   });
 
-  app.get('/v1/keys', { schema: { querystring: ListKeysQuery, response: { 200: ListOf(KeyObject) } } }, async (req, reply) => {
+  app.get('/v1/keys', { config: { action: 'key.list' }, schema: { querystring: ListKeysQuery, response: { 200: ListOf(KeyObject) } } }, async (req, reply) => {
     const now = req.ctx.now();
     return sendList(reply, await listKeys(req.ctx, req.query), '/v1/keys', (k) => presentKey(k, now));
   });
 
-  app.get('/v1/keys/:key_id', { schema: { params: KeyIdParams, response: { 200: KeyObject } } }, async (req) =>
+  app.get('/v1/keys/:key_id', { config: { action: 'key.read' }, schema: { params: KeyIdParams, response: { 200: KeyObject } } }, async (req) =>
     presentKey(await getKey(req.ctx, req.params.key_id), req.ctx.now()),
   );
 
-  app.post('/v1/keys/:key_id/rotate', { schema: { params: KeyIdParams, body: RotateKey, response: { 200: RotatedKey } } }, async (req) => {
+  app.post('/v1/keys/:key_id/rotate', { config: { action: 'key.rotate' }, schema: { params: KeyIdParams, body: RotateKey, response: { 200: RotatedKey } } }, async (req) => {
     const key = await rotateKey(app.ports.keys, req.ctx, req.params.key_id, req.body ?? {});
     return {
       ...presentKey(key, req.ctx.now(), key.secret),
@@ -82,7 +82,7 @@ export const keysRoutes: FastifyPluginAsyncTypebox = async (app) => {
     };
   });
 
-  app.post('/v1/keys/:key_id/revoke', { schema: { params: KeyIdParams, response: { 200: KeyObject } } }, async (req) =>
+  app.post('/v1/keys/:key_id/revoke', { config: { action: 'key.revoke' }, schema: { params: KeyIdParams, response: { 200: KeyObject } } }, async (req) =>
     presentKey(await revokeKey(app.ports.keys, req.ctx, req.params.key_id), req.ctx.now()),
   );
 };

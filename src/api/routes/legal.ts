@@ -210,21 +210,20 @@ export const legalRoutes: FastifyPluginAsyncTypebox = async (app) => {
   // Contracts are uploaded as RAG documents are (api/routes/uploads.ts): multipart read in this plugin only.
   await acceptUploads(app);
 
-  app.post('/v1/legal/matters', { schema: { body: CreateMatter, response: { 200: Matter } } }, async (req) => presentMatter(await createMatter(req.ctx, req.body)));
-  app.get('/v1/legal/matters', { schema: { querystring: ListMattersQuery, response: { 200: ListOf(Matter) } } }, async (req, reply) =>
+  app.post('/v1/legal/matters', { config: { action: 'legal_matter.create' }, schema: { body: CreateMatter, response: { 200: Matter } } }, async (req) => presentMatter(await createMatter(req.ctx, req.body)));
+  app.get('/v1/legal/matters', { config: { action: 'legal_matter.list' }, schema: { querystring: ListMattersQuery, response: { 200: ListOf(Matter) } } }, async (req, reply) =>
     sendList(reply, await listMatters(req.ctx, req.query), '/v1/legal/matters', presentMatter),
   );
-  app.get('/v1/legal/matters/:matter_id', { schema: { params: MatterIdParams, response: { 200: Matter } } }, async (req) => presentMatter(await getMatter(req.ctx, req.params.matter_id)));
-  app.patch('/v1/legal/matters/:matter_id', { schema: { params: MatterIdParams, body: UpdateMatter, response: { 200: Matter } } }, async (req) =>
+  app.get('/v1/legal/matters/:matter_id', { config: { action: 'legal_matter.read' }, schema: { params: MatterIdParams, response: { 200: Matter } } }, async (req) => presentMatter(await getMatter(req.ctx, req.params.matter_id)));
+  app.patch('/v1/legal/matters/:matter_id', { config: { action: 'legal_matter.update' }, schema: { params: MatterIdParams, body: UpdateMatter, response: { 200: Matter } } }, async (req) =>
     presentMatter(await updateMatter(req.ctx, req.params.matter_id, req.body)),
   );
-  app.post('/v1/legal/matters/:matter_id/close', { schema: { params: MatterIdParams, body: CloseMatter, response: { 200: Matter } } }, async (req) =>
+  app.post('/v1/legal/matters/:matter_id/close', { config: { action: 'legal_matter.close' }, schema: { params: MatterIdParams, body: CloseMatter, response: { 200: Matter } } }, async (req) =>
     presentMatter(await closeMatter(req.ctx, req.params.matter_id, req.body ?? {})),
   );
 
-  app.post(
-    '/v1/legal/matters/:matter_id/contracts',
-    { ...contractUpload, schema: { params: MatterIdParams, ...contractUpload.schema, response: { 200: Contract } } },
+  app.post('/v1/legal/matters/:matter_id/contracts',
+    { ...contractUpload, config: { ...contractUpload.config, action: 'legal_contract.create' }, schema: { params: MatterIdParams, ...contractUpload.schema, response: { 200: Contract } } },
     async (req, reply) => {
       const matterId = req.params.matter_id;
       if (!req.isMultipart()) return presentContract(await createContractJson(req.ctx, matterId, req.body));
@@ -242,34 +241,34 @@ export const legalRoutes: FastifyPluginAsyncTypebox = async (app) => {
       );
     },
   );
-  app.get('/v1/legal/matters/:matter_id/contracts', { schema: { params: MatterIdParams, querystring: ListQuery, response: { 200: ListOf(Contract) } } }, async (req, reply) =>
+  app.get('/v1/legal/matters/:matter_id/contracts', { config: { action: 'legal_contract.list' }, schema: { params: MatterIdParams, querystring: ListQuery, response: { 200: ListOf(Contract) } } }, async (req, reply) =>
     sendList(reply, await listContracts(req.ctx, req.params.matter_id, req.query), `/v1/legal/matters/${req.params.matter_id}/contracts`, presentContract),
   );
-  app.get('/v1/legal/contracts/:contract_id', { schema: { params: ContractIdParams, response: { 200: Contract } } }, async (req) =>
+  app.get('/v1/legal/contracts/:contract_id', { config: { action: 'legal_contract.read' }, schema: { params: ContractIdParams, response: { 200: Contract } } }, async (req) =>
     presentContract(await getContract(req.ctx, req.params.contract_id)),
   );
-  app.get('/v1/legal/contracts/:contract_id/text', { schema: { params: ContractIdParams, response: { 200: ContractText } } }, async (req) => {
+  app.get('/v1/legal/contracts/:contract_id/text', { config: { action: 'legal_contract.read' }, schema: { params: ContractIdParams, response: { 200: ContractText } } }, async (req) => {
     const { contract, text } = await getContractText(req.ctx, req.params.contract_id);
     return { object: 'svc.legal_contract_text' as const, contract_id: contract.id, sha256: contract.sha256, text };
   });
 
-  app.post('/v1/legal/contracts/:contract_id/mappings', { schema: { params: ContractIdParams, body: RequestMapping, response: { 200: Mapping } } }, async (req) =>
+  app.post('/v1/legal/contracts/:contract_id/mappings', { config: { action: 'legal_mapping.create' }, schema: { params: ContractIdParams, body: RequestMapping, response: { 200: Mapping } } }, async (req) =>
     presentMapping(await requestMapping(req.ctx, req.params.contract_id, req.body)),
   );
-  app.get('/v1/legal/contracts/:contract_id/mappings', { schema: { params: ContractIdParams, querystring: ListQuery, response: { 200: ListOf(Mapping) } } }, async (req, reply) =>
+  app.get('/v1/legal/contracts/:contract_id/mappings', { config: { action: 'legal_mapping.list' }, schema: { params: ContractIdParams, querystring: ListQuery, response: { 200: ListOf(Mapping) } } }, async (req, reply) =>
     sendList(reply, await listDrafts(req.ctx, 'mapping', req.params.contract_id, req.query), `/v1/legal/contracts/${req.params.contract_id}/mappings`, presentMapping),
   );
-  app.get('/v1/legal/mappings/:mapping_id', { schema: { params: MappingIdParams, response: { 200: Mapping } } }, async (req) =>
+  app.get('/v1/legal/mappings/:mapping_id', { config: { action: 'legal_mapping.read' }, schema: { params: MappingIdParams, response: { 200: Mapping } } }, async (req) =>
     presentMapping(await getDraft(req.ctx, 'mapping', req.params.mapping_id)),
   );
 
-  app.post('/v1/legal/contracts/:contract_id/redlines', { schema: { params: ContractIdParams, body: RequestRedline, response: { 200: Redline } } }, async (req) =>
+  app.post('/v1/legal/contracts/:contract_id/redlines', { config: { action: 'legal_redline.create' }, schema: { params: ContractIdParams, body: RequestRedline, response: { 200: Redline } } }, async (req) =>
     presentRedline(await requestRedline(req.ctx, req.params.contract_id, req.body ?? {})),
   );
-  app.get('/v1/legal/contracts/:contract_id/redlines', { schema: { params: ContractIdParams, querystring: ListQuery, response: { 200: ListOf(Redline) } } }, async (req, reply) =>
+  app.get('/v1/legal/contracts/:contract_id/redlines', { config: { action: 'legal_redline.list' }, schema: { params: ContractIdParams, querystring: ListQuery, response: { 200: ListOf(Redline) } } }, async (req, reply) =>
     sendList(reply, await listDrafts(req.ctx, 'redline', req.params.contract_id, req.query), `/v1/legal/contracts/${req.params.contract_id}/redlines`, presentRedline),
   );
-  app.get('/v1/legal/redlines/:redline_id', { schema: { params: RedlineIdParams, response: { 200: Redline } } }, async (req) =>
+  app.get('/v1/legal/redlines/:redline_id', { config: { action: 'legal_redline.read' }, schema: { params: RedlineIdParams, response: { 200: Redline } } }, async (req) =>
     presentRedline(await getDraft(req.ctx, 'redline', req.params.redline_id)),
   );
 };

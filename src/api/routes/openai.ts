@@ -133,9 +133,8 @@ function presentModel(m: ModelInfo, created: number) {
 export const openaiRoutes: FastifyPluginAsync = async (app) => {
   const startedAt = unixSeconds(new Date(app.deps.clock.now()));
 
-  app.post<{ Body: ChatCompletionRequest }>(
-    '/v1/chat/completions',
-    { schema: { body: ChatCompletionRequest, querystring: ProjectQuery, response: { 200: ChatCompletion } }, validatorCompiler: typeboxValidator },
+  app.post<{ Body: ChatCompletionRequest }>('/v1/chat/completions',
+    { config: { action: 'inference.create' }, schema: { body: ChatCompletionRequest, querystring: ProjectQuery, response: { 200: ChatCompletion } }, validatorCompiler: typeboxValidator },
     async (req, reply) => {
       const input = req.body;
       if (input.stream === true) {
@@ -154,9 +153,8 @@ export const openaiRoutes: FastifyPluginAsync = async (app) => {
   );
 
   // One page: the model list is the providers file's, small and bounded.
-  app.get<{ Querystring: { project_id?: string } }>(
-    '/v1/models',
-    { schema: { querystring: { type: 'object', additionalProperties: false, properties: { project_id: { type: 'string' } } }, response: { 200: ModelList } } },
+  app.get<{ Querystring: { project_id?: string } }>('/v1/models',
+    { config: { action: 'model.list' }, schema: { querystring: { type: 'object', additionalProperties: false, properties: { project_id: { type: 'string' } } }, response: { 200: ModelList } } },
     async (req, reply) => {
       const models = await listModels(app.ports.inference.providers, req.ctx, req.query.project_id);
       reply.header('X-Svc-Page-Limit', String(Math.max(models.length, 1)));
@@ -166,5 +164,5 @@ export const openaiRoutes: FastifyPluginAsync = async (app) => {
   );
 
   // Model ids may contain "/" (e.g. meta-llama/Llama-3.1-8B), hence the wildcard.
-  app.get<{ Params: { '*': string } }>('/v1/models/*', { schema: { response: { 200: Model } } }, async (req) => presentModel(await getModel(app.ports.inference.providers, req.ctx, req.params['*']), startedAt));
+  app.get<{ Params: { '*': string } }>('/v1/models/*', { config: { action: 'model.read' }, schema: { response: { 200: Model } } }, async (req) => presentModel(await getModel(app.ports.inference.providers, req.ctx, req.params['*']), startedAt));
 };

@@ -78,25 +78,23 @@ const ProjectParams = { type: 'object', properties: { project_id: { type: 'strin
  * name a nested field alike (`roles[0].role`); the route-level handler names only top-level fields so far.
  */
 export const operatorsRoutes: FastifyPluginAsync = async (app) => {
-  app.get('/v1/operator-groups', { schema: { response: { 200: OperatorGroupList } } }, async (req) => ({
+  app.get('/v1/operator-groups', { config: { action: 'operator_group.list' }, schema: { response: { 200: OperatorGroupList } } }, async (req) => ({
     object: 'list',
     data: (await listOperatorGroups(req.ctx)).map(presentOperatorGroup),
     has_more: false,
   }));
 
-  app.put<{ Params: { group_id: string } }>(
-    '/v1/operator-groups/:group_id/roles',
-    { schema: { params: GroupParams, response: { 200: OperatorGroupObject } } },
+  app.put<{ Params: { group_id: string } }>('/v1/operator-groups/:group_id/roles',
+    { config: { action: 'operator_group.roles_update' }, schema: { params: GroupParams, response: { 200: OperatorGroupObject } } },
     async (req) => presentOperatorGroup(await setGroupRoles(req.ctx, req.params.group_id, req.body)),
   );
 
-  app.get<{ Params: { project_id: string } }>('/v1/projects/:project_id/ip-allowlist', { schema: { params: ProjectParams, response: { 200: IpAllowlistObject } } }, async (req) =>
+  app.get<{ Params: { project_id: string } }>('/v1/projects/:project_id/ip-allowlist', { config: { action: 'ip_allowlist.read' }, schema: { params: ProjectParams, response: { 200: IpAllowlistObject } } }, async (req) =>
     presentIpAllowlist(await getProjectIpAllowlist(req.ctx, req.params.project_id)),
   );
 
-  app.put<{ Params: { project_id: string } }>(
-    '/v1/projects/:project_id/ip-allowlist',
-    { schema: { params: ProjectParams, response: { 200: IpAllowlistObject } } },
+  app.put<{ Params: { project_id: string } }>('/v1/projects/:project_id/ip-allowlist',
+    { config: { action: 'ip_allowlist.update' }, schema: { params: ProjectParams, response: { 200: IpAllowlistObject } } },
     async (req) => presentIpAllowlist(await setProjectIpAllowlist(req.ctx, req.params.project_id, req.body)),
   );
 };

@@ -124,56 +124,56 @@ export function presentSlo(s: SloStatus) {
 
 /** CONTRACT §16, Ops: incidents and timelines, logs and their summaries, post-mortems, connectors, SLOs. */
 export const opsRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  app.post('/v1/ops/incidents', { schema: { body: OpenIncident, response: { 200: Incident } } }, async (req) => presentIncident(await openIncident(req.ctx, req.body)));
-  app.get('/v1/ops/incidents', { schema: { querystring: ListIncidentsQuery, response: { 200: ListOf(Incident) } } }, async (req, reply) =>
+  app.post('/v1/ops/incidents', { config: { action: 'ops_incident.create' }, schema: { body: OpenIncident, response: { 200: Incident } } }, async (req) => presentIncident(await openIncident(req.ctx, req.body)));
+  app.get('/v1/ops/incidents', { config: { action: 'ops_incident.list' }, schema: { querystring: ListIncidentsQuery, response: { 200: ListOf(Incident) } } }, async (req, reply) =>
     sendList(reply, await listIncidents(req.ctx, req.query), '/v1/ops/incidents', presentIncident),
   );
-  app.get('/v1/ops/incidents/:incident_id', { schema: { params: IncidentIdParams, response: { 200: Incident } } }, async (req) => presentIncident(await getIncident(req.ctx, req.params.incident_id)));
-  app.post('/v1/ops/incidents/:incident_id/close', { schema: { params: IncidentIdParams, body: CloseIncident, response: { 200: Incident } } }, async (req) =>
+  app.get('/v1/ops/incidents/:incident_id', { config: { action: 'ops_incident.read' }, schema: { params: IncidentIdParams, response: { 200: Incident } } }, async (req) => presentIncident(await getIncident(req.ctx, req.params.incident_id)));
+  app.post('/v1/ops/incidents/:incident_id/close', { config: { action: 'ops_incident.close' }, schema: { params: IncidentIdParams, body: CloseIncident, response: { 200: Incident } } }, async (req) =>
     presentIncident(await closeIncident(req.ctx, req.params.incident_id, req.body ?? {})),
   );
-  app.post('/v1/ops/incidents/:incident_id/timeline', { schema: { params: IncidentIdParams, body: AddTimelineEntry, response: { 200: TimelineEntry } } }, async (req) =>
+  app.post('/v1/ops/incidents/:incident_id/timeline', { config: { action: 'ops_timeline.create' }, schema: { params: IncidentIdParams, body: AddTimelineEntry, response: { 200: TimelineEntry } } }, async (req) =>
     presentTimelineEntry(await addTimelineEntry(req.ctx, req.params.incident_id, req.body)),
   );
-  app.get('/v1/ops/incidents/:incident_id/timeline', { schema: { params: IncidentIdParams, querystring: ListTimelineQuery, response: { 200: ListOf(TimelineEntry) } } }, async (req, reply) =>
+  app.get('/v1/ops/incidents/:incident_id/timeline', { config: { action: 'ops_incident.read' }, schema: { params: IncidentIdParams, querystring: ListTimelineQuery, response: { 200: ListOf(TimelineEntry) } } }, async (req, reply) =>
     sendList(reply, await listTimeline(req.ctx, req.params.incident_id, req.query), `/v1/ops/incidents/${req.params.incident_id}/timeline`, presentTimelineEntry),
   );
-  app.post('/v1/ops/incidents/:incident_id/postmortems', { schema: { params: IncidentIdParams, body: DraftPostmortem, response: { 200: Postmortem } } }, async (req) =>
+  app.post('/v1/ops/incidents/:incident_id/postmortems', { config: { action: 'ops_postmortem.create' }, schema: { params: IncidentIdParams, body: DraftPostmortem, response: { 200: Postmortem } } }, async (req) =>
     presentPostmortem(await draftPostmortem(req.ctx, req.params.incident_id, req.body ?? {})),
   );
-  app.get('/v1/ops/postmortems', { schema: { querystring: ListPostmortemsQuery, response: { 200: ListOf(Postmortem) } } }, async (req, reply) =>
+  app.get('/v1/ops/postmortems', { config: { action: 'ops_postmortem.list' }, schema: { querystring: ListPostmortemsQuery, response: { 200: ListOf(Postmortem) } } }, async (req, reply) =>
     sendList(reply, await listPostmortems(req.ctx, req.query), '/v1/ops/postmortems', presentPostmortem),
   );
-  app.get('/v1/ops/postmortems/:postmortem_id', { schema: { params: PostmortemIdParams, response: { 200: Postmortem } } }, async (req) =>
+  app.get('/v1/ops/postmortems/:postmortem_id', { config: { action: 'ops_postmortem.read' }, schema: { params: PostmortemIdParams, response: { 200: Postmortem } } }, async (req) =>
     presentPostmortem(await getOpsDraft(req.ctx, 'postmortem', req.params.postmortem_id)),
   );
 
-  app.post('/v1/ops/logs', { schema: { body: IngestLogs, response: { 200: LogIngest } } }, async (req) => {
+  app.post('/v1/ops/logs', { config: { action: 'ops_logs.ingest' }, schema: { body: IngestLogs, response: { 200: LogIngest } } }, async (req) => {
     const r = await ingestLogs(req.ctx, req.body);
     return { object: 'svc.ops.log_ingest' as const, project_id: r.projectId, ingested: r.ingested, slo_burns: r.burning };
   });
-  app.post('/v1/ops/logs/query', { schema: { body: QueryLogs, response: { 200: LogQueryWithLines } } }, async (req) => {
+  app.post('/v1/ops/logs/query', { config: { action: 'ops_logs.query' }, schema: { body: QueryLogs, response: { 200: LogQueryWithLines } } }, async (req) => {
     const { query, lines } = await queryLogs(req.ctx, req.body);
     return { ...presentLogQuery(query), lines: lines.map(presentLogLine) };
   });
-  app.get('/v1/ops/logs/queries/:query_id', { schema: { params: LogQueryIdParams, response: { 200: LogQuery } } }, async (req) =>
+  app.get('/v1/ops/logs/queries/:query_id', { config: { action: 'ops_log_query.read' }, schema: { params: LogQueryIdParams, response: { 200: LogQuery } } }, async (req) =>
     presentLogQuery(await getOpsDraft(req.ctx, 'log_query', req.params.query_id)),
   );
 
-  app.post('/v1/ops/connectors', { schema: { body: CreateConnector, response: { 200: Connector } } }, async (req) => presentConnector(await createConnector(req.ctx, req.body)));
-  app.get('/v1/ops/connectors', { schema: { querystring: ListQuery, response: { 200: ListOf(Connector) } } }, async (req, reply) =>
+  app.post('/v1/ops/connectors', { config: { action: 'ops_connector.create' }, schema: { body: CreateConnector, response: { 200: Connector } } }, async (req) => presentConnector(await createConnector(req.ctx, req.body)));
+  app.get('/v1/ops/connectors', { config: { action: 'ops_connector.list' }, schema: { querystring: ListQuery, response: { 200: ListOf(Connector) } } }, async (req, reply) =>
     sendList(reply, await listConnectors(req.ctx, req.query), '/v1/ops/connectors', presentConnector),
   );
-  app.get('/v1/ops/connectors/:connector_id', { schema: { params: ConnectorIdParams, response: { 200: Connector } } }, async (req) => presentConnector(await getConnector(req.ctx, req.params.connector_id)));
-  app.patch('/v1/ops/connectors/:connector_id', { schema: { params: ConnectorIdParams, body: UpdateConnector, response: { 200: Connector } } }, async (req) =>
+  app.get('/v1/ops/connectors/:connector_id', { config: { action: 'ops_connector.read' }, schema: { params: ConnectorIdParams, response: { 200: Connector } } }, async (req) => presentConnector(await getConnector(req.ctx, req.params.connector_id)));
+  app.patch('/v1/ops/connectors/:connector_id', { config: { action: 'ops_connector.update' }, schema: { params: ConnectorIdParams, body: UpdateConnector, response: { 200: Connector } } }, async (req) =>
     presentConnector(await updateConnector(req.ctx, req.params.connector_id, req.body)),
   );
-  app.post('/v1/ops/connectors/:connector_id/scan', { schema: { params: ConnectorIdParams, body: ScanConnector, response: { 200: ConnectorScan } } }, async (req) => {
+  app.post('/v1/ops/connectors/:connector_id/scan', { config: { action: 'ops_connector.scan' }, schema: { params: ConnectorIdParams, body: ScanConnector, response: { 200: ConnectorScan } } }, async (req) => {
     const r = await scanConnector(req.ctx, req.params.connector_id, req.body ?? {});
     return { object: 'svc.ops.connector_scan' as const, connector: presentConnector(r.connector), ingested: r.ingested, slo_burns: r.burning, scanned_at: unixSeconds(r.scannedAt) };
   });
 
-  app.post('/v1/ops/slos', { schema: { body: CreateSlo, response: { 200: Slo } } }, async (req) => presentSlo(await createSlo(req.ctx, req.body)));
-  app.get('/v1/ops/slos', { schema: { querystring: ListQuery, response: { 200: ListOf(Slo) } } }, async (req, reply) => sendList(reply, await listSlos(req.ctx, req.query), '/v1/ops/slos', presentSlo));
-  app.get('/v1/ops/slos/:slo_id', { schema: { params: SloIdParams, response: { 200: Slo } } }, async (req) => presentSlo(await getSlo(req.ctx, req.params.slo_id)));
+  app.post('/v1/ops/slos', { config: { action: 'ops_slo.create' }, schema: { body: CreateSlo, response: { 200: Slo } } }, async (req) => presentSlo(await createSlo(req.ctx, req.body)));
+  app.get('/v1/ops/slos', { config: { action: 'ops_slo.list' }, schema: { querystring: ListQuery, response: { 200: ListOf(Slo) } } }, async (req, reply) => sendList(reply, await listSlos(req.ctx, req.query), '/v1/ops/slos', presentSlo));
+  app.get('/v1/ops/slos/:slo_id', { config: { action: 'ops_slo.read' }, schema: { params: SloIdParams, response: { 200: Slo } } }, async (req) => presentSlo(await getSlo(req.ctx, req.params.slo_id)));
 };

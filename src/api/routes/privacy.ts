@@ -146,19 +146,19 @@ export const RetainedInferenceObject = Type.Object(
 );
 
 export const privacyRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  app.put('/v1/projects/:project_id/pii', { schema: { params: ProjectIdParams, body: SetPii, response: { 200: PiiPolicyObject } } }, async (req) =>
+  app.put('/v1/projects/:project_id/pii', { config: { action: 'pii.update' }, schema: { params: ProjectIdParams, body: SetPii, response: { 200: PiiPolicyObject } } }, async (req) =>
     presentPii(await setProjectPii(app.ports.projects, req.ctx, req.params.project_id, req.body)),
   );
-  app.get('/v1/projects/:project_id/pii', { schema: { params: ProjectIdParams, response: { 200: PiiPolicyObject } } }, async (req) =>
+  app.get('/v1/projects/:project_id/pii', { config: { action: 'privacy.read' }, schema: { params: ProjectIdParams, response: { 200: PiiPolicyObject } } }, async (req) =>
     presentPii(await getPrivacySettings(req.ctx, req.params.project_id)),
   );
-  app.put('/v1/projects/:project_id/retention', { schema: { params: ProjectIdParams, body: SetRetention, response: { 200: RetentionPolicyObject } } }, async (req) =>
+  app.put('/v1/projects/:project_id/retention', { config: { action: 'retention.update' }, schema: { params: ProjectIdParams, body: SetRetention, response: { 200: RetentionPolicyObject } } }, async (req) =>
     presentRetention(await setProjectRetention(app.ports.projects, req.ctx, req.params.project_id, req.body)),
   );
-  app.get('/v1/projects/:project_id/retention', { schema: { params: ProjectIdParams, response: { 200: RetentionPolicyObject } } }, async (req) =>
+  app.get('/v1/projects/:project_id/retention', { config: { action: 'privacy.read' }, schema: { params: ProjectIdParams, response: { 200: RetentionPolicyObject } } }, async (req) =>
     presentRetention(await getPrivacySettings(req.ctx, req.params.project_id)),
   );
-  app.get('/v1/inference/:inference_id', { schema: { params: InferenceIdParams, response: { 200: RetainedInferenceObject } } }, async (req) =>
+  app.get('/v1/inference/:inference_id', { config: { action: 'inference.read' }, schema: { params: InferenceIdParams, response: { 200: RetainedInferenceObject } } }, async (req) =>
     presentRetainedInference(await getRetainedInference(app.ports.privacy, req.ctx, req.params.inference_id)),
   );
 };

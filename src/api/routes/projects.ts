@@ -34,17 +34,17 @@ export const ProjectObject = Type.Object(
 );
 
 export const projectsRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  app.post('/v1/projects', { schema: { body: CreateProject, response: { 200: ProjectObject } } }, async (req) => presentProject(await createProject(req.ctx, req.body)));
+  app.post('/v1/projects', { config: { action: 'project.create' }, schema: { body: CreateProject, response: { 200: ProjectObject } } }, async (req) => presentProject(await createProject(req.ctx, req.body)));
 
-  app.get('/v1/projects', { schema: { querystring: ListProjectsQuery, response: { 200: ListOf(ProjectObject) } } }, async (req, reply) =>
+  app.get('/v1/projects', { config: { action: 'project.list' }, schema: { querystring: ListProjectsQuery, response: { 200: ListOf(ProjectObject) } } }, async (req, reply) =>
     sendList(reply, await listProjects(req.ctx, req.query), '/v1/projects', presentProject),
   );
 
-  app.get('/v1/projects/:project_id', { schema: { params: ProjectIdParams, response: { 200: ProjectObject } } }, async (req) =>
+  app.get('/v1/projects/:project_id', { config: { action: 'project.read' }, schema: { params: ProjectIdParams, response: { 200: ProjectObject } } }, async (req) =>
     presentProject(await getProject(req.ctx, req.params.project_id)),
   );
 
-  app.post('/v1/projects/:project_id/archive', { schema: { params: ProjectIdParams, response: { 200: ProjectObject } } }, async (req) =>
+  app.post('/v1/projects/:project_id/archive', { config: { action: 'project.archive' }, schema: { params: ProjectIdParams, response: { 200: ProjectObject } } }, async (req) =>
     presentProject(await archiveProject(app.ports.projects, req.ctx, req.params.project_id)),
   );
 };

@@ -112,9 +112,8 @@ export const ragRoutes: FastifyPluginAsyncTypebox = async (app) => {
   // Scoped to this plugin: only the upload route reads multipart bodies.
   await acceptUploads(app);
 
-  app.post(
-    '/v1/rag/documents',
-    { ...documentUpload, schema: { ...documentUpload.schema, response: { 200: RagDocumentBody } } },
+  app.post('/v1/rag/documents',
+    { ...documentUpload, config: { ...documentUpload.config, action: 'rag_document.create' }, schema: { ...documentUpload.schema, response: { 200: RagDocumentBody } } },
     async (req, reply) => {
       if (!req.isMultipart()) return presentDocument(await uploadDocumentJson(app.ports.rag, req.ctx, req.body));
       const upload = await readUpload(req, reply, UploadFields);
@@ -134,29 +133,29 @@ export const ragRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
   );
 
-  app.get('/v1/rag/documents', { schema: { querystring: ListDocumentsQuery, response: { 200: ListOf(RagDocumentBody) } } }, async (req, reply) =>
+  app.get('/v1/rag/documents', { config: { action: 'rag_document.list' }, schema: { querystring: ListDocumentsQuery, response: { 200: ListOf(RagDocumentBody) } } }, async (req, reply) =>
     sendList(reply, await listDocuments(req.ctx, req.query), '/v1/rag/documents', presentDocument),
   );
 
-  app.get('/v1/rag/documents/:document_id', { schema: { params: DocumentIdParams, response: { 200: RagDocumentBody } } }, async (req) =>
+  app.get('/v1/rag/documents/:document_id', { config: { action: 'rag_document.read' }, schema: { params: DocumentIdParams, response: { 200: RagDocumentBody } } }, async (req) =>
     presentDocument(await getDocument(req.ctx, req.params.document_id)),
   );
 
-  app.delete('/v1/rag/documents/:document_id', { schema: { params: DocumentIdParams, response: { 200: DeletedRagDocument } } }, async (req) => ({
+  app.delete('/v1/rag/documents/:document_id', { config: { action: 'rag_document.delete' }, schema: { params: DocumentIdParams, response: { 200: DeletedRagDocument } } }, async (req) => ({
     ...presentDocument(await deleteDocument(req.ctx, req.params.document_id)),
     deleted: true,
   }));
 
-  app.post('/v1/rag/query', { schema: { body: RagQuery, response: { 200: ListOf(RagChunk) } } }, async (req, reply) => {
+  app.post('/v1/rag/query', { config: { action: 'rag.query' }, schema: { body: RagQuery, response: { 200: ListOf(RagChunk) } } }, async (req, reply) => {
     const chunks = await queryChunks(app.ports.rag, req.ctx, req.body);
     return sendList(reply, { data: chunks, hasMore: false, limit: chunks.length }, '/v1/rag/query', presentChunk);
   });
 
-  app.put('/v1/projects/:project_id/rag', { schema: { params: ProjectIdParams, body: SetRagSettings, response: { 200: RagSettings } } }, async (req) =>
+  app.put('/v1/projects/:project_id/rag', { config: { action: 'rag_settings.update' }, schema: { params: ProjectIdParams, body: SetRagSettings, response: { 200: RagSettings } } }, async (req) =>
     presentRagSettings(await setRagSettings(app.ports.rag, req.ctx, req.params.project_id, req.body)),
   );
 
-  app.get('/v1/projects/:project_id/rag', { schema: { params: ProjectIdParams, response: { 200: RagSettings } } }, async (req) =>
+  app.get('/v1/projects/:project_id/rag', { config: { action: 'rag_settings.read' }, schema: { params: ProjectIdParams, response: { 200: RagSettings } } }, async (req) =>
     presentRagSettings(await getRagSettings(req.ctx, req.params.project_id)),
   );
 };

@@ -33,11 +33,11 @@ export const RateLimitsObject = Type.Object(
 );
 
 export const rateLimitsRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  app.put('/v1/projects/:project_id/rate-limits', { schema: { params: ProjectIdParams, body: UpdateRateLimits, response: { 200: RateLimitsObject } } }, async (req) =>
+  app.put('/v1/projects/:project_id/rate-limits', { config: { action: 'rate_limits.update' }, schema: { params: ProjectIdParams, body: UpdateRateLimits, response: { 200: RateLimitsObject } } }, async (req) =>
     presentRateLimits(await updateRateLimits(app.ports.rateLimits, req.ctx, req.params.project_id, req.body)),
   );
 
-  app.get('/v1/projects/:project_id/rate-limits', { schema: { params: ProjectIdParams, response: { 200: RateLimitsObject } } }, async (req) =>
+  app.get('/v1/projects/:project_id/rate-limits', { config: { action: 'rate_limits.read' }, schema: { params: ProjectIdParams, response: { 200: RateLimitsObject } } }, async (req) =>
     presentRateLimits(await getRateLimits(req.ctx, req.params.project_id)),
   );
 };

@@ -197,9 +197,8 @@ function responseEvents(req: FastifyRequest, body: ResponsesRequest): StreamForm
 const float32Base64 = (v: number[]) => Buffer.from(new Float32Array(v).buffer).toString('base64');
 
 export const responsesRoutes: FastifyPluginAsync = async (app) => {
-  app.post<{ Body: ResponsesRequest }>(
-    '/v1/responses',
-    { schema: { body: ResponsesRequest, querystring: ProjectQuery, response: { 200: ResponseObject } }, validatorCompiler: typeboxValidator },
+  app.post<{ Body: ResponsesRequest }>('/v1/responses',
+    { config: { action: 'inference.create' }, schema: { body: ResponsesRequest, querystring: ProjectQuery, response: { 200: ResponseObject } }, validatorCompiler: typeboxValidator },
     async (req, reply) => {
       const input = chatRequestOfResponse(req.body, await priorConversation({ ...app.ports.privacy, projectReader: app.ports.inference.projects }, req.ctx, req.body));
       if (req.body.stream === true) {
@@ -216,9 +215,8 @@ export const responsesRoutes: FastifyPluginAsync = async (app) => {
     },
   );
 
-  app.post<{ Body: EmbeddingsRequest }>(
-    '/v1/embeddings',
-    { schema: { body: EmbeddingsRequest, querystring: ProjectQuery, response: { 200: Embeddings } }, validatorCompiler: typeboxValidator },
+  app.post<{ Body: EmbeddingsRequest }>('/v1/embeddings',
+    { config: { action: 'inference.create' }, schema: { body: EmbeddingsRequest, querystring: ProjectQuery, response: { 200: Embeddings } }, validatorCompiler: typeboxValidator },
     async (req) => {
       const { result, vectors } = await createEmbeddings(app.ports.inference, req.ctx, ticketOf(req), req.body);
       const base64 = req.body.encoding_format === 'base64';

@@ -160,29 +160,29 @@ const draftRoutes = (kind: DraftKind) => (kind === 'assessment' ? 'assessments' 
 
 /** CONTRACT §16, Risk: cases, evidence, model-drafted assessments and reports (reports approved by dual control). */
 export const riskRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  app.post('/v1/risk/cases', { schema: { body: CreateRiskCase, response: { 200: RiskCaseBody } } }, async (req) => presentRiskCase(await createRiskCase(req.ctx, req.body)));
-  app.get('/v1/risk/cases', { schema: { querystring: ListRiskCasesQuery, response: { 200: ListOf(RiskCaseBody) } } }, async (req, reply) =>
+  app.post('/v1/risk/cases', { config: { action: 'risk_case.create' }, schema: { body: CreateRiskCase, response: { 200: RiskCaseBody } } }, async (req) => presentRiskCase(await createRiskCase(req.ctx, req.body)));
+  app.get('/v1/risk/cases', { config: { action: 'risk_case.list' }, schema: { querystring: ListRiskCasesQuery, response: { 200: ListOf(RiskCaseBody) } } }, async (req, reply) =>
     sendList(reply, await listRiskCases(req.ctx, req.query), '/v1/risk/cases', presentRiskCase),
   );
-  app.get('/v1/risk/cases/:case_id', { schema: { params: CaseIdParams, response: { 200: RiskCaseBody } } }, async (req) => presentRiskCase(await getRiskCase(req.ctx, req.params.case_id)));
-  app.patch('/v1/risk/cases/:case_id', { schema: { params: CaseIdParams, body: UpdateRiskCase, response: { 200: RiskCaseBody } } }, async (req) =>
+  app.get('/v1/risk/cases/:case_id', { config: { action: 'risk_case.read' }, schema: { params: CaseIdParams, response: { 200: RiskCaseBody } } }, async (req) => presentRiskCase(await getRiskCase(req.ctx, req.params.case_id)));
+  app.patch('/v1/risk/cases/:case_id', { config: { action: 'risk_case.update' }, schema: { params: CaseIdParams, body: UpdateRiskCase, response: { 200: RiskCaseBody } } }, async (req) =>
     presentRiskCase(await updateRiskCase(req.ctx, req.params.case_id, req.body)),
   );
-  app.post('/v1/risk/cases/:case_id/close', { schema: { params: CaseIdParams, body: CloseRiskCase, response: { 200: RiskCaseBody } } }, async (req) =>
+  app.post('/v1/risk/cases/:case_id/close', { config: { action: 'risk_case.close' }, schema: { params: CaseIdParams, body: CloseRiskCase, response: { 200: RiskCaseBody } } }, async (req) =>
     presentRiskCase(await closeRiskCase(req.ctx, req.params.case_id, req.body)),
   );
 
-  app.post('/v1/risk/cases/:case_id/evidence', { schema: { params: CaseIdParams, body: CreateEvidence, response: { 200: RiskEvidenceBody } } }, async (req) =>
+  app.post('/v1/risk/cases/:case_id/evidence', { config: { action: 'risk_evidence.create' }, schema: { params: CaseIdParams, body: CreateEvidence, response: { 200: RiskEvidenceBody } } }, async (req) =>
     presentRiskEvidence(await addRiskEvidence(req.ctx, req.params.case_id, req.body)),
   );
-  app.get('/v1/risk/cases/:case_id/evidence', { schema: { params: CaseIdParams, querystring: ListEvidenceQuery, response: { 200: ListOf(RiskEvidenceBody) } } }, async (req, reply) =>
+  app.get('/v1/risk/cases/:case_id/evidence', { config: { action: 'risk_evidence.list' }, schema: { params: CaseIdParams, querystring: ListEvidenceQuery, response: { 200: ListOf(RiskEvidenceBody) } } }, async (req, reply) =>
     sendList(reply, await listRiskEvidence(req.ctx, req.params.case_id, req.query), `/v1/risk/cases/${req.params.case_id}/evidence`, presentRiskEvidence),
   );
-  app.get('/v1/risk/evidence/:evidence_id', { schema: { params: EvidenceIdParams, response: { 200: RiskEvidenceBody } } }, async (req) =>
+  app.get('/v1/risk/evidence/:evidence_id', { config: { action: 'risk_evidence.read' }, schema: { params: EvidenceIdParams, response: { 200: RiskEvidenceBody } } }, async (req) =>
     presentRiskEvidence(await getRiskEvidence(req.ctx, req.params.evidence_id)),
   );
   // The bytes as uploaded; X-Svc-Evidence-Sha256 is the hash fixed at upload. Served as a download, never rendered.
-  app.get('/v1/risk/evidence/:evidence_id/content', { schema: { params: EvidenceIdParams } }, async (req, reply) => {
+  app.get('/v1/risk/evidence/:evidence_id/content', { config: { action: 'risk_evidence.read' }, schema: { params: EvidenceIdParams } }, async (req, reply) => {
     const { evidence, content } = await getRiskEvidenceContent(req.ctx, req.params.evidence_id);
     return reply
       .header('content-type', evidence.contentType)
@@ -191,7 +191,7 @@ export const riskRoutes: FastifyPluginAsyncTypebox = async (app) => {
       .header('x-svc-evidence-sha256', evidence.sha256)
       .send(content);
   });
-  app.patch('/v1/risk/evidence/:evidence_id', { schema: { params: EvidenceIdParams, body: UpdateEvidence, response: { 200: RiskEvidenceBody } } }, async (req) =>
+  app.patch('/v1/risk/evidence/:evidence_id', { config: { action: 'risk_evidence.update' }, schema: { params: EvidenceIdParams, body: UpdateEvidence, response: { 200: RiskEvidenceBody } } }, async (req) =>
     presentRiskEvidence(await updateRiskEvidence(req.ctx, req.params.evidence_id, req.body)),
   );
 
@@ -200,19 +200,19 @@ export const riskRoutes: FastifyPluginAsyncTypebox = async (app) => {
     const Params = kind === 'assessment' ? AssessmentIdParams : ReportIdParams;
     const param = kind === 'assessment' ? 'assessment_id' : 'report_id';
     const Draft = kind === 'assessment' ? RiskAssessment : RiskReport;
-    app.post(`/v1/risk/cases/:case_id/${plural}`, { schema: { params: CaseIdParams, body: DraftRequest, response: { 200: Draft } } }, async (req) =>
+    app.post(`/v1/risk/cases/:case_id/${plural}`, { config: { action: `risk_${kind}.create` }, schema: { params: CaseIdParams, body: DraftRequest, response: { 200: Draft } } }, async (req) =>
       presentRiskDraft(await requestRiskDraft(req.ctx, kind, req.params.case_id, req.body ?? {})),
     );
-    app.get(`/v1/risk/${plural}`, { schema: { querystring: ListDraftsQuery, response: { 200: ListOf(Draft) } } }, async (req, reply) =>
+    app.get(`/v1/risk/${plural}`, { config: { action: `risk_${kind}.list` }, schema: { querystring: ListDraftsQuery, response: { 200: ListOf(Draft) } } }, async (req, reply) =>
       sendList(reply, await listRiskDrafts(req.ctx, kind, req.query), `/v1/risk/${plural}`, presentRiskDraft),
     );
-    app.get(`/v1/risk/${plural}/:${param}`, { schema: { params: Params, response: { 200: Draft } } }, async (req) =>
+    app.get(`/v1/risk/${plural}/:${param}`, { config: { action: `risk_${kind}.read` }, schema: { params: Params, response: { 200: Draft } } }, async (req) =>
       presentRiskDraft(await getRiskDraft(req.ctx, kind, (req.params as Record<string, string>)[param]!)),
     );
   }
 
   // Always answered 403 dual_control_required with the approval another key decides (POST /v1/approvals/{id}/approve).
-  app.post('/v1/risk/reports/:report_id/approve', { schema: { params: ReportIdParams, body: ProjectOnly, response: { 200: RiskReport } } }, async (req) =>
+  app.post('/v1/risk/reports/:report_id/approve', { config: { action: 'risk_report.approve' }, schema: { params: ReportIdParams, body: ProjectOnly, response: { 200: RiskReport } } }, async (req) =>
     presentRiskDraft(await approveRiskReport(req.ctx, req.params.report_id, req.body ?? {})) as Static<typeof RiskReport>,
   );
 };

@@ -67,15 +67,15 @@ const DeletedRoutingPolicy = Type.Object(
 );
 
 export const routingRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  app.post('/v1/routing/policies', { schema: { body: CreateRoutingPolicy, response: { 200: RoutingPolicyObject } } }, async (req) =>
+  app.post('/v1/routing/policies', { config: { action: 'routing_policy.create' }, schema: { body: CreateRoutingPolicy, response: { 200: RoutingPolicyObject } } }, async (req) =>
     presentRoutingPolicy(await createRoutingPolicy(app.ports.routing, req.ctx, req.body)),
   );
 
-  app.get('/v1/routing/policies', { schema: { querystring: ListRoutingPoliciesQuery, response: { 200: ListOf(RoutingPolicyObject) } } }, async (req, reply) =>
+  app.get('/v1/routing/policies', { config: { action: 'routing_policy.read' }, schema: { querystring: ListRoutingPoliciesQuery, response: { 200: ListOf(RoutingPolicyObject) } } }, async (req, reply) =>
     sendList(reply, await listRoutingPolicies(req.ctx, req.query), '/v1/routing/policies', presentRoutingPolicy),
   );
 
-  app.get('/v1/routing/policies/:policy_id', { schema: { params: PolicyIdParams, response: { 200: RoutingPolicyObject } } }, async (req) =>
+  app.get('/v1/routing/policies/:policy_id', { config: { action: 'routing_policy.read' }, schema: { params: PolicyIdParams, response: { 200: RoutingPolicyObject } } }, async (req) =>
     presentRoutingPolicy(await getRoutingPolicy(req.ctx, req.params.policy_id)),
   );
 
@@ -84,12 +84,13 @@ export const routingRoutes: FastifyPluginAsyncTypebox = async (app) => {
     app.route({
       method,
       url: '/v1/routing/policies/:policy_id',
+      config: { action: 'routing_policy.update' },
       schema: { params: PolicyIdParams, body: UpdateRoutingPolicy, response: { 200: RoutingPolicyObject } },
       handler: async (req) => presentRoutingPolicy(await updateRoutingPolicy(app.ports.routing, req.ctx, req.params.policy_id, req.body)),
     });
   }
 
-  app.delete('/v1/routing/policies/:policy_id', { schema: { params: PolicyIdParams, response: { 200: DeletedRoutingPolicy } } }, async (req) => {
+  app.delete('/v1/routing/policies/:policy_id', { config: { action: 'routing_policy.delete' }, schema: { params: PolicyIdParams, response: { 200: DeletedRoutingPolicy } } }, async (req) => {
     const policy = await deleteRoutingPolicy(app.ports.routing, req.ctx, req.params.policy_id);
     return { id: policy.id, object: 'svc.routing_policy' as const, policy_id: policy.id, deleted: true };
   });

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify';
+import { publicRoutes } from '../route-actions.ts';
 import { SCIM_BASE, sendScimError } from './scim/responses.ts';
 
 const PATHS: [method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', path: string][] = [
@@ -20,6 +21,8 @@ const PATHS: [method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', path: string]
  * SCIM 404, and scimmy is not even loaded (it is a start-up cost only deployments using SCIM pay).
  */
 export const scimRoutes: FastifyPluginAsync = async (app) => {
+  // SCIM checks its own bearer token (SVC_SCIM_TOKEN), not a project key.
+  publicRoutes(app);
   const tokenHash = app.deps.config.operators.scimTokenHash;
   if (tokenHash !== null) {
     const { registerScim } = await import('./scim/scimmy.ts');

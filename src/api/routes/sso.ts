@@ -40,7 +40,7 @@ export const ssoRoutes: FastifyPluginAsync = async (app) => {
   });
 
   /** Which sign-in methods the console offers (the page's sign-in buttons). */
-  app.get('/auth/methods', async (req) => {
+  app.get('/auth/methods', { config: { action: 'public' } }, async (req) => {
     await assertConsoleAddress(ports, facts(req), 'methods');
     return {
       object: 'svc.sign_in_methods',
@@ -64,7 +64,7 @@ export const ssoRoutes: FastifyPluginAsync = async (app) => {
     }
   };
 
-  app.get('/auth/oidc/start', async (req, reply) => {
+  app.get('/auth/oidc/start', { config: { action: 'public' } }, async (req, reply) => {
     if (!oidc) throw new SvcError('not_found', { message: 'OpenID Connect sign-in is not configured (SVC_OIDC_ISSUER).' });
     await assertConsoleAddress(ports, facts(req), 'oidc_start');
     const { url, pending } = await oidc.start(app.deps.clock.now());
@@ -78,7 +78,7 @@ export const ssoRoutes: FastifyPluginAsync = async (app) => {
     return reply.code(302).header('Location', url).send();
   });
 
-  app.get('/auth/oidc/callback', async (req, reply) => {
+  app.get('/auth/oidc/callback', { config: { action: 'public' } }, async (req, reply) => {
     if (!oidc) throw new SvcError('not_found', { message: 'OpenID Connect sign-in is not configured (SVC_OIDC_ISSUER).' });
     reply.header('Set-Cookie', serialize(OIDC_COOKIE, '', { httpOnly: true, secure: settings.secureCookie, sameSite: 'lax', path: '/auth/oidc', maxAge: 0 }));
     const sealed = parseCookies(req.headers.cookie ?? '')[OIDC_COOKIE];
@@ -107,13 +107,13 @@ export const ssoRoutes: FastifyPluginAsync = async (app) => {
     return finishSignIn(req, reply, 'oidc', userName);
   });
 
-  app.get('/auth/saml/login', async (req, reply) => {
+  app.get('/auth/saml/login', { config: { action: 'public' } }, async (req, reply) => {
     if (!saml) throw new SvcError('not_found', { message: 'SAML sign-in is not configured (SVC_SAML_ENTRY_POINT).' });
     await assertConsoleAddress(ports, facts(req), 'saml_login');
     return reply.code(302).header('Location', await saml.authorizeUrl(new URL(base).host)).send();
   });
 
-  app.post<{ Body: { SAMLResponse?: unknown } }>('/auth/saml/acs', async (req, reply) => {
+  app.post<{ Body: { SAMLResponse?: unknown } }>('/auth/saml/acs', { config: { action: 'public' } }, async (req, reply) => {
     if (!saml) throw new SvcError('not_found', { message: 'SAML sign-in is not configured (SVC_SAML_ENTRY_POINT).' });
     const response = req.body?.SAMLResponse;
     let userName: string;
@@ -128,13 +128,13 @@ export const ssoRoutes: FastifyPluginAsync = async (app) => {
     return finishSignIn(req, reply, 'saml', userName);
   });
 
-  app.get('/auth/saml/metadata', async (_req, reply) => {
+  app.get('/auth/saml/metadata', { config: { action: 'public' } }, async (_req, reply) => {
     if (!saml) throw new SvcError('not_found', { message: 'SAML sign-in is not configured (SVC_SAML_ENTRY_POINT).' });
     return reply.type('application/samlmetadata+xml').send(saml.metadata());
   });
 
   /** The signed-in operator, its projects and the CSRF token the console sends back on every call. */
-  app.get('/auth/session', async (req) => {
+  app.get('/auth/session', { config: { action: 'public' } }, async (req) => {
     const token = sessionTokenOf(req);
     if (!token) throw new SvcError('invalid_api_key', { message: 'No console session: sign in.' });
     const caller = await sessionCallerOf(req, token, 'skip');
@@ -151,7 +151,7 @@ export const ssoRoutes: FastifyPluginAsync = async (app) => {
     };
   });
 
-  app.post('/auth/sign-out', async (req, reply) => {
+  app.post('/auth/sign-out', { config: { action: 'public' } }, async (req, reply) => {
     const token = sessionTokenOf(req);
     if (!token) throw new SvcError('invalid_api_key', { message: 'No console session: sign in.' });
     const caller = await sessionCallerOf(req, token);

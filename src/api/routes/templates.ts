@@ -96,23 +96,23 @@ const TemplateRender = Type.Object(
 const ProjectQuery = Type.Object({ project_id: ProjectIdFilter }, { additionalProperties: false });
 
 export const templatesRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  app.post('/v1/templates', { schema: { body: CreateTemplate, response: { 200: Template } } }, async (req) =>
+  app.post('/v1/templates', { config: { action: 'template.create' }, schema: { body: CreateTemplate, response: { 200: Template } } }, async (req) =>
     presentTemplate(await createTemplate(app.ports.templates, req.ctx, req.body)),
   );
 
-  app.get('/v1/templates', { schema: { querystring: ListTemplatesQuery, response: { 200: ListOf(Template) } } }, async (req, reply) =>
+  app.get('/v1/templates', { config: { action: 'template.list' }, schema: { querystring: ListTemplatesQuery, response: { 200: ListOf(Template) } } }, async (req, reply) =>
     sendList(reply, await listTemplates(req.ctx, req.query), '/v1/templates', presentTemplate),
   );
 
-  app.get('/v1/templates/:template_id', { schema: { params: TemplateIdParams, querystring: ProjectQuery, response: { 200: Template } } }, async (req) =>
+  app.get('/v1/templates/:template_id', { config: { action: 'template.read' }, schema: { params: TemplateIdParams, querystring: ProjectQuery, response: { 200: Template } } }, async (req) =>
     presentTemplate(await getTemplate(req.ctx, req.params.template_id, req.query.project_id)),
   );
 
-  app.post('/v1/templates/:template_id/versions', { schema: { params: TemplateIdParams, body: PublishTemplateVersion, response: { 200: TemplateVersionBody } } }, async (req) =>
+  app.post('/v1/templates/:template_id/versions', { config: { action: 'template.publish' }, schema: { params: TemplateIdParams, body: PublishTemplateVersion, response: { 200: TemplateVersionBody } } }, async (req) =>
     presentTemplateVersion(await publishTemplateVersion(app.ports.templates, req.ctx, req.params.template_id, req.body)),
   );
 
-  app.get('/v1/templates/:template_id/versions', { schema: { params: TemplateIdParams, querystring: ListVersionsQuery, response: { 200: ListOf(TemplateVersionBody) } } }, async (req, reply) =>
+  app.get('/v1/templates/:template_id/versions', { config: { action: 'template.read' }, schema: { params: TemplateIdParams, querystring: ListVersionsQuery, response: { 200: ListOf(TemplateVersionBody) } } }, async (req, reply) =>
     sendList(
       reply,
       await listTemplateVersions(req.ctx, req.params.template_id, req.query),
@@ -121,11 +121,11 @@ export const templatesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     ),
   );
 
-  app.get('/v1/templates/:template_id/versions/:version', { schema: { params: TemplateVersionParams, querystring: ProjectQuery, response: { 200: TemplateVersionBody } } }, async (req) =>
+  app.get('/v1/templates/:template_id/versions/:version', { config: { action: 'template.read' }, schema: { params: TemplateVersionParams, querystring: ProjectQuery, response: { 200: TemplateVersionBody } } }, async (req) =>
     presentTemplateVersion(await getTemplateVersion(req.ctx, req.params.template_id, req.params.version, req.query.project_id)),
   );
 
-  app.post('/v1/templates/:template_id/render', { schema: { params: TemplateIdParams, body: RenderTemplate, response: { 200: TemplateRender } } }, async (req) => {
+  app.post('/v1/templates/:template_id/render', { config: { action: 'template.render' }, schema: { params: TemplateIdParams, body: RenderTemplate, response: { 200: TemplateRender } } }, async (req) => {
     const r = await renderTemplate(req.ctx, req.params.template_id, req.body ?? {});
     return { object: 'svc.template_render' as const, template_id: r.templateId, version: r.version, messages: r.messages };
   });

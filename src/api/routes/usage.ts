@@ -81,7 +81,7 @@ export const UsageDayObject = Type.Object(
 );
 
 export const usageRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  app.get('/v1/usage', { schema: { querystring: UsageQuery, response: { 200: ListOf(Type.Union([UsageRecordObject, UsageDayObject])) } } }, async (req, reply) => {
+  app.get('/v1/usage', { config: { action: 'usage.read' }, schema: { querystring: UsageQuery, response: { 200: ListOf(Type.Union([UsageRecordObject, UsageDayObject])) } } }, async (req, reply) => {
     const usage = await listUsage(app.ports.usage, req.ctx, req.query);
     if (usage.granularity === 'request') return sendList(reply, usage.page, '/v1/usage', presentUsageRecord);
     return sendList(reply, { data: usage.days, hasMore: false, limit: MAX_DAYS }, '/v1/usage', presentUsageDay);

@@ -102,26 +102,25 @@ export const EventObject = Type.Object(
 );
 
 export const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  app.post('/v1/webhooks', { schema: { body: CreateWebhook, response: { 200: WebhookObject } } }, async (req) => {
+  app.post('/v1/webhooks', { config: { action: 'webhook.create' }, schema: { body: CreateWebhook, response: { 200: WebhookObject } } }, async (req) => {
     const webhook = await createWebhook(app.ports.webhooks, req.ctx, req.body);
     return presentWebhook(webhook, webhook.secret);
   });
 
-  app.get('/v1/webhooks', { schema: { querystring: ListWebhooksQuery, response: { 200: ListOf(WebhookObject) } } }, async (req, reply) =>
+  app.get('/v1/webhooks', { config: { action: 'webhook.list' }, schema: { querystring: ListWebhooksQuery, response: { 200: ListOf(WebhookObject) } } }, async (req, reply) =>
     sendList(reply, await listWebhooks(req.ctx, req.query), '/v1/webhooks', (w) => presentWebhook(w)),
   );
 
-  app.get('/v1/webhooks/:webhook_id', { schema: { params: WebhookIdParams, response: { 200: WebhookObject } } }, async (req) =>
+  app.get('/v1/webhooks/:webhook_id', { config: { action: 'webhook.read' }, schema: { params: WebhookIdParams, response: { 200: WebhookObject } } }, async (req) =>
     presentWebhook(await getWebhook(req.ctx, req.params.webhook_id)),
   );
 
-  app.post('/v1/webhooks/:webhook_id/disable', { schema: { params: WebhookIdParams, response: { 200: WebhookObject } } }, async (req) =>
+  app.post('/v1/webhooks/:webhook_id/disable', { config: { action: 'webhook.disable' }, schema: { params: WebhookIdParams, response: { 200: WebhookObject } } }, async (req) =>
     presentWebhook(await disableWebhook(req.ctx, req.params.webhook_id)),
   );
 
-  app.get(
-    '/v1/webhooks/:webhook_id/deliveries',
-    { schema: { params: WebhookIdParams, querystring: ListDeliveriesQuery, response: { 200: ListOf(DeliveryObject) } } },
+  app.get('/v1/webhooks/:webhook_id/deliveries',
+    { config: { action: 'webhook.delivery.list' }, schema: { params: WebhookIdParams, querystring: ListDeliveriesQuery, response: { 200: ListOf(DeliveryObject) } } },
     async (req, reply) =>
       sendList(
         reply,
@@ -131,12 +130,12 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
       ),
   );
 
-  app.post('/v1/webhooks/:webhook_id/deliveries/:delivery_id/replay', { schema: { params: DeliveryParams, response: { 200: DeliveryObject } } }, async (req) =>
+  app.post('/v1/webhooks/:webhook_id/deliveries/:delivery_id/replay', { config: { action: 'webhook.delivery.replay' }, schema: { params: DeliveryParams, response: { 200: DeliveryObject } } }, async (req) =>
     presentDelivery(await replayDelivery(req.ctx, req.params.webhook_id, req.params.delivery_id)),
   );
 
   // A webhook.test event to this webhook only (domain/webhooks/service.ts sendTestEvent): answers the event sent.
-  app.post('/v1/webhooks/:webhook_id/test', { schema: { params: WebhookIdParams, response: { 200: EventObject } } }, async (req) =>
+  app.post('/v1/webhooks/:webhook_id/test', { config: { action: 'webhook.test' }, schema: { params: WebhookIdParams, response: { 200: EventObject } } }, async (req) =>
     presentEvent((await sendTestEvent(req.ctx, req.params.webhook_id)).event),
   );
 };
