@@ -1,6 +1,16 @@
 import type { FastifyRequest } from 'fastify';
 import { ERRORS, type ErrorCode } from '../errors/codes.ts';
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /**
+     * A protocol's own error shape for its routes (Anthropic's `{type: "error", error}`, Google's `{error: {code,
+     * message, status}}`): given the spec's error object and the HTTP status, what the route answers instead.
+     */
+    errorShape?: (body: ErrorBody, status: number) => unknown;
+  }
+}
+
 export interface ErrorBody {
   error: {
     type: 'svc.error';
@@ -29,4 +39,10 @@ export function errorObject(code: ErrorCode, message: string, requestId: string,
 /** The error object of a request fastify has read. */
 export function errorBody(req: FastifyRequest, code: ErrorCode, message: string = ERRORS[code].message, param: string | null = null, details: Record<string, string> = {}): ErrorBody {
   return errorObject(code, message, req.id, docsBase(req), param, details);
+}
+
+/** What a route answers for an error: the spec's error object, or its protocol's shape of it (errorShape). */
+export function routeErrorBody(req: FastifyRequest, status: number, body: ErrorBody): unknown {
+  const shape = req.routeOptions?.config?.errorShape;
+  return shape ? shape(body, status) : body;
 }

@@ -4,7 +4,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { newId } from '../db/ids.ts';
 import { ERRORS, type ErrorCode } from '../errors/codes.ts';
 import { SvcError } from '../errors/svc-error.ts';
-import { errorBody, errorObject } from './error-body.ts';
+import { errorBody, errorObject, routeErrorBody } from './error-body.ts';
 import { isNulCharacterError } from '../db/client.ts';
 
 interface AjvError {
@@ -36,7 +36,7 @@ function validationMessage(err: AjvError, param: string | null, context: string 
 
 function send(reply: FastifyReply, status: number, code: ErrorCode, message: string, param: string | null, headers: Record<string, string> = {}, details: Record<string, string> = {}) {
   reply.headers(headers);
-  return reply.code(status).type('application/json; charset=utf-8').send(errorBody(reply.request, code, message, param, details));
+  return reply.code(status).type('application/json; charset=utf-8').send(routeErrorBody(reply.request, status, errorBody(reply.request, code, message, param, details)));
 }
 
 /**

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { RateLimitTicket } from '../../limits/requests.ts';
 import { accessOfRequest } from '../route-actions.ts';
 import { SvcError } from '../../errors/svc-error.ts';
-import { errorBody } from '../error-body.ts';
+import { errorBody, routeErrorBody } from '../error-body.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -79,7 +79,7 @@ async function takeLate(req: FastifyRequest, reply: FastifyReply, ticket: RateLi
     if (!(err instanceof SvcError)) throw err;
     reply.removeHeader('Idempotent-Replayed');
     reply.code(err.http).headers(err.headers ?? {}).type('application/json; charset=utf-8');
-    payload = JSON.stringify(errorBody(req, err.code, err.message, err.param));
+    payload = JSON.stringify(routeErrorBody(req, err.http, errorBody(req, err.code, err.message, err.param)));
   }
   setStateHeaders(reply, ticket);
   return payload;
