@@ -12,6 +12,11 @@ declare module 'fastify' {
     action?: RouteAction;
     /** A route public for some requests only (GraphiQL's page on a browser's GET /graphql: graphql/yoga.ts). */
     publicWhen?: (req: FastifyRequest) => boolean;
+    /**
+     * Where a protocol's clients send the key when not as `Authorization: Bearer` (Anthropic's `x-api-key`, Google's
+     * `x-goog-api-key` or `?key=`): returns it as an Authorization header value, or undefined to read Authorization.
+     */
+    credential?: (req: FastifyRequest) => string | undefined;
   }
   interface FastifyInstance {
     /** Every route's action by `METHOD url`, as the routes declared them: what the OpenAPI document and tests read. */

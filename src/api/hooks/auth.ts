@@ -21,7 +21,7 @@ export function identifyCaller(app: FastifyInstance, afterAuthentication?: After
   return async (req: FastifyRequest, reply: FastifyReply): Promise<Caller> => {
     // A console session's cookie (issue 22) when no Authorization header is sent; otherwise the key, as always.
     const sessionToken = sessionTokenOf(req);
-    const caller = sessionToken ? await sessionCallerOf(req, sessionToken) : await authenticate(app.ports.auth, req.headers.authorization);
+    const caller = sessionToken ? await sessionCallerOf(req, sessionToken) : await authenticate(app.ports.auth, req.routeOptions.config?.credential?.(req) ?? req.headers.authorization);
     const headerProject = req.headers['x-svc-project'];
     req.ctx = makeCtx(app.deps, {
       requestId: req.id,
