@@ -15,7 +15,9 @@ import { healthRoutes } from './routes/health.ts';
 import { keysRoutes } from './routes/keys.ts';
 import { inferenceRoutes } from './routes/inference.ts';
 import { responsesRoutes } from './routes/responses.ts';
+import { geminiRoutes } from './routes/gemini.ts';
 import { openaiRoutes } from './routes/openai.ts';
+import { anthropicRoutes } from './routes/anthropic.ts';
 import { routingRoutes } from './routes/routing.ts';
 import { usageRoutes } from './routes/usage.ts';
 import { webhooksRoutes } from './routes/webhooks.ts';
@@ -25,6 +27,7 @@ import { graphqlRoutes } from '../graphql/yoga.ts';
 import { registerErrorHandling, registerNotFoundHandler, sendFrameworkError, writeClientError } from './error-handler.ts';
 import { registerAuth } from './hooks/auth.ts';
 import { registerIdempotency } from './hooks/idempotency.ts';
+import { registerProjectNames } from './hooks/project.ts';
 import { registerStrictInput } from './hooks/strict-input.ts';
 import { rateLimitRequest, registerRateLimitHeaders } from './hooks/rate-limit.ts';
 import { budgetsRoutes } from './routes/budgets.ts';
@@ -136,6 +139,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   const identify = registerAuth(app, deps.observability.step('svc.rate_limit', rateLimitRequest));
   registerNotFoundHandler(app, identify);
   registerRateLimitHeaders(app);
+  registerProjectNames(app);
   registerIdempotency(
     app,
     new SealedIdempotencyStore(
@@ -157,7 +161,9 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
   await app.register(webhooksRoutes);
   await app.register(inferenceRoutes);
   await app.register(openaiRoutes);
+  await app.register(anthropicRoutes);
   await app.register(responsesRoutes);
+  await app.register(geminiRoutes);
   await app.register(usageRoutes);
   await app.register(routingRoutes);
   await app.register(governanceRoutes);

@@ -37,6 +37,22 @@ export interface OperatorSession {
   ipRefused?: ReadonlySet<string>;
 }
 
+/**
+ * Where a request names a project (CONTRACT §2, §3), apart from a service's own argument (a REST path id, GraphQL's
+ * projectId): the REST query's and body's `project_id` and the X-Svc-Project header. Null: not named there.
+ */
+export interface ProjectNames {
+  readonly query: string | null;
+  readonly body: string | null;
+  readonly header: string | null;
+}
+
+/** A request that names no project (yet: the edge resolves it before validation). */
+export const NO_PROJECT_NAMES: ProjectNames = Object.freeze({ query: null, body: null, header: null });
+
+/** Names given as a header only: background work acting in one project, the console's X-Svc-Project. */
+export const headerNames = (header: string | null): ProjectNames => Object.freeze({ query: null, body: null, header });
+
 /** One per request: REST puts it on `req.ctx`, GraphQL on `{ ctx }`. */
 export interface Ctx {
   /** The database handle the request's queries go through. */
@@ -44,10 +60,11 @@ export interface Ctx {
   requestId: string;
   caller: Caller;
   ip: string | null;
-  /** The X-Svc-Project header, if sent. */
-  headerProjectId: string | null;
-  /** REST: the `project_id` of the query or body, if sent; every route takes it (CONTRACT §2, §3). */
-  namedProjectId: string | null;
+  /**
+   * The projects the request names, read once at the edge (api/hooks/project.ts) and frozen: what tenancy, idempotency
+   * and governance read. Services still check that an id belongs to the project they resolve (domain/tenancy.ts).
+   */
+  project: ProjectNames;
   /** The project the call turned out to address (for the operator's identity header); set only by tenancy.ts addressed(). */
   projectId: string | null;
   /** Set by inference on a zero-retention project (CONTRACT §12): no content of the answer may be kept. */
@@ -57,12 +74,11 @@ export interface Ctx {
 
 export function makeCtx(
   env: { db: Db; clock: Clock },
-  init: { requestId: string; caller: Caller; ip: string | null; headerProjectId: string | null },
+  init: { requestId: string; caller: Caller; ip: string | null; project: ProjectNames },
 ): Ctx {
   const { clock } = env;
   return {
     db: env.db,
-    namedProjectId: null,
     ...init,
     projectId: init.caller.projectId,
     now: () => new Date(clock.now()),

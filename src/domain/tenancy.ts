@@ -1,5 +1,5 @@
 import { SvcError, invalid } from '../errors/svc-error.ts';
-import type { Caller, Ctx } from './context.ts';
+import type { Caller, Ctx, ProjectNames } from './context.ts';
 import { PROJECT_IP_NOT_ALLOWED, refuseProjectAddress } from './operators/audit.ts';
 
 /**
@@ -19,23 +19,29 @@ export function projectIdOf(value: unknown): string | null {
   return typeof id === 'string' && id !== '' ? id : null;
 }
 
-/** REST: the `project_id` a request names in its query or body; the two naming different projects is 400. */
-export function namedProjectId(query: unknown, body: unknown): string | null {
-  const inQuery = projectIdOf(query);
-  const inBody = projectIdOf(body);
-  if (inQuery && inBody && inQuery !== inBody) {
+/**
+ * The projects a REST request names (its query's and body's `project_id`, X-Svc-Project), read once by the edge before
+ * validation (api/hooks/project.ts) and frozen into `ctx.project`. Refuses nothing: a body that is not an object
+ * names no project, and validation answers for it.
+ */
+export function readProjectNames(query: unknown, body: unknown, header: unknown): ProjectNames {
+  return Object.freeze({ query: projectIdOf(query), body: projectIdOf(body), header: typeof header === 'string' && header !== '' ? header : null });
+}
+
+/** REST, once the request is valid: the query and the body naming different projects is 400. */
+export function assertOneNamedProject(names: ProjectNames): void {
+  if (names.query && names.body && names.query !== names.body) {
     throw invalid('project_id', 'The query and the body name different projects; send project_id once.');
   }
-  return inBody ?? inQuery;
 }
 
 /** The names, in the one order: the call's own argument, the query/body project_id, the X-Svc-Project header. */
-function namesOf(requested: string | null | undefined, named: string | null, header: string | null): string[] {
-  return [requested, named, header].filter((p): p is string => typeof p === 'string' && p !== '');
+function namesOf(requested: string | null | undefined, names: ProjectNames): string[] {
+  return [requested, names.body ?? names.query, names.header].filter((p): p is string => typeof p === 'string' && p !== '');
 }
 
 function addressedProject(ctx: Ctx, requested: string | null | undefined): string | null {
-  const named = namesOf(requested, ctx.namedProjectId, ctx.headerProjectId);
+  const named = namesOf(requested, ctx.project);
   if (ctx.caller.kind === 'key' && named.some((p) => p !== ctx.caller.projectId)) throw notFound();
   if (ctx.caller.kind === 'session') assertSessionProjects(ctx.caller, named);
   if (named.some((p) => p !== named[0])) {
@@ -103,7 +109,7 @@ async function assertVisible(ctx: Ctx, projectId: string): Promise<void> {
  * missing is 400 missing_project_id. A key that names another project gets 404 (never reveal that it exists).
  */
 export async function requireProjectId(ctx: Ctx, requested: string | null | undefined): Promise<string> {
-  await assertSessionAddress(ctx, namesOf(requested, ctx.namedProjectId, ctx.headerProjectId));
+  await assertSessionAddress(ctx, namesOf(requested, ctx.project));
   const projectId = addressedProject(ctx, requested);
   if (!projectId) throw new SvcError('missing_project_id', { param: 'project_id' });
   await assertVisible(ctx, projectId);
@@ -112,7 +118,7 @@ export async function requireProjectId(ctx: Ctx, requested: string | null | unde
 
 /** The project filter of a read: a key sees only its own project; the operator all, or the one it names. */
 export async function visibleProjectId(ctx: Ctx, requested: string | null | undefined): Promise<string | undefined> {
-  await assertSessionAddress(ctx, namesOf(requested, ctx.namedProjectId, ctx.headerProjectId));
+  await assertSessionAddress(ctx, namesOf(requested, ctx.project));
   const projectId = addressedProject(ctx, requested);
   // A key naming another project was refused there: it reads its own.
   if (ctx.caller.kind === 'key') return ctx.caller.projectId!;
@@ -146,7 +152,7 @@ export function assertPathProject(ctx: Ctx, projectId: string, param = 'id'): vo
 
 /** assertPathProject, with a console session's IP-allowlist refusal audited: the one to use in an async service. */
 export async function requirePathProject(ctx: Ctx, projectId: string, param = 'id'): Promise<void> {
-  await assertSessionAddress(ctx, namesOf(projectId, ctx.namedProjectId, ctx.headerProjectId));
+  await assertSessionAddress(ctx, namesOf(projectId, ctx.project));
   assertPathProject(ctx, projectId, param);
 }
 
@@ -155,7 +161,7 @@ export async function requirePathProject(ctx: Ctx, projectId: string, param = 'i
  * refusing anything (the service refuses what is wrong, and that answer is what gets stored): a key's own project;
  * for the operator, the first project the request names, in the order above; else its key id.
  */
-export function idempotencyScope(caller: Caller, names: { requested: string | null; named: string | null; header: string | null }): string {
+export function idempotencyScope(caller: Caller, requested: string | null, names: ProjectNames): string {
   if (caller.projectId) return caller.projectId;
-  return namesOf(names.requested, names.named, names.header)[0] ?? caller.keyId;
+  return namesOf(requested, names)[0] ?? caller.keyId;
 }

@@ -1,7 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { authenticate } from '../../domain/auth/service.ts';
-import { makeCtx, type Caller } from '../../domain/context.ts';
-import { namedProjectId } from '../../domain/tenancy.ts';
+import { NO_PROJECT_NAMES, makeCtx, type Caller } from '../../domain/context.ts';
 import { SvcError } from '../../errors/svc-error.ts';
 import { accessOf, actionOf, missingScope, registerRouteActions } from '../route-actions.ts';
 import { callerMay } from '../../domain/operators/roles.ts';
@@ -22,13 +21,8 @@ export function identifyCaller(app: FastifyInstance, afterAuthentication?: After
     // A console session's cookie (issue 22) when no Authorization header is sent; otherwise the key, as always.
     const sessionToken = sessionTokenOf(req);
     const caller = sessionToken ? await sessionCallerOf(req, sessionToken) : await authenticate(app.ports.auth, req.routeOptions.config?.credential?.(req) ?? req.headers.authorization);
-    const headerProject = req.headers['x-svc-project'];
-    req.ctx = makeCtx(app.deps, {
-      requestId: req.id,
-      caller,
-      ip: req.ip ?? null,
-      headerProjectId: typeof headerProject === 'string' && headerProject !== '' ? headerProject : null,
-    });
+    // The project it names is read before validation (hooks/project.ts).
+    req.ctx = makeCtx(app.deps, { requestId: req.id, caller, ip: req.ip ?? null, project: NO_PROJECT_NAMES });
     reply.header('X-Svc-Key-Id', caller.keyId);
     reply.header('X-Svc-Project', caller.projectId ?? '');
     reply.header('X-Svc-Scopes', caller.scopes.join(' '));
@@ -55,13 +49,6 @@ export function registerAuth(app: FastifyInstance, afterAuthentication?: AfterAu
     if (caller.kind === 'session' && action !== 'authenticated' && !callerMay(caller, action)) {
       throw await refuseByRole(app.ports.operators, req.ctx, action);
     }
-  });
-
-  // CONTRACT §2/§3: any REST call may name its project as `project_id` in the query or body, id routes included; the
-  // services check it (domain/tenancy.ts) like X-Svc-Project. Read after validation: it is a string.
-  app.addHook('preHandler', (req, _reply, done) => {
-    if (req.ctx && req.url.startsWith('/v1/')) req.ctx.namedProjectId = namedProjectId(req.query, req.body);
-    done();
   });
 
   // The operator has no project of its own: its identity header names the project the call addressed.

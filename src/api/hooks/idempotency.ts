@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { IdempotencyStore } from '../../domain/idempotency/store.ts';
 import { isId } from '../../db/ids.ts';
 import { SvcError, invalid } from '../../errors/svc-error.ts';
-import { addressed, idempotencyScope, projectIdOf } from '../../domain/tenancy.ts';
+import { addressed, idempotencyScope, readProjectNames } from '../../domain/tenancy.ts';
 import { errorBody } from '../error-body.ts';
 import { graphqlProjectId } from './graphql-project.ts';
 
@@ -134,14 +134,12 @@ export function registerIdempotency(app: FastifyInstance, store: IdempotencyStor
     if (typeof key !== 'string' || key.length < 1 || key.length > 255) {
       throw invalid('Idempotency-Key', 'Idempotency-Key must be 1 to 255 characters.');
     }
-    // The tenancy resolver's order (domain/tenancy.ts), read before validation and refusing nothing: GraphQL names its
-    // project in the operation's arguments, REST in the query or body project_id (a path id is the service's to check).
+    // The tenancy resolver's order (domain/tenancy.ts), refusing nothing: the names the edge read (hooks/project.ts;
+    // a multipart form's own, read by its handler), and for GraphQL the operation's arguments (a REST path id is the
+    // service's to check).
     const graphql = req.routeOptions.url === '/graphql';
-    const scope = idempotencyScope(req.ctx.caller, {
-      requested: graphql && req.ctx.caller.kind === 'operator' ? graphqlProjectId(req.body) : null,
-      named: graphql ? null : (projectIdOf(body) ?? projectIdOf(req.query)),
-      header: req.ctx.headerProjectId,
-    });
+    const names = body === req.body ? req.ctx.project : readProjectNames(req.query, body, req.headers['x-svc-project']);
+    const scope = idempotencyScope(req.ctx.caller, graphql && req.ctx.caller.kind === 'operator' ? graphqlProjectId(req.body) : null, names);
     // Who asks is part of the request: only the caller that made the first request (the same key id; the operator for
     // the operator's) gets it replayed. Any other key of the project, whatever its scopes, gets 409: a stored response
     // can hold a secret (a created key's svc_sk_…, a webhook's whsec_…) or the operator's view of every project. The

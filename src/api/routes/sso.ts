@@ -2,7 +2,7 @@ import { parse as parseCookies, serialize } from 'cookie';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { unixSeconds } from '../../domain/context.ts';
 import { assertConsoleAddress, csrfTokenOf, refuseSignIn, signIn, signOut, type SignInMethod } from '../../domain/operators/service.ts';
-import { makeCtx } from '../../domain/context.ts';
+import { NO_PROJECT_NAMES, makeCtx } from '../../domain/context.ts';
 import { SvcError } from '../../errors/svc-error.ts';
 import { clearSessionCookie, sessionCallerOf, sessionTokenOf, setSessionCookie } from '../hooks/session.ts';
 import type { PendingOidc } from './sso/oidc.ts';
@@ -155,7 +155,7 @@ export const ssoRoutes: FastifyPluginAsync = async (app) => {
     const token = sessionTokenOf(req);
     if (!token) throw new SvcError('invalid_api_key', { message: 'No console session: sign in.' });
     const caller = await sessionCallerOf(req, token);
-    const ctx = makeCtx(app.deps, { requestId: req.id, caller, ip: req.ip ?? null, headerProjectId: null });
+    const ctx = makeCtx(app.deps, { requestId: req.id, caller, ip: req.ip ?? null, project: NO_PROJECT_NAMES });
     await signOut(ports, ctx, token);
     clearSessionCookie(req, reply);
     return { object: 'svc.operator_session', id: caller.session!.sessionId, status: 'ended' };

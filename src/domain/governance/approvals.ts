@@ -4,7 +4,7 @@ import { SvcError, invalid } from '../../errors/svc-error.ts';
 import { allows, type Action } from '../auth/actions.ts';
 import { OPERATOR_KEY_ID } from '../auth/service.ts';
 import { recordAudit, recordSystemAudit } from '../audit/service.ts';
-import type { Caller, Ctx, OperatorSession } from '../context.ts';
+import { headerNames, type Caller, type Ctx, type OperatorSession } from '../context.ts';
 import { enqueueEvent } from '../events/outbox.ts';
 import { SCOPES, type Scope } from '../keys/scopes.ts';
 import { keyStatus } from '../keys/service.ts';
@@ -218,7 +218,7 @@ export async function approveApproval(ports: DomainPorts, ctx: Ctx, approvalId: 
   try {
     const requester = await requesterOf(ctx.db, approval, now);
     // The requester's identity and project, this request's id, ip and clock.
-    const applyCtx: Ctx = { ...ctx, caller: requester, headerProjectId: approval.projectId, namedProjectId: null, projectId: requester.projectId };
+    const applyCtx: Ctx = { ...ctx, caller: requester, project: headerNames(approval.projectId), projectId: requester.projectId };
     const checked = await call.check(...argumentsOf(call, ports, applyCtx, approval.args as unknown as StoredCall));
     result = await call.apply(...leadingArguments(call, ports, applyCtx), checked, transact);
     // An apply that changed nothing (disabling a disabled webhook) opened no transaction: the decision commits alone.

@@ -67,7 +67,7 @@ function storedCallOf(call: GuardedCall, own: unknown[]): StoredCall {
 /** The project a call names before the service resolves it; null when only the service can tell (an id's owner). */
 function projectHint(ctx: Ctx, stored: StoredCall): string | null {
   const inBody = stored.body?.project_id;
-  const candidates = [ctx.caller.projectId, stored.params.project_id, typeof inBody === 'string' ? inBody : null, ctx.namedProjectId, ctx.headerProjectId];
+  const candidates = [ctx.caller.projectId, stored.params.project_id, typeof inBody === 'string' ? inBody : null, ctx.project.body ?? ctx.project.query, ctx.project.header];
   return candidates.find((p): p is string => typeof p === 'string' && p !== '') ?? null;
 }
 

@@ -3,7 +3,7 @@ import type { Db } from '../../db/client.ts';
 import { SvcError } from '../../errors/svc-error.ts';
 import type { Clock } from '../../kernel/clock.ts';
 import { RateLimitTicket, type TicketLimiter } from '../../limits/requests.ts';
-import { makeCtx, type Caller } from '../context.ts';
+import { headerNames, makeCtx, type Caller } from '../context.ts';
 import type { IdempotencyStore } from '../idempotency/store.ts';
 import type { RetainedContent } from '../privacy/stage.ts';
 import type { InferencePorts } from './ports.ts';
@@ -127,7 +127,7 @@ export async function inferOnce(ports: OncePorts, env: { db: Db; clock: Clock },
     // leaves the call to the one that took the work over.
     const requestId = await call.ledger.begin();
     if (requestId === null) return null;
-    const ctx = makeCtx({ db, clock }, { requestId, caller: call.caller, ip: null, headerProjectId: call.projectId });
+    const ctx = makeCtx({ db, clock }, { requestId, caller: call.caller, ip: null, project: headerNames(call.projectId) });
     const ticket = new RateLimitTicket(ports.limiter, clock, call.caller);
     ticket.defer();
     const started = performance.now();

@@ -28,7 +28,7 @@ async function findRecord(ctx: Ctx, id: string, projectId: string | undefined) {
  * a miss first waits for the outcomes accepted before it (read-your-writes) and looks again.
  */
 export async function getRetainedInference(ports: PrivacyPorts, ctx: Ctx, id: string): Promise<RetainedInference> {
-  const projectId = await visibleProjectId(ctx, ctx.namedProjectId);
+  const projectId = await visibleProjectId(ctx, null);
   if (!id.startsWith('inf_')) throw notFound();
   let row = await findRecord(ctx, id, projectId);
   if (!row) {

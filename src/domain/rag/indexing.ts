@@ -5,7 +5,7 @@ import type { Clock } from '../../kernel/clock.ts';
 import { keyStatus } from '../keys/service.ts';
 import { SCOPES, type Scope } from '../keys/scopes.ts';
 import { OPERATOR_KEY_ID } from '../auth/service.ts';
-import { makeCtx, type Caller } from '../context.ts';
+import { headerNames, makeCtx, type Caller } from '../context.ts';
 import { chunkText } from './chunking.ts';
 import type { RagPorts } from './ports.ts';
 import * as store from './store.ts';
@@ -73,7 +73,7 @@ export async function indexNextDocument(ports: RagPorts, db: Db, clock: Clock, o
     const vectors: (Uint8Array | null)[] = chunks.map(() => null);
     if (settings.embeddingModel && chunks.length > 0) {
       const caller = await callerOf(db, doc.createdBy, doc.projectId, now);
-      const ctx = makeCtx({ db, clock }, { requestId: newId('req', now.getTime()), caller, ip: null, headerProjectId: doc.projectId });
+      const ctx = makeCtx({ db, clock }, { requestId: newId('req', now.getTime()), caller, ip: null, project: headerNames(doc.projectId) });
       for (let i = 0; i < chunks.length; i += EMBED_BATCH) {
         const batch = chunks.slice(i, i + EMBED_BATCH);
         const out = await ports.embed(ctx, doc.projectId, settings.embeddingModel, batch.map((c) => c.text));
