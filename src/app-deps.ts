@@ -4,6 +4,7 @@ import { openDatabase, isUniqueViolation, type Database } from './db/client.ts';
 import { DataDirInUseError } from './db/data-dir-lock.ts';
 import { applyMigrations } from './db/migrations.ts';
 import type { Deps } from './deps.ts';
+import { answerJudgeCall } from './domain/evals/judge.ts';
 import type { DomainPorts } from './domain/ports.ts';
 import { systemClock, type Clock } from './kernel/clock.ts';
 import { generateSecret, hashSecret } from './domain/keys/secrets.ts';
@@ -105,6 +106,7 @@ export async function createDeps(config: Readonly<Config>, overrides: DepsOverri
     cooldownMs: config.circuitCooldownMs,
     routingTimeoutMs: config.routingTimeoutMs,
     hops: observability.hops,
+    mockScript: answerJudgeCall,
   });
   const responseCache = redis ? new RedisResponseCache(redis, config.redisPrefix) : new MemoryResponseCache(clock);
   const webhooks = createWebhookRuntime(

@@ -1,5 +1,4 @@
 import type { ProviderSpec } from './config-file.ts';
-import { mockJudgeVerdict, readJudgeQuestion } from '../kernel/eval-judge.ts';
 import {
   contentText,
   ProviderError,
@@ -116,13 +115,11 @@ export interface MockAnswer {
   toolCalls?: ToolCall[];
 }
 
-/** The question of an llm_judge call (its system message first, the question last), else null. */
-function judgeQuestionOf(messages: ChatMessage[]) {
-  const first = messages[0];
-  const last = messages[messages.length - 1];
-  if (!first || !last || first.role !== 'system' || last.role !== 'user') return null;
-  return readJudgeQuestion(contentText(first.content), contentText(last.content));
-}
+/**
+ * What the mock answers instead of its echo to a call it is told to recognise, else null: an evaluation's llm_judge
+ * call (domain/evals/judge.ts), wired by the composition root (RouterOptions.mockScript), so the mock knows no domain.
+ */
+export type MockScript = (messages: ChatMessage[]) => string | null;
 
 const lastOf = (messages: ChatMessage[], role: ChatMessage['role']) => {
   for (let i = messages.length - 1; i >= 0; i--) if (messages[i]!.role === role) return messages[i]!;
@@ -156,7 +153,7 @@ function invalidJsonAsked(messages: ChatMessage[]): 'bad' | 'wrong' | null {
  *   on demand (invalidJsonAsked);
  * - otherwise the last user message's text (an echo), cut to max_tokens × 4 characters (finish_reason "length").
  */
-export function mockAnswer(messages: ChatMessage[], maxTokens: number | undefined, options: ChatOptions | undefined): MockAnswer {
+export function mockAnswer(messages: ChatMessage[], maxTokens: number | undefined, options: ChatOptions | undefined, script?: MockScript): MockAnswer {
   const last = messages[messages.length - 1];
   const choice = options?.tool_choice;
   const tools = options?.tools;
@@ -170,9 +167,9 @@ export function mockAnswer(messages: ChatMessage[], maxTokens: number | undefine
     }
   }
   let text = last?.role === 'tool' ? contentText(last.content) : contentText(lastOf(messages, 'user')?.content ?? null);
-  // An evaluation's llm_judge call (kernel/eval-judge.ts): a deterministic verdict instead of the echo.
-  const judged = judgeQuestionOf(messages);
-  if (judged) text = mockJudgeVerdict(judged);
+  // A call the mock was told to recognise (an evaluation's judge): its scripted answer instead of the echo.
+  const scripted = script?.(messages);
+  if (scripted != null) text = scripted;
   const format = options?.response_format;
   const broken = format && format.type !== 'text' ? invalidJsonAsked(messages) : null;
   if (broken === 'bad') text = 'not json {';
@@ -241,7 +238,7 @@ export class MockProvider implements Provider {
   readonly region: string;
   readonly timeoutMs: number;
 
-  constructor(spec: ProviderSpec) {
+  constructor(spec: ProviderSpec, private readonly script?: MockScript) {
     this.name = spec.name;
     this.region = spec.region;
     this.timeoutMs = spec.timeoutMs;
@@ -249,7 +246,7 @@ export class MockProvider implements Provider {
 
   async complete(req: ProviderRequest): Promise<Completion> {
     if (req.signal.aborted) throw abortError(req.signal);
-    const a = mockAnswer(req.messages, req.maxTokens, req.options);
+    const a = mockAnswer(req.messages, req.maxTokens, req.options, this.script);
     const n = req.options?.n ?? 1;
     const logprobs = req.options?.logprobs ? mockLogprobs(a.content, req.options.top_logprobs) : undefined;
     const completion: Completion = {
@@ -273,7 +270,7 @@ export class MockProvider implements Provider {
 
   async openStream(req: ProviderRequest): Promise<AsyncIterable<StreamPart>> {
     if (req.signal.aborted) throw abortError(req.signal);
-    const a = mockAnswer(req.messages, req.maxTokens, req.options);
+    const a = mockAnswer(req.messages, req.maxTokens, req.options, this.script);
     const signal = req.signal;
     const prompt = promptTokens(req.messages);
     const n = req.options?.n ?? 1;

@@ -6,6 +6,8 @@ import { SvcError } from '../errors/svc-error.ts';
 import { CircuitBreaker, type CircuitState } from './circuit-breaker.ts';
 import type { ModelSpec, ProviderSpec } from './config-file.ts';
 import { createProvider } from './registry-factory.ts';
+import type { MockScript } from './mock.ts';
+import { extrasUnsupported } from './translate.ts';
 import {
   ProviderError,
   type Completion,
@@ -47,6 +49,8 @@ export interface RouterOptions {
   random?: () => number;
   /** Watches each provider hop (metrics, trace spans: src/observability); none by default. */
   hops?: HopObserver;
+  /** What the mock kind answers by script (an evaluation's judge call: domain/evals/judge.ts); none by default. */
+  mockScript?: MockScript;
 }
 
 /** How one provider hop ended, as a HopObserver sees it. */
@@ -158,7 +162,7 @@ export class ProviderRegistry {
   constructor(
     specs: readonly ProviderSpec[],
     private readonly opts: RouterOptions,
-    make: (spec: ProviderSpec) => Provider = createProvider,
+    make: (spec: ProviderSpec) => Provider = (spec) => createProvider(spec, opts.mockScript),
   ) {
     this.random = opts.random ?? Math.random;
     this.providers = specs.map(make);
@@ -376,10 +380,11 @@ export function routesCarrying(
   routes: Route[],
   req: Omit<ProviderRequest, 'signal' | 'model'>,
 ): { routes: Route[]; refused: string | null } {
-  if (!routes.some((r) => r.provider.unsupported)) return { routes, refused: null };
+  const extras = req.options?.anthropic !== undefined;
+  if (!extras && !routes.some((r) => r.provider.unsupported)) return { routes, refused: null };
   let refused: string | null = null;
   const out = routes.filter((r) => {
-    const field = r.provider.unsupported?.({ ...req, model: r.model.id }) ?? null;
+    const field = (extras ? extrasUnsupported(r.provider.kind, { ...req, model: r.model.id }) : null) ?? r.provider.unsupported?.({ ...req, model: r.model.id }) ?? null;
     refused ??= field;
     return field === null;
   });

@@ -6,7 +6,7 @@ import { MAX_REGEX_LENGTH } from './schema.ts';
 
 /**
  * The assertions of CONTRACT §14, except llm_judge, which needs a model call (the runner makes it and reads the
- * verdict, kernel/eval-judge.ts). Each returns passed and a reason a person can read in the results.
+ * verdict, evals/judge.ts). Each returns passed and a reason a person can read in the results.
  */
 export interface Verdict {
   passed: boolean;

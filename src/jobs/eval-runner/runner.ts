@@ -12,7 +12,7 @@ import { claimRun, renewRun } from '../../domain/evals/store.ts';
 import type { IdempotencyStore } from '../../domain/idempotency/store.ts';
 import { inferOnce, type CallLedger, type CallResult, type OncePorts } from '../../domain/inference/once.ts';
 import type { InferenceInput } from '../../domain/inference/service.ts';
-import { judgeMessages, parseJudgeVerdict } from '../../kernel/eval-judge.ts';
+import { judgeMessages, parseJudgeVerdict } from '../../domain/evals/judge.ts';
 import { oncePorts } from '../model-calls.ts';
 
 type RunnerDeps = Pick<Deps, 'db' | 'clock' | 'log' | 'limiter' | 'ports' | 'outcomes' | 'redis' | 'config' | 'webhooks'>;

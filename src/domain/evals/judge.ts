@@ -1,6 +1,8 @@
+import { contentText, type ChatMessage } from '../../providers/types.ts';
+
 /**
- * The llm_judge protocol (CONTRACT §14), in the kernel so that both the evals domain (which writes the prompt and
- * reads the verdict) and the built-in mock provider (which answers it deterministically) share one wording.
+ * The llm_judge protocol (CONTRACT §14): the prompt the eval runner sends, the verdict it reads, and the mock kind's
+ * deterministic answer to it (answerJudgeCall, which the composition root hands the mock as its script).
  */
 
 /** The first line of the judge's system message; the mock provider recognises a judge call by it. */
@@ -56,4 +58,13 @@ export function parseJudgeVerdict(answer: string): { passed: boolean; reason: st
   const m = /^\W*(PASS|FAIL)\b\W*([\s\S]*)$/i.exec(answer.trim());
   if (!m) return null;
   return { passed: m[1]!.toUpperCase() === 'PASS', reason: m[2]!.trim().slice(0, 1000) };
+}
+
+/** The mock kind's script (providers/mock.ts MockScript): a judge call's deterministic verdict, else null. */
+export function answerJudgeCall(messages: readonly ChatMessage[]): string | null {
+  const first = messages[0];
+  const last = messages[messages.length - 1];
+  if (!first || !last || first.role !== 'system' || last.role !== 'user') return null;
+  const question = readJudgeQuestion(contentText(first.content), contentText(last.content));
+  return question ? mockJudgeVerdict(question) : null;
 }
