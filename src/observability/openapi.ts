@@ -42,7 +42,7 @@ const tagOf = (action: string) => action.split('.')[0]!;
 /**
  * The document is generated from the routes' own schemas (@fastify/swagger reads them as they are registered), so it
  * cannot describe a route the gateway does not serve, nor miss one: every /v1 route is in it, with its action (the
- * scopes table) as tag and summary. Other routes (health, console, GraphQL, these pages) are left out.
+ * route declares) as tag and summary. Other routes (health, console, GraphQL, these pages) are left out.
  */
 export async function registerOpenApi(app: FastifyInstance, version: string): Promise<void> {
   // The error object once, under components (referenced by every operation's 4XX and 5XX).
