@@ -463,6 +463,13 @@ async function main(): Promise<void> {
       url: `${base}/v1/chat/completions`,
       body: JSON.stringify({ model: 'bench-model', messages: [{ role: 'user', content: 'ping' }] }),
     },
+    // The Anthropic Messages route over the same pipeline (issue 40): what Anthropic's SDK and Claude Code pay.
+    {
+      ...gw('messages', 'gateway POST /v1/messages (Anthropic shape), uncached, no webhook', plain, false),
+      url: `${base}/v1/messages`,
+      headers: { 'x-api-key': plain.secret, 'anthropic-version': '2023-06-01', 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'bench-model', max_tokens: 256, messages: [{ role: 'user', content: 'ping' }] }),
+    },
     variant('pii', 'gateway POST /v1/inference, uncached, PII redacted and restored (e-mail and phone in a 200-byte prompt)', {
       messages: [{ role: 'user', content: 'Write to jane.doe@example.com or call +1 415 555 0100 about order 5521, and say ping back.' }],
       pii: { redact: true, restore: true },

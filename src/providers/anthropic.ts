@@ -10,6 +10,7 @@ import {
   type ProviderRequest,
   type ProviderUsage,
   type StreamPart,
+  type ThinkingBlock,
   type ToolCall,
 } from './types.ts';
 import { basePath, jsonEvent, Upstream, type StreamTranslator } from './upstream.ts';
@@ -17,7 +18,7 @@ import { basePath, jsonEvent, Upstream, type StreamTranslator } from './upstream
 type Req = Omit<ProviderRequest, 'signal'>;
 type Block = Record<string, unknown> & { type: string };
 interface Turn {
-  role: 'user' | 'assistant';
+  role: 'user' | 'assistant' | 'system';
   content: Block[];
 }
 
@@ -58,22 +59,31 @@ function userBlocks(m: ChatMessage): Block[] {
 
 /** The Messages API request body (without `stream`). */
 export function toAnthropic(req: Req, defaultMaxTokens: number): Record<string, unknown> {
+  // A request that came in as Anthropic's (POST /v1/messages) brings back what the chat request cannot hold.
+  const x = req.options?.anthropic;
   const turns: Turn[] = [];
-  for (const m of req.messages) {
-    if (m.role === 'system' || m.role === 'developer') continue;
-    if (m.role === 'user') turns.push({ role: 'user', content: userBlocks(m) });
+  const inline = x?.inline_system;
+  for (const [i, m] of req.messages.entries()) {
+    let turn: Turn;
+    if (m.role === 'system' && inline?.includes(i)) turn = { role: 'system', content: userBlocks(m) };
+    else if (m.role === 'system' || m.role === 'developer') continue;
+    else if (m.role === 'user') turn = { role: 'user', content: userBlocks(m) };
     else if (m.role === 'tool') {
       // A tool's answer is a tool_result block in a user turn; several results merge into one turn.
-      turns.push({ role: 'user', content: [{ type: 'tool_result', tool_use_id: m.tool_call_id, content: contentText(m.content) }] });
+      const result: Block = { type: 'tool_result', tool_use_id: m.tool_call_id, content: contentText(m.content) };
+      if (x?.tool_errors?.includes(i)) result.is_error = true;
+      turn = { role: 'user', content: [result] };
     } else {
-      const blocks: Block[] = [];
+      const blocks: Block[] = (x?.thinking_blocks?.[i] ?? []).map((b) => ({ ...b }) as Block);
       const text = contentText(m.content);
       if (text !== '') blocks.push({ type: 'text', text });
       for (const call of m.tool_calls ?? []) {
         blocks.push({ type: 'tool_use', id: call.id, name: call.function.name, input: argumentsObject(call.function.arguments) ?? {} });
       }
-      turns.push({ role: 'assistant', content: blocks });
+      turn = { role: 'assistant', content: blocks };
     }
+    if (x?.cacheControl) turn.content.forEach((b, j) => void (x.cacheControl![`${i}.${j}`] && (b.cache_control = x.cacheControl![`${i}.${j}`])));
+    turns.push(turn);
   }
   const o = req.options ?? {};
   const body: Record<string, unknown> = {
@@ -81,10 +91,18 @@ export function toAnthropic(req: Req, defaultMaxTokens: number): Record<string, 
     max_tokens: req.maxTokens ?? defaultMaxTokens,
     messages: mergeTurns(turns),
   };
-  const system = systemPrompt(req.messages);
-  if (system !== '') body.system = system;
+  const system = systemPrompt(inline ? req.messages.filter((_, i) => !inline.includes(i)) : req.messages);
+  if (x?.cacheControl && Object.keys(x.cacheControl).some((k) => k.startsWith('system.'))) {
+    // Cache points on the system prompt: one text block per system message, as the caller sent them.
+    body.system = req.messages.flatMap((m, i) =>
+      (m.role === 'system' || m.role === 'developer') && !inline?.includes(i) && contentText(m.content) !== ''
+        ? [{ type: 'text', text: contentText(m.content), ...(x.cacheControl![`system.${i}`] ? { cache_control: x.cacheControl![`system.${i}`] } : {}) }]
+        : [],
+    );
+  } else if (system !== '') body.system = system;
   if (req.sampling.temperature !== undefined) body.temperature = req.sampling.temperature;
   if (req.sampling.top_p !== undefined) body.top_p = req.sampling.top_p;
+  if (x?.fields) Object.assign(body, x.fields);
   if (req.sampling.stop !== undefined) body.stop_sequences = typeof req.sampling.stop === 'string' ? [req.sampling.stop] : req.sampling.stop;
   if (o.user !== undefined) body.metadata = { user_id: o.user };
 
@@ -93,10 +111,11 @@ export function toAnthropic(req: Req, defaultMaxTokens: number): Record<string, 
     body.tools = [{ name: forced.name, description: forced.description, input_schema: forced.schema }];
     body.tool_choice = { type: 'tool', name: forced.name };
   } else if (o.tools && o.tools.length > 0) {
-    body.tools = o.tools.map((t) => ({
+    body.tools = o.tools.map((t, k) => ({
       name: t.function.name,
       ...(t.function.description !== undefined ? { description: t.function.description } : {}),
       input_schema: t.function.parameters ?? { type: 'object', properties: {} },
+      ...x?.toolFields?.[k],
     }));
     const choice = o.tool_choice;
     let tc: Record<string, unknown> | undefined;
@@ -115,19 +134,23 @@ export function fromAnthropic(msg: any, forced: ResponseTool | null, name: strin
   if (!Array.isArray(msg?.content)) throw new ProviderError('protocol', `${name}: the response has no content array`);
   let content = '';
   const toolCalls: ToolCall[] = [];
+  const thinking: ThinkingBlock[] = [];
   for (const block of msg.content) {
     if (block?.type === 'text' && typeof block.text === 'string') content += block.text;
+    else if (block?.type === 'thinking') thinking.push({ type: 'thinking', thinking: String(block.thinking ?? ''), signature: String(block.signature ?? '') });
+    else if (block?.type === 'redacted_thinking') thinking.push({ type: 'redacted_thinking', data: String(block.data ?? '') });
     else if (block?.type === 'tool_use') {
       const args = JSON.stringify(block.input ?? {});
       if (forced && block.name === forced.name) content += args;
       else toolCalls.push({ id: String(block.id), type: 'function', function: { name: String(block.name), arguments: args } });
     }
-    // thinking and redacted_thinking blocks are not part of a chat-completions answer.
   }
   return {
     content,
     finishReason: anthropicFinish(msg.stop_reason, forced !== null),
     ...(toolCalls.length > 0 ? { toolCalls } : {}),
+    // Thinking is no part of a chat-completions answer; the /v1/messages surface gives it back.
+    ...(thinking.length > 0 ? { thinking } : {}),
     usage: usageOf(msg.usage),
   };
 }
@@ -140,6 +163,7 @@ export function fromAnthropic(msg: any, forced: ResponseTool | null, name: strin
 export class AnthropicStream implements StreamTranslator<string> {
   private readonly toolIndex = new Map<number, number>();
   private readonly responseBlocks = new Set<number>();
+  private readonly thinkingIndex = new Map<number, number>();
   private tools = 0;
   private prompt: number | null = null;
   private completion: number | null = null;
@@ -165,6 +189,11 @@ export class AnthropicStream implements StreamTranslator<string> {
       case 'content_block_start': {
         const block = ev.content_block ?? {};
         if (block.type === 'text' && typeof block.text === 'string' && block.text !== '') yield { type: 'delta', content: block.text };
+        if (block.type === 'thinking' || block.type === 'redacted_thinking') {
+          const index = this.thinkingIndex.size;
+          this.thinkingIndex.set(ev.index, index);
+          yield block.type === 'thinking' ? { type: 'thinking', index, thinking: String(block.thinking ?? '') } : { type: 'thinking', index, redacted: String(block.data ?? '') };
+        }
         if (block.type === 'tool_use') {
           if (this.forced && block.name === this.forced.name) {
             this.responseBlocks.add(ev.index);
@@ -179,6 +208,10 @@ export class AnthropicStream implements StreamTranslator<string> {
       case 'content_block_delta': {
         const d = ev.delta ?? {};
         if (d.type === 'text_delta' && typeof d.text === 'string' && d.text !== '') yield { type: 'delta', content: d.text };
+        else if ((d.type === 'thinking_delta' || d.type === 'signature_delta') && this.thinkingIndex.has(ev.index)) {
+          const index = this.thinkingIndex.get(ev.index)!;
+          yield d.type === 'thinking_delta' ? { type: 'thinking', index, thinking: String(d.thinking ?? '') } : { type: 'thinking', index, signature: String(d.signature ?? '') };
+        }
         else if (d.type === 'input_json_delta' && typeof d.partial_json === 'string' && d.partial_json !== '') {
           if (this.responseBlocks.has(ev.index)) yield { type: 'delta', content: d.partial_json };
           else {
@@ -271,6 +304,8 @@ export class AnthropicProvider implements Provider {
       'anthropic-version': this.version,
     };
     if (this.apiKey) headers['x-api-key'] = this.apiKey.reveal();
+    const beta = req.options?.anthropic?.beta;
+    if (beta) headers['anthropic-beta'] = beta;
     return { path: this.path, headers, body: JSON.stringify(body) };
   }
 

@@ -57,14 +57,20 @@ function userBlocks(m: ChatMessage): Block[] {
   });
 }
 
+/** Converse's prompt-cache marker: what comes before it may be cached. */
+const CACHE_POINT: Block = { cachePoint: { type: 'default' } };
+
 /** The Converse request body (the model is in the URL). */
 export function toBedrock(req: Req): Record<string, unknown> {
+  // An Anthropic request's cache_control (POST /v1/messages) becomes a cache point after the block it marked.
+  const cache = req.options?.anthropic?.cacheControl;
   const turns: Turn[] = [];
-  for (const m of req.messages) {
+  for (const [i, m] of req.messages.entries()) {
     if (m.role === 'system' || m.role === 'developer') continue;
-    if (m.role === 'user') turns.push({ role: 'user', content: userBlocks(m) });
+    let turn: Turn;
+    if (m.role === 'user') turn = { role: 'user', content: userBlocks(m) };
     else if (m.role === 'tool') {
-      turns.push({ role: 'user', content: [{ toolResult: { toolUseId: m.tool_call_id, content: [{ text: contentText(m.content) }] } }] });
+      turn = { role: 'user', content: [{ toolResult: { toolUseId: m.tool_call_id, content: [{ text: contentText(m.content) }] } }] };
     } else {
       const blocks: Block[] = [];
       const text = contentText(m.content);
@@ -72,12 +78,18 @@ export function toBedrock(req: Req): Record<string, unknown> {
       for (const call of m.tool_calls ?? []) {
         blocks.push({ toolUse: { toolUseId: call.id, name: call.function.name, input: argumentsObject(call.function.arguments) ?? {} } });
       }
-      turns.push({ role: 'assistant', content: blocks });
+      turn = { role: 'assistant', content: blocks };
     }
+    if (cache) {
+      // The places count the anthropic kind's blocks, whose assistant turns open with their thinking blocks.
+      const skip = m.role === 'assistant' ? (req.options?.anthropic?.thinking_blocks?.[i]?.length ?? 0) : 0;
+      turn.content = turn.content.flatMap((b, j) => (cache[`${i}.${j + skip}`] ? [b, CACHE_POINT] : [b]));
+    }
+    turns.push(turn);
   }
   const body: Record<string, unknown> = { messages: mergeTurns(turns) };
   const system = systemPrompt(req.messages);
-  if (system !== '') body.system = [{ text: system }];
+  if (system !== '') body.system = cache && Object.keys(cache).some((k) => k.startsWith('system.')) ? [{ text: system }, CACHE_POINT] : [{ text: system }];
   const inference: Record<string, unknown> = {};
   if (req.maxTokens !== undefined) inference.maxTokens = req.maxTokens;
   if (req.sampling.temperature !== undefined) inference.temperature = req.sampling.temperature;
@@ -94,7 +106,13 @@ export function toBedrock(req: Req): Record<string, unknown> {
     body.toolConfig = { tools: [spec(forced.name, forced.description, forced.schema)], toolChoice: { tool: { name: forced.name } } };
   } else if (o.tools && o.tools.length > 0 && (o.tool_choice !== 'none' || hasToolBlocks(req.messages))) {
     // Converse has no tool_choice none: without tool blocks in the conversation the tools are left out instead.
-    const config: Record<string, unknown> = { tools: o.tools.map((t) => spec(t.function.name, t.function.description, t.function.parameters)) };
+    const fields = o.anthropic?.toolFields;
+    const config: Record<string, unknown> = {
+      tools: o.tools.flatMap((t, k) => {
+        const tool = spec(t.function.name, t.function.description, t.function.parameters);
+        return fields?.[k]?.cache_control ? [tool, CACHE_POINT] : [tool];
+      }),
+    };
     const choice = o.tool_choice;
     if (choice === 'auto') config.toolChoice = { auto: {} };
     else if (choice === 'required') config.toolChoice = { any: {} };

@@ -130,8 +130,9 @@ export class OpenAIProvider implements Provider {
       messages: req.messages,
       ...req.sampling,
       ...(req.maxTokens !== undefined ? { max_tokens: req.maxTokens } : {}),
-      // The rest of the chat-completions request, as the client gave it (CONTRACT §9).
-      ...req.options,
+      // The rest of the chat-completions request, as the client gave it (CONTRACT §9); the /v1/messages surface's
+      // Anthropic extras (ChatOptions.anthropic) never go on OpenAI's wire.
+      ...(req.options?.anthropic ? { ...req.options, anthropic: undefined } : req.options),
       ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}),
     };
   }

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { contentText, type ChatMessage, type ProviderRequest } from './types.ts';
+import { contentText, type ChatMessage, type ProviderKind, type ProviderRequest } from './types.ts';
 
 /**
  * Translation helpers the non-OpenAI kinds (anthropic, gemini, bedrock) share: the system prompt split out, data URLs,
@@ -129,4 +129,19 @@ export function mergeTurns<T extends { role: string }>(turns: T[], key: 'content
     else out.push({ ...t, [key]: [...items] });
   }
   return out;
+}
+
+/**
+ * The Anthropic Messages field (ChatOptions.anthropic) a kind cannot carry, or null: `top_k`, a thinking budget and
+ * context edits other than clearing thinking only the anthropic kind sends. Hints are dropped elsewhere: adaptive
+ * thinking, output_config.effort, cache_control, history thinking blocks, clear_thinking edits.
+ */
+export function extrasUnsupported(kind: ProviderKind, req: Req): string | null {
+  const f = req.options?.anthropic?.fields;
+  if (!f || kind === 'anthropic') return null;
+  if (f.top_k !== undefined) return 'top_k';
+  if ((f.thinking as { type?: string } | undefined)?.type === 'enabled') return 'thinking';
+  const edits = (f.context_management as { edits?: Array<{ type?: string }> } | undefined)?.edits ?? [];
+  if (edits.some((e) => !String(e?.type).startsWith('clear_thinking'))) return 'context_management';
+  return null;
 }

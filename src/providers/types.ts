@@ -76,6 +76,31 @@ export interface ChatOptions {
   top_logprobs?: number;
   user?: string;
   reasoning_effort?: 'minimal' | 'low' | 'medium' | 'high';
+  /** What an Anthropic Messages request (POST /v1/messages) carries beyond these fields (AnthropicExtras). */
+  anthropic?: AnthropicExtras;
+}
+
+/**
+ * The parts of an Anthropic Messages request the chat-completions request has no field for, by the place of the
+ * internal message they belong to. The anthropic kind carries them all; the other kinds drop cache_control, history
+ * thinking blocks and hints (adaptive thinking, effort, defer_loading, clear_thinking edits) and refuse what would
+ * change the answer (`top_k`, an enabled `thinking` budget, other context edits): translate.ts, extrasUnsupported.
+ */
+export interface AnthropicExtras {
+  /** The anthropic-beta header, passed on as given. */
+  beta?: string;
+  /** Top-level fields for the anthropic kind's body, as sent: top_k, thinking, context_management, output_config. */
+  fields?: Record<string, unknown>;
+  /** cache_control by place: `system.<i>` (internal message i), `<i>.<b>` (block b of message i's blocks). */
+  cacheControl?: Record<string, unknown>;
+  /** A tool's fields beyond name, description and input_schema (cache_control, defer_loading, …), by tool index. */
+  toolFields?: Record<number, Record<string, unknown>>;
+  /** The thinking and redacted_thinking blocks that open assistant message i. */
+  thinking_blocks?: Record<number, Record<string, unknown>[]>;
+  /** Tool messages (by index) whose tool_result had is_error: true. */
+  tool_errors?: number[];
+  /** System messages (by index) that stood among the messages (role "system" there), not in the top-level system. */
+  inline_system?: number[];
 }
 
 export interface ProviderRequest {
@@ -104,9 +129,14 @@ export interface Choice {
   refusal?: string | null;
 }
 
+/** A thinking block of an Anthropic answer, kept for the /v1/messages surface (a client sends it back with tool results). */
+export type ThinkingBlock = { type: 'thinking'; thinking: string; signature: string } | { type: 'redacted_thinking'; data: string };
+
 export interface Completion {
   /** Choice 0's text ('' when it only called tools). */
   content: string;
+  /** The anthropic kind's thinking blocks, when the model thought (thinking enabled through /v1/messages). */
+  thinking?: ThinkingBlock[];
   finishReason: string;
   toolCalls?: ToolCall[];
   logprobs?: unknown;
@@ -122,7 +152,9 @@ export type StreamPart =
   | { type: 'tool_call'; index: number; id?: string; name?: string; arguments: string; choice?: number }
   | { type: 'logprobs'; logprobs: unknown; choice?: number }
   | { type: 'finish'; finishReason: string; choice?: number }
-  | { type: 'usage'; usage: ProviderUsage };
+  | { type: 'usage'; usage: ProviderUsage }
+  /** A piece of thinking block `index` (anthropic kind): its text, its signature, or a redacted block's data. */
+  | { type: 'thinking'; index: number; thinking?: string; signature?: string; redacted?: string };
 
 /** CONTRACT §9: POST /v1/embeddings, models of `type: "embedding"`. */
 export interface EmbeddingRequest {

@@ -10,7 +10,8 @@ export interface FakeAnthropic extends FakeHttp {
  * A local server speaking Anthropic's Messages API as documented: POST /v1/messages with `x-api-key` and
  * `anthropic-version` (401 authentication_error / 400 otherwise), answering a Message object, or with `stream: true`
  * the SSE events message_start, content_block_start/delta/stop (text_delta, input_json_delta), ping, message_delta
- * (stop_reason, usage), message_stop, and `error` events.
+ * (stop_reason, usage), message_stop, and `error` events; a thinking block (thinking_delta, signature_delta) first when
+ * the script has one.
  */
 export async function startFakeAnthropic(apiKey: string, initial: Script = { text: 'Hello from Claude.' }): Promise<FakeAnthropic> {
   let script: Script = initial;
@@ -28,6 +29,7 @@ export async function startFakeAnthropic(apiKey: string, initial: Script = { tex
     const stop = script.stop ?? (calls.length > 0 ? 'tool_use' : 'end_turn');
     const usage = script.usage === undefined ? { input: 11, output: 7 } : script.usage;
     const blocks: any[] = [];
+    if (script.thinking) blocks.push({ type: 'thinking', thinking: script.thinking, signature: `sig-${script.thinking.length}` });
     if (script.text) blocks.push({ type: 'text', text: script.text });
     for (const c of calls) blocks.push({ type: 'tool_use', id: c.id, name: c.name, input: c.input });
     if (!req.body.stream) {
@@ -49,7 +51,11 @@ export async function startFakeAnthropic(apiKey: string, initial: Script = { tex
     });
     ev('ping');
     blocks.forEach((b, index) => {
-      if (b.type === 'text') {
+      if (b.type === 'thinking') {
+        ev('content_block_start', { index, content_block: { type: 'thinking', thinking: '', signature: '' } });
+        for (const thinking of pieces(b.thinking)) ev('content_block_delta', { index, delta: { type: 'thinking_delta', thinking } });
+        ev('content_block_delta', { index, delta: { type: 'signature_delta', signature: b.signature } });
+      } else if (b.type === 'text') {
         ev('content_block_start', { index, content_block: { type: 'text', text: '' } });
         pieces(b.text).forEach((text, i) => {
           ev('content_block_delta', { index, delta: { type: 'text_delta', text } });

@@ -107,4 +107,6 @@ export interface Script {
   error?: string;
   /** Streams: after the first piece, the provider's in-stream error event with this message. */
   streamError?: string;
+  /** Anthropic: a thinking block (this text, signature "sig-<length>") opening the answer. */
+  thinking?: string;
 }

@@ -15,7 +15,7 @@ declare module 'fastify' {
  * Routes whose request is taken together with their token reservation (RateLimitTicket.defer): one Redis round trip
  * before the provider call instead of two. Only for a caller holding the route's scope: a 403 is counted here.
  */
-const TAKEN_WITH_TOKENS = new Set(['/v1/inference', '/v1/chat/completions', '/v1/responses', '/v1/embeddings']);
+const TAKEN_WITH_TOKENS = new Set(['/v1/inference', '/v1/chat/completions', '/v1/responses', '/v1/embeddings', '/v1beta/models/*', '/v1/messages']);
 
 /**
  * Opens the request's rate-limit ticket and takes one request from the caller's windows. Runs inside the auth hook,

@@ -16,10 +16,13 @@ const FREE_TEXT_BODY_FIELDS: Record<string, ReadonlySet<string>> = {
   '/v1/chat/completions': new Set(['messages']),
   '/v1/responses': new Set(['input', 'instructions']),
   '/v1/embeddings': new Set(['input']),
+  '/v1/messages': new Set(['messages', 'system', 'tools']),
+  '/v1/messages/count_tokens': new Set(['messages', 'system', 'tools']),
+  '/v1beta/models/*': new Set(['contents', 'systemInstruction', 'tools', 'generateContentRequest', 'content', 'requests']),
 };
 
 function isApiRoute(url: string): boolean {
-  return url.startsWith('/v1/');
+  return url.startsWith('/v1/') || url.startsWith('/v1beta/');
 }
 
 /**

@@ -99,6 +99,7 @@ export async function account(
     toolCalls: answer.toolCalls,
     logprobs: answer.logprobs,
     choices: answer.choices,
+    ...(answer.thinking ? { thinking: answer.thinking } : {}),
     promptTokens,
     completionTokens,
     costMicros: cost,

@@ -43,6 +43,7 @@ export async function createInference(
         toolCalls: c.toolCalls,
         logprobs: c.logprobs,
         choices: c.choices,
+        thinking: c.thinking,
         usage,
         route: routed.route,
         costMicros: costMicros(usage.promptTokens, usage.completionTokens, routed.route.model),

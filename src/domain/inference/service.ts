@@ -7,4 +7,4 @@ export { createInference } from './call.ts';
 export { streamInference } from './stream.ts';
 export { createEmbeddings, type EmbeddingsOutcome } from './embeddings.ts';
 export { validateInference } from './validate.ts';
-export type { CacheStatus, InferenceInput, InferenceResult, InferenceStream, InferenceSurface, StreamEvent } from './types.ts';
+export type { CacheStatus, InferenceInput, InferenceResult, InferenceStream, InferenceSurface, StreamEvent, ThinkingEvent } from './types.ts';

@@ -1,7 +1,7 @@
 import { SvcError } from '../../errors/svc-error.ts';
 import type { RateLimitTicket } from '../../limits/index.ts';
 import { isAbortError } from '../../providers/router.ts';
-import type { Choice, ProviderUsage, StreamPart, ToolCall } from '../../providers/types.ts';
+import type { Choice, ProviderUsage, StreamPart, ThinkingBlock, ToolCall } from '../../providers/types.ts';
 import type { Ctx } from '../context.ts';
 import type { InferencePorts } from './ports.ts';
 import { restoreStream } from '../privacy/stage.ts';
@@ -21,6 +21,18 @@ async function* replayHit(result: InferenceResult): AsyncGenerator<StreamEvent> 
     yield { type: 'tool_call', index, id: c.id, name: c.function.name, arguments: c.function.arguments };
   }
   yield { type: 'done', result };
+}
+
+/** A thinking piece into its block (the anthropic kind's thinking, for the /v1/messages surface). */
+function addThinking(blocks: ThinkingBlock[], part: Extract<StreamPart, { type: 'thinking' }>): void {
+  if (part.redacted !== undefined) {
+    blocks[part.index] = { type: 'redacted_thinking', data: part.redacted };
+    return;
+  }
+  const b = (blocks[part.index] ??= { type: 'thinking', thinking: '', signature: '' });
+  if (b.type !== 'thinking') return;
+  if (part.thinking) b.thinking += part.thinking;
+  if (part.signature) b.signature += part.signature;
 }
 
 /** One choice's answer as it streams in (choice 0 and, for n > 1, the others). */
@@ -98,6 +110,7 @@ export async function streamInference(
     let result: InferenceResult | null = null;
     // Choice 0 beyond its text (tool calls, logprobs), and the other choices of n > 1: only when they occur.
     let first: ChoiceBuilder | undefined;
+    let thinking: ThinkingBlock[] | undefined;
     let others: Map<number, ChoiceBuilder> | undefined;
     const builder = (choice: number | undefined): ChoiceBuilder => {
       if (!choice) return (first ??= new ChoiceBuilder());
@@ -122,6 +135,10 @@ export async function streamInference(
         } else if (part.type === 'logprobs') {
           builder(part.choice).addLogprobs(part.logprobs);
           yield { type: 'logprobs', logprobs: part.logprobs, choice: part.choice };
+        } else if (part.type === 'thinking' && v.options?.anthropic) {
+          addThinking((thinking ??= []), part);
+          // A ThinkingEvent (types.ts): only the /v1/messages surface asks for thinking, and its format reads it.
+          yield part as unknown as StreamEvent;
         }
       }
       ended = 'ok';
@@ -150,7 +167,7 @@ export async function streamInference(
         v,
         p,
         route,
-        { content, finishReason, toolCalls, logprobs, choices, usage: await tokensOf(v, counted, usage, choices ? choices.flatMap((c) => c.toolCalls ?? []) : toolCalls) },
+        { content, finishReason, toolCalls, logprobs, choices, thinking, usage: await tokensOf(v, counted, usage, choices ? choices.flatMap((c) => c.toolCalls ?? []) : toolCalls) },
         cacheStatus,
         ended === 'ok'
           ? { status: 'succeeded' }

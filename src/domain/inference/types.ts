@@ -1,5 +1,5 @@
 import type { Route } from '../../providers/router.ts';
-import type { ChatMessage, ChatOptions, Choice, Completion, ProviderUsage, Sampling, ToolCall } from '../../providers/types.ts';
+import type { AnthropicExtras, ChatMessage, ChatOptions, Choice, Completion, ProviderUsage, Sampling, ThinkingBlock, ToolCall } from '../../providers/types.ts';
 import type { SvcError } from '../../errors/svc-error.ts';
 import type { Citation } from '../rag/stage.ts';
 import type { RetainedResult } from '../privacy/stage.ts';
@@ -28,6 +28,8 @@ export interface InferenceResult extends RetainedResult {
   cacheStatus: CacheStatus;
   /** Choice 0's tool calls, when the model called tools. */
   toolCalls?: ToolCall[];
+  /** The anthropic kind's thinking blocks (only the /v1/messages surface asks for thinking and shows it). */
+  thinking?: ThinkingBlock[];
   /** Choice 0's logprobs, as the provider gave them, when asked for. */
   logprobs?: unknown;
   /** Every choice, when the request asked for n > 1. */
@@ -49,6 +51,12 @@ export type StreamEvent =
   | { type: 'done'; result: InferenceResult }
   | { type: 'error'; error: SvcError };
 
+/**
+ * A piece of thinking block `index` (the anthropic kind's thinking). Only a request of the /v1/messages surface
+ * (Validated.options.anthropic set) gets these among its StreamEvents: the other surfaces' formats never see one.
+ */
+export type ThinkingEvent = { type: 'thinking'; index: number; thinking?: string; signature?: string; redacted?: string };
+
 export interface InferenceStream {
   /** What is known before the first token: enough for response headers and a first SSE event. */
   head: Omit<InferenceResult, 'content' | 'finishReason' | 'promptTokens' | 'completionTokens' | 'costMicros'>;
@@ -60,6 +68,8 @@ export interface InferenceStream {
  *  defaults to the key's own project. */
 export interface InferenceSurface {
   projectFromKey?: boolean;
+  /** POST /v1/messages: what the Anthropic request carries beyond the chat request (ChatOptions.anthropic). */
+  anthropic?: AnthropicExtras;
 }
 
 export interface Validated {
@@ -95,4 +105,4 @@ export interface Plan {
 export type Lookup = { status: CacheStatus; answer?: CachedAnswer };
 
 /** What a provider answered, with its tokens (counted by the gateway when the provider reported none). */
-export type Answer = Pick<Completion, 'content' | 'finishReason' | 'toolCalls' | 'logprobs' | 'choices'> & { usage: ProviderUsage };
+export type Answer = Pick<Completion, 'content' | 'finishReason' | 'toolCalls' | 'logprobs' | 'choices' | 'thinking'> & { usage: ProviderUsage };

@@ -156,6 +156,7 @@ export async function begin(
   const templated = input.template != null ? await applyTemplate(ports.templates, await projectOf(), parseInput(InferenceRequest, input)) : null;
   if (templated) input = templated.request;
   const v = validateInference(ports, ctx, input);
+  if (surface.anthropic) (v.options ??= {}).anthropic = surface.anthropic;
   v.output = outputCheck(v.options);
   const projectId = await projectOf();
   // The operator's inference draws on the project's windows from here on (CONTRACT §7).

@@ -68,11 +68,13 @@ describe('fuzzing every /v1 route', () => {
           for (const s of secrets) expect(res.body).not.toContain(s);
           if (res.statusCode >= 400) {
             const parsed = JSON.parse(res.body);
-            expect(isErrorCode(parsed.error.code), res.body).toBe(true);
-            const expectedHttp = ERRORS[parsed.error.code as keyof typeof ERRORS].http;
+            // /v1/messages answers Anthropic's shape, the svc code in error.svc_code and the request id beside error.
+            const code = parsed.type === 'error' ? parsed.error.svc_code : parsed.error.code;
+            expect(isErrorCode(code), res.body).toBe(true);
+            const expectedHttp = ERRORS[code as keyof typeof ERRORS].http;
             // 413 for an oversized body is the one status that differs from its code's row (CONTRACT §4).
             if (res.statusCode !== 413) expect(res.statusCode, res.body).toBe(expectedHttp);
-            expect(res.headers['x-svc-request-id']).toBe(parsed.error.request_id);
+            expect(res.headers['x-svc-request-id']).toBe(parsed.type === 'error' ? parsed.request_id : parsed.error.request_id);
           } else {
             expect(res.statusCode).toBeLessThan(300);
           }
