@@ -13,11 +13,12 @@ import { writeProvidersFile } from './fixtures.ts';
  *
  * The npm package (@anthropic-ai/claude-code, a ~380 MB native binary per platform) is not a dependency of the
  * repository: install it anywhere (`npm install @anthropic-ai/claude-code` in a temp dir) and point CLAUDE_CODE_BIN at
- * its `claude`. Without CLAUDE_CODE_BIN the test is skipped, and says so.
+ * its `claude` (.ci/run does). Without CLAUDE_CODE_BIN the test is skipped and says so; in CI (CI set) it fails instead.
  */
 
 const bin = process.env.CLAUDE_CODE_BIN;
 const available = bin !== undefined && existsSync(bin);
+if (!available && process.env.CI) throw new Error('CI: CLAUDE_CODE_BIN must point at a claude binary (.ci/run installs @anthropic-ai/claude-code)');
 if (!available) console.warn('anthropic.claude-code.test.ts: CLAUDE_CODE_BIN is not set to a claude binary: skipped');
 
 let t: TestApp;
