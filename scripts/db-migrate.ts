@@ -2,10 +2,11 @@
  * node --import tsx scripts/db-migrate.ts create NAME | deploy | status
  *
  * Stands in for `prisma migrate dev --create-only` / `deploy` / `status`, whose native engine cannot be downloaded
- * here (see src/db/migrations.ts). The database is DATABASE_URL (PostgreSQL, `?schema=` honoured) or, when unset,
+ * here (see src/db/migrations.ts). The database is DATABASE_DIRECT_URL or DATABASE_URL (PostgreSQL, `?schema=` honoured) or, when unset,
  * the embedded PGlite in SVC_DATA_DIR (default ./.svc-data).
  */
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { DataDirInUseError, lockDataDir } from '../src/db/data-dir-lock.ts';
 import {
@@ -15,6 +16,7 @@ import {
   type MigrationStatus,
   type MigrationTarget,
 } from '../src/db/migrations.ts';
+import { stripPartitionResidue } from '../src/jobs/partition-upkeep/prisma-residue.ts';
 
 const USAGE = 'usage: node --import tsx scripts/db-migrate.ts create NAME | deploy | status';
 
@@ -25,7 +27,8 @@ interface OpenTarget {
 }
 
 async function openTarget(): Promise<OpenTarget> {
-  const url = process.env.DATABASE_URL;
+  // Migrations take a session advisory lock: through DATABASE_DIRECT_URL when DATABASE_URL is a PgBouncer.
+  const url = directUrl(process.env.DATABASE_URL, process.env.DATABASE_DIRECT_URL);
   if (url) return { target: { kind: 'postgres', url }, label: redact(url), close: async () => {} };
   const dir = process.env.SVC_DATA_DIR || './.svc-data';
   mkdirSync(dir, { recursive: true });
@@ -46,6 +49,15 @@ async function openTarget(): Promise<OpenTarget> {
     }
   };
   return { target: { kind: 'pglite', pglite }, label: `PGlite ${dir}`, close };
+}
+
+/** DATABASE_DIRECT_URL (with DATABASE_URL's `?schema=` when it names none), else DATABASE_URL. */
+function directUrl(main: string | undefined, direct: string | undefined): string | undefined {
+  if (!main || !direct) return main || undefined;
+  const u = new URL(direct);
+  const schema = new URL(main).searchParams.get('schema');
+  if (schema !== null && !u.searchParams.has('schema')) u.searchParams.set('schema', schema);
+  return u.toString();
 }
 
 function redact(url: string): string {
@@ -81,7 +93,21 @@ async function main(argv: string[]): Promise<number> {
   switch (command) {
     case 'create': {
       if (!name) throw new Error(`a migration name is required\n${USAGE}`);
-      await createMigration(name);
+      const created = await createMigration(name, { log: () => {} });
+      if (!created) {
+        console.log('no changes: the schema matches the migrations');
+        return 0;
+      }
+      // The partitioned tables' keys and dropped foreign keys, which schema.prisma cannot express, are not changes.
+      const { sql, removed } = stripPartitionResidue(readFileSync(created.file, 'utf8'));
+      if (removed.length) console.log(`left out ${removed.length} clauses on the partitioned tables' keys (src/jobs/partition-upkeep/prisma-residue.ts)`);
+      if (sql === null) {
+        rmSync(path.dirname(created.file), { recursive: true });
+        console.log('no changes: the schema matches the migrations');
+        return 0;
+      }
+      writeFileSync(created.file, sql);
+      console.log(`created ${path.relative(process.cwd(), created.file)}`);
       return 0;
     }
     case 'deploy':

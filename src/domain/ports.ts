@@ -1,3 +1,4 @@
+import type { AuditPorts } from './audit/ports.ts';
 import type { AuthPorts } from './auth/ports.ts';
 import type { BudgetPorts } from './budgets/ports.ts';
 import type { InferencePorts } from './inference/ports.ts';
@@ -12,6 +13,7 @@ import type { RagPorts } from './rag/ports.ts';
 import type { PrivacyPorts } from './privacy/ports.ts';
 import type { TemplatePorts } from './templates/ports.ts';
 import type { DevPorts } from './dev/ports.ts';
+import type { McpPorts } from './mcp/ports.ts';
 
 /**
  * Every capability's ports, composed once in src/app-deps.ts and handed to the adapters (REST: `app.ports`, GraphQL:
@@ -26,6 +28,7 @@ export interface DomainPorts {
   rateLimits: RateLimitPorts;
   budgets: BudgetPorts;
   usage: UsagePorts;
+  audit: AuditPorts;
   inference: InferencePorts;
   webhooks: WebhookPorts;
   operators: OperatorPorts;
@@ -33,4 +36,5 @@ export interface DomainPorts {
   privacy: PrivacyPorts;
   templates: TemplatePorts;
   dev: DevPorts;
+  mcp: McpPorts;
 }

@@ -34,8 +34,8 @@ builder.queryFields((t) => ({
       authScopes: { action: 'audit.read' },
       description: `Newest first; first/last up to ${AUDIT_MAX_PAGE_SIZE}, as GET /v1/audit/events.`,
       args: { projectId: t.arg.id(), action: t.arg.string() },
-      resolve: (_root, args, { ctx }) =>
-        serviceConnection(args, (query) => listAuditEvents(ctx, { ...query, ...listFilters(args) })),
+      resolve: (_root, args, { ctx, ports }) =>
+        serviceConnection(args, (query) => listAuditEvents(ctx, { ...query, ...listFilters(args) }, ports.audit)),
     },
     { name: 'AuditEventConnection' },
     { name: 'AuditEventEdge' },

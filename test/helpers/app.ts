@@ -11,7 +11,7 @@ import type { Deps } from '../../src/deps.ts';
 import { buildApp } from '../../src/api/app.ts';
 import { FakeClock } from './clock.ts';
 import type { GatewayProcess } from './gateway-process.ts';
-import { DATABASE_URL, REDIS_URL, deleteRedisPrefix, dropSchema, uniqueName, withSchema } from './services.ts';
+import { DATABASE_URL, REDIS_URL, deleteRedisPrefix, dropSchema, gatewayDatabaseUrls, uniqueName } from './services.ts';
 
 export const MASTER_KEY = 'svc_sk_test_master_key_0123456789abcdefghijklmnop';
 export const TEST_ENCRYPTION_KEY = randomBytes(32).toString('hex');
@@ -32,18 +32,21 @@ export class LogCapture extends Writable {
 export interface TestDatabase {
   database: Database;
   url: string | null;
+  /** DATABASE_DIRECT_URL when `url` goes through PgBouncer (npm run test:pgbouncer), else null. */
+  directUrl?: string | null;
   drop(): Promise<void>;
 }
 
 export async function createTestDatabase(opts: { log?: boolean } = {}): Promise<TestDatabase> {
   if (DATABASE_URL) {
     const schema = uniqueName('t');
-    const url = withSchema(DATABASE_URL, schema);
-    await applyMigrations({ kind: 'postgres', url });
-    const database = await openDatabase({ databaseUrl: url, dataDir: null, poolSize: 5, log: opts.log });
+    const { url, directUrl } = await gatewayDatabaseUrls(DATABASE_URL, schema);
+    await applyMigrations({ kind: 'postgres', url: directUrl ?? url });
+    const database = await openDatabase({ databaseUrl: url, directUrl, dataDir: null, poolSize: 5, log: opts.log });
     return {
       database,
       url,
+      directUrl,
       drop: async () => {
         await database.close();
         await dropSchema(DATABASE_URL!, schema);
@@ -52,7 +55,7 @@ export async function createTestDatabase(opts: { log?: boolean } = {}): Promise<
   }
   const database = await openDatabase({ databaseUrl: null, dataDir: null, log: opts.log });
   await applyMigrations({ kind: 'pglite', pglite: database.pglite! });
-  return { database, url: null, drop: () => database.close() };
+  return { database, url: null, directUrl: null, drop: () => database.close() };
 }
 
 export interface TestApp {
@@ -90,6 +93,7 @@ export async function buildTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
     // Every answer with a response schema must serialize exactly as JSON.stringify would (src/api/response-check.ts).
     SVC_CHECK_RESPONSES: 'true',
     ...(testDb.url ? { DATABASE_URL: testDb.url } : {}),
+    ...(testDb.directUrl ? { DATABASE_DIRECT_URL: testDb.directUrl } : {}),
     ...(REDIS_URL ? { REDIS_URL, SVC_REDIS_PREFIX: redisPrefix } : {}),
     ...opts.env,
   });

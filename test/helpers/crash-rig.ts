@@ -6,7 +6,7 @@ import { writeProvidersFile } from '../inference/fixtures.ts';
 import { TEST_ENCRYPTION_KEY } from './app.ts';
 import { startGateway, type GatewayProcess } from './gateway-process.ts';
 import { startMockOpenAI, type MockOpenAI } from './mock-openai.ts';
-import { DATABASE_URL, REDIS_URL, deleteRedisPrefix, dropSchema, uniqueName, withSchema } from './services.ts';
+import { DATABASE_URL, REDIS_URL, deleteRedisPrefix, dropSchema, gatewayDatabaseUrls, uniqueName } from './services.ts';
 
 /** A start compiles the sources (tsx): on a loaded machine it can take well over a minute. */
 export const CRASH_STARTUP_MS = 180_000;
@@ -47,7 +47,9 @@ export async function startCrashRig(name: string, env: Record<string, string>): 
   };
   if (DATABASE_URL) {
     const schema = uniqueName(name);
-    all.DATABASE_URL = withSchema(DATABASE_URL, schema);
+    const urls = await gatewayDatabaseUrls(DATABASE_URL, schema);
+    all.DATABASE_URL = urls.url;
+    if (urls.directUrl) all.DATABASE_DIRECT_URL = urls.directUrl;
     cleanups.push(() => dropSchema(DATABASE_URL!, schema));
   } else {
     const dir = mkdtempSync(path.join(tmpdir(), `svc-${name}-`));

@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { Agent, request } from 'undici';
 import { MASTER_KEY } from './app.ts';
 import { freePort } from './ports.ts';
+import { directDatabaseEnv } from './services.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 /** The child's output kept for a failure message: the tail only, a process under load can log a lot. */
@@ -69,6 +70,8 @@ export async function startGateway(env: Record<string, string>, opts: StartOptio
     HOST: '127.0.0.1',
     LOG_LEVEL: 'warn',
     SVC_MASTER_KEY: MASTER_KEY,
+    // npm run test:pgbouncer: a DATABASE_URL through the pooler comes with its direct twin.
+    ...directDatabaseEnv(env.DATABASE_URL),
     ...env,
     PORT: String(port),
   };

@@ -6,7 +6,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { applyMigrations } from '../../src/db/migrations.ts';
 import { freePort } from './ports.ts';
-import { DATABASE_URL, REDIS_URL, deleteRedisPrefix, dropSchema, uniqueName, withSchema } from './services.ts';
+import { DATABASE_URL, REDIS_URL, deleteRedisPrefix, dropSchema, gatewayDatabaseUrls, uniqueName } from './services.ts';
 
 /**
  * Private PostgreSQL and Redis servers for fault tests: they are stopped and started under load, which must never
@@ -203,8 +203,9 @@ export async function openServices(
       baseUrl = postgres.url;
     }
     const schema = uniqueName('svc');
-    const databaseUrl = withSchema(baseUrl, schema);
-    await applyMigrations({ kind: 'postgres', url: databaseUrl });
+    // npm run test:pgbouncer: the shared server's schema through the pooler (a private server: directly).
+    const { url: databaseUrl, directUrl } = await gatewayDatabaseUrls(baseUrl, schema);
+    await applyMigrations({ kind: 'postgres', url: directUrl ?? databaseUrl });
     if (!postgres) cleanup.push(() => dropSchema(baseUrl!, schema));
 
     let redis: PrivateRedis | null = null;

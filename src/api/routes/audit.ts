@@ -41,6 +41,6 @@ export const AuditEventObject = Type.Object(
 
 export const auditRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/v1/audit/events', { config: { action: 'audit.read' }, schema: { querystring: AuditQuery, response: { 200: ListOf(AuditEventObject) } } }, async (req, reply) =>
-    sendList(reply, await listAuditEvents(req.ctx, req.query), '/v1/audit/events', presentAuditEvent),
+    sendList(reply, await listAuditEvents(req.ctx, req.query, app.ports.audit), '/v1/audit/events', presentAuditEvent),
   );
 };

@@ -7,6 +7,7 @@ import { parseInput } from '../validation.ts';
 import { AUDIT_MAX_PAGE_SIZE, AuditQuery } from './schema.ts';
 import { visibleProjectId } from '../tenancy.ts';
 import type { AuditAction } from './actions.ts';
+import type { AuditPorts } from './ports.ts';
 
 
 export interface AuditInput {
@@ -55,9 +56,11 @@ export async function recordSystemAudit(
   });
 }
 
-export async function listAuditEvents(ctx: Ctx, raw: unknown): Promise<Page<AuditEvent>> {
+/** Newest first. With `ports`, on the read replica once it has replayed every write committed before the read. */
+export async function listAuditEvents(ctx: Ctx, raw: unknown, ports?: AuditPorts): Promise<Page<AuditEvent>> {
   const query = parseInput(AuditQuery, raw);
   const projectId = await visibleProjectId(ctx, query.project_id);
+  const db = ports ? await ports.reads.client() : ctx.db;
   const where: Prisma.AuditEventWhereInput = {
     ...(projectId !== undefined ? { projectId } : {}),
     ...(query.action !== undefined ? { action: query.action } : {}),
@@ -67,8 +70,8 @@ export async function listAuditEvents(ctx: Ctx, raw: unknown): Promise<Page<Audi
     {
       cursorField: 'id',
       fetch: ({ cursor, order, take }) =>
-        ctx.db.auditEvent.findMany({ where: { ...where, ...(cursor ? { id: cursor } : {}) }, orderBy: { id: order }, take }),
-      exists: async (id) => (await ctx.db.auditEvent.count({ where: { ...where, id } })) > 0,
+        db.auditEvent.findMany({ where: { ...where, ...(cursor ? { id: cursor } : {}) }, orderBy: { id: order }, take }),
+      exists: async (id) => (await db.auditEvent.count({ where: { ...where, id } })) > 0,
     },
     AUDIT_MAX_PAGE_SIZE,
   );

@@ -1,3 +1,5 @@
+import type { Tx } from '../../db/client.ts';
+import type { LaggingReads } from '../../db/read-replica.ts';
 import type { InferenceOutcome } from './outcome.ts';
 
 /**
@@ -50,7 +52,11 @@ export interface Percentiles {
   max: number;
 }
 
-/** What the usage service needs from outside the domain: read-your-writes before listing. */
+/**
+ * What the usage service needs from outside the domain: read-your-writes before listing, and where a read that may
+ * lag goes (the read replica of DATABASE_READ_URL once it has caught up, else the primary).
+ */
 export interface UsagePorts {
   outcomes: OutcomeFlush;
+  reads: LaggingReads<Tx>;
 }

@@ -1,5 +1,6 @@
 import { Prisma, type UsageRecord } from '../../generated/prisma/client.ts';
 import { invalid } from '../../errors/svc-error.ts';
+import type { Tx } from '../../db/client.ts';
 import type { Ctx } from '../context.ts';
 import type { UsagePorts } from './ports.ts';
 import { paginate, type Page } from '../pagination.ts';
@@ -53,6 +54,8 @@ export async function listUsage(ports: UsagePorts, ctx: Ctx, raw: unknown): Prom
   const { from, to } = dateRange(query);
   // Read-your-writes: the usage records of inferences this replica answered are written before they are listed.
   await ports.outcomes.flush({ timeoutMs: 2_000 });
+  // The read replica once it has replayed everything committed before this point (those records included).
+  const db = await ports.reads.client();
 
   if (granularity === 'request') {
     const where: Prisma.UsageRecordWhereInput = {
@@ -64,12 +67,12 @@ export async function listUsage(ports: UsagePorts, ctx: Ctx, raw: unknown): Prom
     const page = await paginate(query, {
       cursorField: 'request_id',
       fetch: ({ cursor, order, take }) =>
-        ctx.db.usageRecord.findMany({
+        db.usageRecord.findMany({
           where: { ...where, ...(cursor ? { requestId: cursor } : {}) },
           orderBy: { requestId: order },
           take,
         }),
-      exists: async (requestId) => (await ctx.db.usageRecord.count({ where: { ...where, requestId } })) > 0,
+      exists: async (requestId) => (await db.usageRecord.count({ where: { ...where, requestId } })) > 0,
     });
     return { granularity, page };
   }
@@ -81,13 +84,13 @@ export async function listUsage(ports: UsagePorts, ctx: Ctx, raw: unknown): Prom
   const end = to ?? todayStart + DAY_MS;
   const start = from ?? end - DEFAULT_DAYS * DAY_MS;
   if (end - start > MAX_DAYS * DAY_MS) throw invalid('start_date', `A day range may cover at most ${MAX_DAYS} days.`);
-  return { granularity, days: await usageByDay(ctx, projectId, new Date(start), new Date(end)) };
+  return { granularity, days: await usageByDay(db, projectId, new Date(start), new Date(end)) };
 }
 
 /** Sums per UTC day in [from, to), newest first. */
-export async function usageByDay(ctx: Ctx, projectId: string | undefined, from: Date, to: Date): Promise<UsageDay[]> {
+export async function usageByDay(db: Tx, projectId: string | undefined, from: Date, to: Date): Promise<UsageDay[]> {
   const projectFilter = projectId !== undefined ? Prisma.sql`AND project_id = ${projectId}` : Prisma.empty;
-  const rows = await ctx.db.$queryRaw<Array<{ day: string; requests: bigint; prompt: bigint; completion: bigint; cost: bigint }>>`
+  const rows = await db.$queryRaw<Array<{ day: string; requests: bigint; prompt: bigint; completion: bigint; cost: bigint }>>`
     SELECT to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day,
            count(*)::bigint AS requests,
            coalesce(sum(prompt_tokens), 0)::bigint AS prompt,

@@ -50,11 +50,12 @@ export async function emitDailyUsageSummaries(deps: SummaryDeps, nowMs: number =
   }
 }
 
-/** Checks every minute (wall time) whether a day is due on the injected clock. */
-export function startDailyUsageSummaries(deps: SummaryDeps, everyMs = 60_000): { stop(): void } {
+/** Checks every minute (wall time) whether a day is due on the injected clock; on the replica that leads the sweep. */
+export function startDailyUsageSummaries(deps: SummaryDeps & Pick<Deps, 'database'>, everyMs = 60_000): { stop(): void } {
   return startSweep(
     deps.log,
     { run: () => emitDailyUsageSummaries(deps), done: (n) => [{ projects: n }, 'usage.daily_summary emitted'], failed: 'usage.daily_summary failed; retrying next minute' },
     everyMs,
+    { leadership: deps.database.leadership, name: 'daily-summary' },
   );
 }

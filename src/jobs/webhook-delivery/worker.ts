@@ -9,7 +9,7 @@ import { InFlight } from '../../kernel/in-flight.ts';
 
 export type { AttemptOutcome };
 
-/** Read from config: webhookRetryScheduleS, webhookRetryHorizonS, webhookTimeoutMs, databaseUrl. */
+/** Read from config: webhookRetryScheduleS, webhookRetryHorizonS, webhookTimeoutMs. */
 export type DeliveryWorkerDeps = Pick<Deps, 'config' | 'db' | 'database' | 'clock' | 'log'> & Pick<Deps['webhooks'], 'secretBox' | 'egress'>;
 
 export interface DeliveryWorkerOptions {
@@ -40,7 +40,7 @@ const ATTEMPTS_PER_TURN = 8;
  *
  * Each attempt is claim (claim.ts: a lease taken in one statement, or handed over leased by the outcome writer), send
  * (send.ts: the signed POST) and record (record.ts: the attempt, the retry schedule, the audit). Wakes on NOTIFY from
- * the outbox (every replica, at commit), on its own retries coming due, and on a slow poll. Tests drive it with
+ * the outbox (one listening worker, picked at commit: domain/webhooks/wakeups.ts), on its own retries coming due, and on a slow poll. Tests drive it with
  * `runDue()` and a fake clock.
  */
 export class DeliveryWorker implements DeliveryWorkerControl {
@@ -91,7 +91,7 @@ export class DeliveryWorker implements DeliveryWorkerControl {
     this.running = true;
     if (this.listen) {
       try {
-        this.unlisten = await listenForWakeups(this.deps.database, this.deps.config.databaseUrl, () => this.wake(), this.deps.log);
+        this.unlisten = await listenForWakeups(this.deps.database, () => this.wake(), this.deps.log);
       } catch (err) {
         this.deps.log.warn({ err: (err as Error).message }, 'webhook wake-ups unavailable; delivering on the poll only');
       }
