@@ -37,6 +37,11 @@ export const ApiKeyRef = builder.prismaObject('ApiKey', {
     createdAt: t.expose('createdAt', { type: 'UnixSeconds' }),
     lastUsedAt: t.expose('lastUsedAt', { type: 'UnixSeconds', nullable: true }),
     revokedAt: t.expose('revokedAt', { type: 'UnixSeconds', nullable: true }),
+    mcpTools: t.stringList({
+      nullable: true,
+      description: 'The MCP tools the key may list and call (server/tool, server/*); null: every tool its servers allow.',
+      resolve: (key) => (key.mcpTools.length > 0 ? key.mcpTools : null),
+    }),
   }),
 });
 

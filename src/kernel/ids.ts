@@ -27,7 +27,7 @@ function nextRandom(ms: number): Uint8Array {
   return lastRandom;
 }
 
-export type IdPrefix = 'prj' | 'key' | 'req' | 'aud' | 'evt' | 'wh' | 'del' | 'att' | 'inf' | 'pol' | 'apr' | 'opr' | 'grp' | 'ses' | 'tpl' | 'evr' | 'evc'
+export type IdPrefix = 'prj' | 'key' | 'req' | 'aud' | 'evt' | 'wh' | 'mcs' | 'del' | 'att' | 'inf' | 'pol' | 'apr' | 'opr' | 'grp' | 'ses' | 'tpl' | 'evr' | 'evc'
   // The verticals (CONTRACT §16): model-work jobs, Risk and Ops objects.
   | 'vjb' | 'cas' | 'evi' | 'rsa' | 'rpt' | 'inc' | 'tle' | 'log' | 'lgq' | 'pmt' | 'con' | 'slo' | 'doc' | 'chk'
   // Legal: matters, contracts, mappings, redlines.

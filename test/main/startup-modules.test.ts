@@ -25,6 +25,7 @@ const LOADED_ON_FIRST_USE = [
   'scimmy', // SCIM, SSO: only when configured (api/routes/scim.ts, api/routes/sso.ts)
   'openid-client',
   '@node-saml/node-saml',
+  '@modelcontextprotocol/sdk', // the MCP gateway's first request (domain/mcp/proxy.ts)
 ];
 
 // A resolve hook (on Node's hooks thread) that prints every package a module of the graph resolves.

@@ -31,6 +31,8 @@ export function presentKey(key: ApiKey, now: Date, secret?: string) {
     created_at: unixSeconds(key.createdAt),
     last_used_at: unixOrNull(key.lastUsedAt),
     ...(key.revokedAt ? { revoked_at: unixSeconds(key.revokedAt) } : {}),
+    // CONTRACT §20: only on a key that carries one.
+    ...(key.mcpTools?.length ? { mcp_tools: key.mcpTools } : {}),
   };
 }
 
@@ -48,6 +50,7 @@ const keyProperties = {
   created_at: Unix('When the key was created'),
   last_used_at: UnixOrNull('When the key last authenticated a request'),
   revoked_at: Type.Optional(Unix('When the key was revoked; only on a revoked key')),
+  mcp_tools: Type.Optional(Type.Array(Type.String(), { description: 'The MCP tools the key may list and call (server/tool, server/*); only on a key that carries the list (absent: every tool its servers allow).' })),
 };
 
 /** presentKey's answer. */

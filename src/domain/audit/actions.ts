@@ -47,6 +47,10 @@ export const AUDIT_ACTIONS = {
   // Evaluation runs (CONTRACT §14).
   'eval_run.create': 'An evaluation run was created (queued for the background worker).',
   'eval_run.cancel': 'An evaluation run was canceled.',
+  'file.create': 'A batch input file was uploaded (POST /v1/files).',
+  'file.delete': 'A file and its content were deleted.',
+  'batch.create': 'A batch was created (queued for the batch worker).',
+  'batch.cancel': 'A batch was cancelled.',
   // Prompt templates (CONTRACT §10).
   'template.create': 'A prompt template was created (and its version 1 published).',
   'template.publish': 'A new version of a prompt template was published.',
@@ -82,6 +86,11 @@ export const AUDIT_ACTIONS = {
   'dev_review.create': 'A model review of a diff was requested.',
   'dev_pull_request_summary.create': 'A model summary of a pull request was requested.',
   'dev_test.create': 'A model-generated test file was requested.',
+  // MCP gateway (CONTRACT §20).
+  'mcp_server.create': 'An MCP server was registered in the project.',
+  'mcp_server.update': "An MCP server's url, headers, tools or price were changed.",
+  'mcp_server.delete': 'An MCP server was deleted.',
+  'mcp.tool.call': 'A tool was called through the MCP gateway (or refused there): server, tool, key, duration, outcome.',
 } as const satisfies Record<string, string>;
 
 export type AuditAction = keyof typeof AUDIT_ACTIONS;

@@ -3,6 +3,7 @@ import * as keys from '../keys/service.ts';
 import * as rateLimits from '../rate-limits/service.ts';
 import * as routing from '../routing/service.ts';
 import * as webhooks from '../webhooks/service.ts';
+import * as mcp from '../mcp/service.ts';
 import * as privacy from '../privacy/settings.ts';
 import * as policy from './policy.ts';
 import * as risk from '../risk/service.ts';
@@ -23,6 +24,7 @@ export const deleteRoutingPolicy = governed('routing_policy.delete', 'routing', 
 export const createWebhook = governed('webhook.create', 'webhooks', [], webhooks.checkCreateWebhook, webhooks.applyCreateWebhook);
 export const disableWebhook = governed('webhook.disable', null, ['webhook_id'], webhooks.checkDisableWebhook, webhooks.applyDisableWebhook);
 export const replayDelivery = governed('webhook.delivery.replay', null, ['webhook_id', 'delivery_id'], webhooks.checkReplayDelivery, webhooks.applyReplayDelivery);
+export const createMcpServer = governed('mcp_server.create', 'mcp', [], mcp.checkCreateMcpServer, mcp.applyCreateMcpServer);
 export const createKey = governed('key.create', null, [], keys.checkCreateKey, keys.applyCreateKey);
 export const rotateKey = governed('key.rotate', 'keys', ['key_id'], keys.checkRotateKey, keys.applyRotateKey);
 export const revokeKey = governed('key.revoke', 'keys', ['key_id'], keys.checkRevokeKey, keys.applyRevokeKey);

@@ -4,6 +4,7 @@ import { pageQueryProperties } from '../pagination.ts';
 import { Input, Nullable, PathId, ProjectIdField, ProjectIdFilter } from '../schema.ts';
 import { MAX_KEY_NAME_CHARS } from './names.ts';
 import { SCOPES } from './scopes.ts';
+import { McpToolGrants } from '../mcp/schema.ts';
 
 /** CONTRACT §3: the rotate overlap, in hours. */
 export const MAX_OVERLAP_HOURS = 168;
@@ -40,6 +41,7 @@ export const CreateKey = Input({
       ...says({ type: 'must be a Unix time in seconds in the future', maximum: 'is too far in the future' }),
     }),
   ),
+  mcp_tools: Type.Optional(McpToolGrants),
 });
 export type CreateKey = Static<typeof CreateKey>;
 

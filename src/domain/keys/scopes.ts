@@ -20,6 +20,8 @@ export const SCOPES = [
   'risk:read',
   'risk:write',
   'risk:approve',
+  // CONTRACT §20, beyond the spec's table: list and call tools through the MCP gateway (/v1/mcp/{server_id}).
+  'mcp:use',
 ] as const;
 
 export type Scope = (typeof SCOPES)[number];

@@ -15,6 +15,8 @@ import { keyNameFold, normalizeKeyName } from './names.ts';
 import { CreateKey, ListKeysQuery, RotateKey } from './schema.ts';
 import type { Scope } from './scopes.ts';
 import { generateSecret, hashSecret } from './secrets.ts';
+import { grantsWithin } from '../mcp/tools.ts';
+import { badToolGrant } from '../mcp/schema.ts';
 import { ownTransaction, type Checked } from '../transact.ts';
 
 /** A key row with, on create and rotate only, the full secret. */
@@ -31,7 +33,7 @@ export function budgetMicros(usd: number): bigint {
 }
 
 /** The schema's checks (CreateKey), then what it cannot say: the name's characters, an expiry in the future, whole micro-dollars. */
-function validateKeyInput(ctx: Ctx, raw: unknown): { input: CreateKey; name: string; scopes: Scope[]; budgetMicros: bigint | null; expiresAt: Date | null } {
+function validateKeyInput(ctx: Ctx, raw: unknown): { input: CreateKey; name: string; scopes: Scope[]; budgetMicros: bigint | null; expiresAt: Date | null; mcpTools: string[] } {
   const input = parseInput(CreateKey, raw);
   const name = normalizeKeyName(input.name);
   const scopes = [...new Set(input.scopes)];
@@ -43,7 +45,11 @@ function validateKeyInput(ctx: Ctx, raw: unknown): { input: CreateKey; name: str
     }
     expiresAt = new Date(input.expires_at * 1000);
   }
-  return { input, name, scopes, budgetMicros: budget, expiresAt };
+  // CONTRACT §20: stored empty when absent or null (every tool); the schema refuses an empty list.
+  const badGrant = input.mcp_tools ? badToolGrant(input.mcp_tools) : null;
+  if (badGrant !== null) throw invalid('mcp_tools', `mcp_tools entries must be server/tool or server/*: ${JSON.stringify(badGrant)} is not.`);
+  const mcpTools = input.mcp_tools ? [...new Set(input.mcp_tools)] : [];
+  return { input, name, scopes, budgetMicros: budget, expiresAt, mcpTools };
 }
 
 type KeyAction = 'grant' | 'rotate' | 'revoke';
@@ -76,12 +82,12 @@ function assertScopeSubset(ctx: Ctx, scopes: readonly string[], action: KeyActio
 async function assertNoLooserThanCaller(
   ctx: Ctx,
   db: Tx,
-  child: { budgetMicros: bigint | null; expiresAt: Date | null },
+  child: { budgetMicros: bigint | null; expiresAt: Date | null; mcpTools: string[] },
   action: 'grant' | 'rotate',
 ): Promise<void> {
   // The operator and console sessions (issue 22) have no budget or expiry of their own to pass on.
   if (ctx.caller.kind !== 'key') return;
-  const own = await db.apiKey.findUnique({ where: { id: ctx.caller.keyId }, select: { budgetMicros: true, expiresAt: true } });
+  const own = await db.apiKey.findUnique({ where: { id: ctx.caller.keyId }, select: { budgetMicros: true, expiresAt: true, mcpTools: true } });
   if (!own) throw new SvcError('invalid_api_key');
   const verb = action === 'grant' ? 'create' : 'rotate';
   if (own.budgetMicros !== null && (child.budgetMicros === null || child.budgetMicros > own.budgetMicros)) {
@@ -94,6 +100,14 @@ async function assertNoLooserThanCaller(
     throw new SvcError('insufficient_scope', {
       param: action === 'grant' ? 'expires_at' : 'key_id',
       message: `A key expiring at ${Math.floor(own.expiresAt.getTime() / 1000)} cannot ${verb} a key without an expires_at or with a later one.`,
+    });
+  }
+  // CONTRACT §20: a key narrowed to some MCP tools hands out no tool beyond them (empty: not narrowed).
+  const outside = grantsWithin(own.mcpTools.length > 0 ? own.mcpTools : null, child.mcpTools.length > 0 ? child.mcpTools : null);
+  if (outside.length > 0) {
+    throw new SvcError('insufficient_scope', {
+      param: action === 'grant' ? 'mcp_tools' : 'key_id',
+      message: `A key limited by mcp_tools cannot ${verb} a key with MCP tools beyond its own: ${outside.join(', ')}.`,
     });
   }
 }
@@ -131,6 +145,7 @@ export async function applyCreateKey(ctx: Ctx, valid: NewKey, transact = ownTran
           secretLast4: secret.slice(-4),
           budgetMicros: valid.budgetMicros,
           expiresAt: valid.expiresAt,
+          mcpTools: valid.mcpTools,
           status: 'active',
           createdAt: now,
           // Dual control's segregation of duties walks this (domain/governance/approvals.ts).
@@ -140,7 +155,7 @@ export async function applyCreateKey(ctx: Ctx, valid: NewKey, transact = ownTran
       await recordAudit(tx, ctx, 'key.create', {
         projectId,
         targetId: key.id,
-        data: { name: key.name, scopes: key.scopes },
+        data: { name: key.name, scopes: key.scopes, ...(key.mcpTools.length > 0 ? { mcp_tools: key.mcpTools } : {}) },
       });
       return key;
     });
