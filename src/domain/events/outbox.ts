@@ -23,6 +23,10 @@ export const EVENT_TYPES = [
   'ops.slo.burn',
   'risk.case.closed',
   'risk.report.approved',
+  // CONTRACT §20, beyond the spec's catalog: a tool call through the MCP gateway reached its server.
+  'mcp.tool.called',
+  // CONTRACT §21, beyond the spec's catalog: a batch ended (completed, failed, expired or cancelled).
+  'batch.completed',
   // Sent on request to one webhook (POST /v1/webhooks/{id}/test), never fanned out: see enqueueEventToWebhook.
   'webhook.test',
 ] as const;
@@ -154,7 +158,7 @@ export async function enqueueEvents(tx: RawSql, events: readonly NewEvent[], opt
     ), e AS (
       INSERT INTO events (id, project_id, type, data, created_at)
       SELECT id, project_id, type, data, created_at FROM x
-      ON CONFLICT (id) DO NOTHING
+      ON CONFLICT (id, created_at) DO NOTHING -- the key of the partitioned table; an id is always written with one created_at
       RETURNING id, project_id, type, data, created_at
     ), d AS (
       INSERT INTO webhook_deliveries (id, webhook_id, event_id, project_id, event_type, status, attempts, next_attempt_at, lease_until, created_at)

@@ -2,10 +2,10 @@ import type { RawSql } from '../../db/sql.ts';
 import type { InferenceOutcome } from '../../domain/usage/outcome.ts';
 
 /**
- * Inserts the batch's usage records, skipping those already written (ON CONFLICT on request_id); returns the request
- * ids it inserted. One statement for the whole batch, which travels as one JSON parameter: Prisma's createMany costs
- * ~0.5 ms of gateway CPU per row, and even array parameters or per-row results cost ~0.05 ms; this costs a
- * JSON.stringify.
+ * Inserts the batch's usage records, skipping those already written (a request id recorded in any month: the
+ * usage_records_dedup trigger of the partitions migration); returns the request ids it inserted. One statement for
+ * the whole batch, which travels as one JSON parameter: Prisma's createMany costs ~0.5 ms of gateway CPU per row, and
+ * even array parameters or per-row results cost ~0.05 ms; this costs a JSON.stringify.
  */
 export async function insertUsageRecords(tx: RawSql, outcomes: readonly InferenceOutcome[]): Promise<Set<string>> {
   const rows = outcomes.map((o) => ({
@@ -34,7 +34,7 @@ export async function insertUsageRecords(tx: RawSql, outcomes: readonly Inferenc
         request_id text, project_id text, key_id text, model text, route text, region text, cache_hit boolean, status text,
         error_code text, prompt_tokens int, completion_tokens int, cost_micros bigint, latency_ms int, created_at timestamptz,
         template_id text, template_version int)
-      ON CONFLICT (request_id) DO NOTHING
+      ON CONFLICT DO NOTHING
       RETURNING request_id
     )
     SELECT string_agg(request_id, ',') AS written FROM u`;
