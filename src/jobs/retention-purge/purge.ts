@@ -2,7 +2,7 @@ import type { Deps } from '../../deps.ts';
 import { purgeExpiredContent } from '../../domain/privacy/store.ts';
 import { startSweep, yieldToEventLoop } from '../sweep.ts';
 
-type PurgeDeps = Pick<Deps, 'db' | 'clock' | 'log'>;
+type PurgeDeps = Pick<Deps, 'db' | 'clock' | 'log' | 'database'>;
 
 /** Rows per statement: a long backlog is purged in short transactions. */
 const BATCH = 1_000;
@@ -22,11 +22,12 @@ export async function purgeExpiredRetention(deps: Pick<Deps, 'db' | 'clock'>): P
   }
 }
 
-/** The background worker's retention sweep, every minute (wall time) and once at start. */
+/** The background worker's retention sweep, every minute (wall time) and once at start, on the sweep's leader only. */
 export function startRetentionPurge(deps: PurgeDeps, everyMs = 60_000): { stop(): void } {
   return startSweep(
     deps.log,
     { run: () => purgeExpiredRetention(deps), done: (n) => [{ records: n }, 'retained content purged'], failed: 'retention purge failed; retrying next minute' },
     everyMs,
+    { leadership: deps.database.leadership, name: 'retention-purge' },
   );
 }
