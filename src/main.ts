@@ -6,7 +6,9 @@ import { startDailyUsageSummaries } from './jobs/daily-summary/daily-summary.ts'
 import { startApprovalExpiry } from './jobs/approvals/expiry.ts';
 import { startRagIndexer } from './jobs/rag-indexing/worker.ts';
 import { startEvalRunner, type EvalRunner } from './jobs/eval-runner/runner.ts';
+import { startBatchRunner, type BatchRunner } from './jobs/batch-runner/runner.ts';
 import { startRetentionPurge } from './jobs/retention-purge/purge.ts';
+import { startPartitionUpkeep } from './jobs/partition-upkeep/upkeep.ts';
 import { VerticalWorker } from './jobs/vertical-work/worker.ts';
 
 async function main(): Promise<void> {
@@ -51,7 +53,9 @@ async function main(): Promise<void> {
   let approvalExpiry: { stop(): void } | null = null;
   let ragIndexer: { stop(): Promise<void> } | null = null;
   let evalRunner: EvalRunner | null = null;
+  let batchRunner: BatchRunner | null = null;
   let retentionPurge: { stop(): void } | null = null;
+  let partitionUpkeep: { stop(): void } | null = null;
   let verticalWork: VerticalWorker | null = null;
 
   let closing = false;
@@ -62,10 +66,11 @@ async function main(): Promise<void> {
     usageSummaries?.stop();
     approvalExpiry?.stop();
     retentionPurge?.stop();
+    partitionUpkeep?.stop();
     try {
       // Webhook attempts in flight finish (each within its deadline) while HTTP requests drain.
       // An evaluation case in flight finishes (its result is written); the rest resume on the next start.
-      await Promise.all([http.close(), deps.webhooks.worker.stop(), evalRunner?.stop(), verticalWork?.stop(), ragIndexer?.stop()]);
+      await Promise.all([http.close(), deps.webhooks.worker.stop(), evalRunner?.stop(), batchRunner?.stop(), verticalWork?.stop(), ragIndexer?.stop()]);
       await closeDeps(deps);
       process.exit(0);
     } catch (err) {
@@ -88,7 +93,9 @@ async function main(): Promise<void> {
   approvalExpiry = startApprovalExpiry(deps);
   ragIndexer = startRagIndexer(deps);
   evalRunner = startEvalRunner(deps);
+  batchRunner = startBatchRunner(deps);
   retentionPurge = startRetentionPurge(deps);
+  partitionUpkeep = startPartitionUpkeep(deps);
   verticalWork = new VerticalWorker(deps);
   verticalWork.start();
 }

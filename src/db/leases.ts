@@ -18,6 +18,7 @@ const TABLES = {
   rag_documents: { sql: Prisma.raw('rag_documents'), owned: false, model: (db: Tx) => db.ragDocument as unknown as UpdateMany },
   eval_runs: { sql: Prisma.raw('eval_runs'), owned: true, model: (db: Tx) => db.evalRun as unknown as UpdateMany },
   vertical_jobs: { sql: Prisma.raw('vertical_jobs'), owned: false, model: (db: Tx) => db.verticalJob as unknown as UpdateMany },
+  batches: { sql: Prisma.raw('batches'), owned: true, model: (db: Tx) => db.batch as unknown as UpdateMany },
 } as const;
 
 export type LeasedTable = keyof typeof TABLES;
@@ -30,6 +31,7 @@ interface Models {
   rag_documents: { where: Prisma.RagDocumentWhereInput; data: Prisma.RagDocumentUpdateManyMutationInput };
   eval_runs: { where: Prisma.EvalRunWhereInput; data: Prisma.EvalRunUpdateManyMutationInput };
   vertical_jobs: { where: Prisma.VerticalJobWhereInput; data: Prisma.VerticalJobUpdateManyMutationInput };
+  batches: { where: Prisma.BatchWhereInput; data: Prisma.BatchUpdateManyMutationInput };
 }
 
 /** A lease a worker holds on a row: by the end it was given, or by owner (tables that record one). */

@@ -12,6 +12,7 @@ export const ERRORS = {
   residency_violation: { http: 403, retryable: 'no', message: "The request's region conflicts with the project's pinned region." },
   dual_control_required: { http: 403, retryable: 'no', message: 'The mutation is queued for a second approver.' },
   connector_disabled: { http: 403, retryable: 'no', message: 'The connector is disabled.' },
+  zero_retention: { http: 403, retryable: 'no', message: 'The project keeps no content (zero retention): files cannot be stored.' },
   git_host_forbidden: { http: 403, retryable: 'no', message: 'The Git app cannot comment on this host.' },
   not_found: { http: 404, retryable: 'no', message: 'No such object.' },
   record_not_retained: { http: 404, retryable: 'no', message: 'The record was not retained or its retention period has expired.' },

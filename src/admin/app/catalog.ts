@@ -60,6 +60,7 @@ export const SCOPE_GROUPS: Group[] = [
       { name: 'inference:write', description: 'Create inference requests.' },
       { name: 'inference:read', description: 'Read retained inference responses and status.' },
       { name: 'models:read', description: 'List available models.' },
+      { name: 'mcp:use', description: 'List and call MCP tools through /v1/mcp/{server_id} (narrowed by the key\'s mcp_tools).' },
     ],
   },
   {
@@ -130,8 +131,16 @@ export const EVENT_GROUPS: Group[] = [
     entries: [{ name: 'webhook.test', description: 'A test event sent on request to one webhook ("Send test event"); it needs no subscription.' }],
   },
   {
+    area: 'MCP gateway',
+    entries: [{ name: 'mcp.tool.called', description: 'A tool call through the MCP gateway reached its server (ok, tool error or upstream error).' }],
+  },
+  {
     area: 'Evaluations',
     entries: [{ name: 'eval.run.completed', description: 'An evaluation run finished.' }],
+  },
+  {
+    area: 'Batches',
+    entries: [{ name: 'batch.completed', description: 'A batch ended: completed, failed, expired or cancelled.' }],
   },
   {
     area: 'Verticals',

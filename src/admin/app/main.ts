@@ -9,9 +9,11 @@ import { KeysScreen } from './screens/keys.ts';
 import { LimitsScreen } from './screens/limits.ts';
 import { OverviewScreen } from './screens/overview.ts';
 import { WebhooksScreen } from './screens/webhooks.ts';
+import { McpScreen } from './screens/mcp.ts';
 import { ApprovalsScreen } from './screens/approvals.ts';
 import { DocumentsScreen } from './screens/documents.ts';
 import { EvalsScreen } from './screens/evals.ts';
+import { BatchesScreen } from './screens/batches.ts';
 import { PrivacyScreen } from './screens/privacy.ts';
 import { TemplatesScreen } from './screens/templates.ts';
 import { OpsScreen } from './screens/ops.ts';
@@ -32,11 +34,13 @@ const SCREENS: Screen[] = [
   { path: 'overview', title: 'Overview', actions: [], view: OverviewScreen },
   { path: 'keys', title: 'Keys', actions: ['key.list'], view: KeysScreen },
   { path: 'webhooks', title: 'Webhooks', actions: ['webhook.list'], view: WebhooksScreen },
+  { path: 'mcp', title: 'MCP servers', actions: ['mcp_server.list'], view: McpScreen },
   { path: 'limits', title: 'Rate limits', actions: ['rate_limits.read'], view: LimitsScreen },
   { path: 'audit', title: 'Audit log', actions: ['audit.read'], view: AuditScreen },
   { path: 'approvals', title: 'Approvals', actions: ['approval.list'], view: ApprovalsScreen },
   { path: 'documents', title: 'Documents', actions: ['rag_document.list'], view: DocumentsScreen },
   { path: 'evals', title: 'Evals', actions: ['eval_run.list'], view: EvalsScreen },
+  { path: 'batches', title: 'Batches', actions: ['batch.list'], view: BatchesScreen },
   { path: 'privacy', title: 'Privacy', actions: ['privacy.read', 'inference.read'], view: PrivacyScreen },
   { path: 'templates', title: 'Templates', actions: ['template.list'], view: TemplatesScreen },
   { path: 'risk', title: 'Risk', actions: ['risk_case.list'], view: RiskScreen },

@@ -44,6 +44,14 @@ export const ACTIONS = {
   'webhook.delivery.replay': ['governance:manage'],
   'webhook.test': ['governance:manage'],
 
+  // MCP gateway (CONTRACT §20): servers are governance; listing and calling their tools through /v1/mcp/{id} is mcp:use.
+  'mcp_server.create': ['governance:manage'],
+  'mcp_server.list': ['governance:manage'],
+  'mcp_server.read': ['governance:manage'],
+  'mcp_server.update': ['governance:manage'],
+  'mcp_server.delete': ['governance:manage'],
+  'mcp.use': ['mcp:use'],
+
   // Inference (spec 4.4) and its OpenAI-compatible twins (CONTRACT §8).
   'inference.create': ['inference:write'],
   'model.list': ['models:read'],
@@ -90,6 +98,14 @@ export const ACTIONS = {
   'eval_run.list': ['evals:write', 'usage:read'],
   'eval_run.read': ['evals:write', 'usage:read'],
   'eval_run.cancel': ['evals:write'],
+  // Files and batches (CONTRACT §21): as the OpenAI routes whose work they submit, inference:write.
+  'file.create': ['inference:write'],
+  'file.read': ['inference:write'],
+  'file.delete': ['inference:write'],
+  'batch.create': ['inference:write'],
+  'batch.list': ['inference:write'],
+  'batch.read': ['inference:write'],
+  'batch.cancel': ['inference:write'],
 
   // Prompt templates (CONTRACT §10): templates:manage; rendering also with inference:write (what inference renders).
   'template.create': ['templates:manage'],
@@ -186,7 +202,7 @@ export function allows(action: Action, scopes: readonly Scope[]): boolean {
 export const scopeWords = (scopes: readonly Scope[]): string => scopes.join(' or ');
 
 /** The resources a project can put under dual control (CONTRACT §15: PUT /v1/projects/{id}/governance). */
-export const GUARDED_RESOURCES = ['rate_limits', 'budget', 'residency', 'routing', 'retention', 'pii', 'webhooks', 'keys'] as const;
+export const GUARDED_RESOURCES = ['rate_limits', 'budget', 'residency', 'routing', 'retention', 'pii', 'webhooks', 'keys', 'mcp_servers'] as const;
 export type GuardedResource = (typeof GUARDED_RESOURCES)[number];
 
 /**
@@ -208,6 +224,7 @@ export const GUARDED_ACTIONS: Partial<Record<Action, GuardedResource | 'governan
   'webhook.create': 'webhooks',
   'webhook.disable': 'webhooks',
   'webhook.delivery.replay': 'webhooks',
+  'mcp_server.create': 'mcp_servers',
   'key.create': 'keys',
   'key.rotate': 'keys',
   'key.revoke': 'keys',

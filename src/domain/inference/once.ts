@@ -3,11 +3,11 @@ import type { Db } from '../../db/client.ts';
 import { SvcError } from '../../errors/svc-error.ts';
 import type { Clock } from '../../kernel/clock.ts';
 import { RateLimitTicket, type TicketLimiter } from '../../limits/requests.ts';
-import { headerNames, makeCtx, type Caller } from '../context.ts';
+import { headerNames, makeCtx, type Caller, type Ctx } from '../context.ts';
 import type { IdempotencyStore } from '../idempotency/store.ts';
 import type { RetainedContent } from '../privacy/stage.ts';
 import type { InferencePorts } from './ports.ts';
-import { createInference, type InferenceInput } from './service.ts';
+import { createInference, type InferenceInput, type InferenceResult } from './service.ts';
 
 /**
  * A model call that background work makes at most once, however often its worker dies and is resumed (the evaluation
@@ -87,6 +87,11 @@ export interface OnceCall {
    * rate_limit_exceeded (nothing was charged). Any other SvcError is the call's result, stored and replayed.
    */
   rerun?: (err: SvcError) => boolean;
+  /**
+   * The call itself, when it is not createInference (a batch's embeddings line): what it answers is kept as the
+   * result's `content` (text the caller reads back).
+   */
+  invoke?: (ctx: Ctx, ticket: RateLimitTicket) => Promise<Pick<InferenceResult, 'id' | 'content' | 'promptTokens' | 'completionTokens' | 'costMicros'>>;
 }
 
 /** How much longer than SVC_ROUTING_TIMEOUT_MS a call may take to end (its usage record handed over). */
@@ -133,7 +138,7 @@ export async function inferOnce(ports: OncePorts, env: { db: Db; clock: Clock },
     const started = performance.now();
     let result: CallResult;
     try {
-      const r = await createInference(ports.inference, ctx, ticket, call.input);
+      const r = call.invoke ? await call.invoke(ctx, ticket) : await createInference(ports.inference, ctx, ticket, call.input);
       result = {
         ok: true,
         content: r.content,

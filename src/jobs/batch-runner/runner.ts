@@ -1,0 +1,418 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { Batch, BatchLine } from '../../generated/prisma/client.ts';
+import { Prisma } from '../../generated/prisma/client.ts';
+import type { Deps } from '../../deps.ts';
+import { claimLeases, renewLease } from '../../db/leases.ts';
+import { ERRORS, isErrorCode } from '../../errors/codes.ts';
+import { SvcError } from '../../errors/svc-error.ts';
+import type { Caller } from '../../domain/context.ts';
+
+import { OPERATOR_KEY_ID } from '../../domain/auth/service.ts';
+import { SCOPES, type Scope } from '../../domain/keys/scopes.ts';
+import { keyStatus } from '../../domain/keys/service.ts';
+import { parseBatchLines, type ParsedLine } from '../../domain/batches/lines.ts';
+import { batchPortsOf, type BatchPorts } from '../../domain/batches/ports.ts';
+import { errorLine, finishBatch, openFile, purgeExpiredFiles } from '../../domain/batches/service.ts';
+import type { BatchEndpoint } from '../../domain/batches/schema.ts';
+import type { IdempotencyStore } from '../../domain/idempotency/store.ts';
+import { inferOnce, type CallLedger, type CallResult, type OncePorts } from '../../domain/inference/once.ts';
+import { chatRequestOfResponse } from '../../domain/inference/responses.ts';
+import { createEmbeddings, type InferenceInput } from '../../domain/inference/service.ts';
+import type { EmbeddingsRequest, ResponsesRequest } from '../../domain/inference/schema.ts';
+import { oncePorts } from '../model-calls.ts';
+
+type RunnerDeps = Pick<Deps, 'db' | 'clock' | 'log' | 'limiter' | 'ports' | 'outcomes' | 'redis' | 'config' | 'webhooks'>;
+
+export interface BatchRunnerOptions {
+  /** How long a claimed batch stays this worker's without a renewal (another worker takes it over after). */
+  leaseMs?: number;
+  pollMs?: number;
+  /** Lines of one batch in flight at once (default 4). */
+  concurrency?: number;
+  /** Batches worked on at once by this process (default 2). */
+  maxBatches?: number;
+  /** Waits out a 429's Retry-After. Tests inject one that moves their clock. */
+  sleep?: (ms: number) => Promise<void>;
+  idempotency?: IdempotencyStore;
+}
+
+const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
+const base32 = (bytes: Buffer, n: number) => [...bytes.subarray(0, n)].map((b) => ALPHABET[b & 31]).join('');
+
+/** A line's request id, the same after a restart: the batch's time part, then a hash of (batch, line, attempt). */
+export function lineRequestId(batchId: string, index: number, attempt: number): string {
+  const linePart = base32(createHash('sha256').update(`${batchId}:${index}`).digest(), 12);
+  const tail = base32(createHash('sha256').update(`${batchId}:${index}:${attempt}`).digest(), 4);
+  return `req_${batchId.slice(6, 16)}${linePart}${tail}`;
+}
+
+const callKey = (batchId: string, index: number) => `svc-batch:${batchId}:${index}`;
+
+type Stop = { kind: 'cancelled' | 'lost' | 'expired' } | { kind: 'budget'; message: string } | { kind: 'key' };
+
+/**
+ * The batch worker (CONTRACT §21). Claims a validating, running or cancelling batch with a lease (renewed while it
+ * works; a worker that dies leaves it to the next after the lease), runs its pending lines `concurrency` at a time
+ * through the same pipeline as a live call, as the creating key, each through inferOnce (at most one charge per line
+ * across crashes), waits out 429s instead of failing a line, stops at budget_exceeded (the rest of the lines fail with
+ * it), and ends the batch with its output and error files and batch.completed.
+ */
+export class BatchRunner {
+  readonly owner = `wrk_${randomBytes(6).toString('hex')}`;
+  private readonly leaseMs: number;
+  private readonly pollMs: number;
+  private readonly concurrency: number;
+  private readonly sleep: (ms: number) => Promise<void>;
+  private readonly once: OncePorts;
+  private readonly ports: BatchPorts;
+  private timer: NodeJS.Timeout | null = null;
+  private readonly active = new Set<Promise<void>>();
+  private claiming = false;
+  /** The batches this process is working on: never claimed again by it while it does. */
+  private readonly working = new Set<string>();
+  private readonly maxBatches: number;
+  private readonly sleepers = new Set<() => void>();
+  private stopped = false;
+
+  constructor(
+    private readonly deps: RunnerDeps,
+    opts: BatchRunnerOptions = {},
+  ) {
+    this.leaseMs = opts.leaseMs ?? deps.config.evalLeaseMs;
+    this.pollMs = opts.pollMs ?? 1_000;
+    this.concurrency = opts.concurrency ?? 4;
+    this.maxBatches = opts.maxBatches ?? 2;
+    this.sleep =
+      opts.sleep ??
+      ((ms) =>
+        new Promise<void>((resolve) => {
+          const wake = () => {
+            clearTimeout(timer);
+            this.sleepers.delete(wake);
+            resolve();
+          };
+          const timer = setTimeout(wake, ms);
+          timer.unref();
+          this.sleepers.add(wake);
+        }));
+    this.once = oncePorts(deps, opts.idempotency);
+    this.ports = batchPortsOf(deps.ports.inference);
+  }
+
+  /**
+   * Polls for claimable batches and works on up to `maxBatches` at once (one tenant's long batch does not hold the
+   * others back); each batch runs `concurrency` lines at a time.
+   */
+  start(): void {
+    const fill = () => {
+      if (this.stopped || this.claiming) return;
+      this.claiming = true;
+      void (async () => {
+        try {
+          await purgeExpiredFiles(this.deps.db, this.now());
+          while (!this.stopped && this.active.size < this.maxBatches) {
+            const batch = await this.claim();
+            if (!batch) break;
+            const working: Promise<void> = this.workOne(batch)
+              .catch((err) => this.deps.log.error({ err, batch_id: batch.id }, 'batch runner: a batch failed to proceed; it resumes once its lease passes'))
+              .finally(() => {
+                this.active.delete(working);
+                fill();
+              });
+            this.active.add(working);
+          }
+        } catch (err) {
+          this.deps.log.error({ err }, 'batch runner: claiming failed; retrying');
+        } finally {
+          this.claiming = false;
+        }
+      })();
+    };
+    this.timer = setInterval(fill, this.pollMs);
+    this.timer.unref();
+    fill();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+    for (const wake of [...this.sleepers]) wake();
+    await Promise.all([...this.active]);
+  }
+
+  private now(): Date {
+    return new Date(this.deps.clock.now());
+  }
+
+  /** Works every batch it can claim until none is left; returns how many. */
+  async runPending(): Promise<number> {
+    await purgeExpiredFiles(this.deps.db, this.now());
+    let ran = 0;
+    while (!this.stopped) {
+      const batch = await this.claim();
+      if (!batch) return ran;
+      await this.workOne(batch);
+      ran++;
+    }
+    return ran;
+  }
+
+  private async claim(): Promise<Batch | null> {
+    const now = this.now();
+    const [row] = await claimLeases(this.deps.db, 'batches', {
+      now,
+      until: new Date(now.getTime() + this.leaseMs),
+      limit: 1,
+      owner: this.owner,
+      due: Prisma.sql`d.status IN ('validating', 'in_progress', 'cancelling')${this.working.size > 0 ? Prisma.sql` AND d.id <> ALL(${[...this.working]}::text[])` : Prisma.empty}`,
+      orderBy: Prisma.sql`d.id`,
+      set: Prisma.sql`status = CASE WHEN u.status = 'validating' THEN 'in_progress' ELSE u.status END, in_progress_at = COALESCE(u.in_progress_at, ${now})`,
+    });
+    return row ? this.deps.db.batch.findUnique({ where: { id: row.id } }) : null;
+  }
+
+  /** Renews the lease while the batch is in progress; false when it was cancelled, or taken over. */
+  private renew(batch: Batch): Promise<boolean> {
+    return renewLease(this.deps.db, 'batches', { id: batch.id, owner: this.owner }, new Date(this.deps.clock.now() + this.leaseMs), { status: 'in_progress' });
+  }
+
+  private async workOne(batch: Batch): Promise<void> {
+    this.working.add(batch.id);
+    try {
+      await this.work(batch);
+    } finally {
+      this.working.delete(batch.id);
+    }
+  }
+
+  private async callerOf(batch: Batch): Promise<Caller | null> {
+    if (batch.keyId === OPERATOR_KEY_ID) return { kind: 'operator', keyId: OPERATOR_KEY_ID, projectId: null, scopes: SCOPES };
+    const key = await this.deps.db.apiKey.findFirst({ where: { id: batch.keyId, projectId: batch.projectId } });
+    if (!key || keyStatus(key, this.now()) !== 'active') return null;
+    return { kind: 'key', keyId: key.id, projectId: key.projectId, scopes: key.scopes as Scope[], budgetMicros: key.budgetMicros };
+  }
+
+  private async work(batch: Batch): Promise<void> {
+    const { db } = this.deps;
+    const state: { stop: Stop | null } = { stop: batch.status === 'cancelling' ? { kind: 'cancelled' } : null };
+    if (!state.stop) {
+      const file = await db.batchFile.findFirst({ where: { id: batch.inputFileId, projectId: batch.projectId } });
+      const parsed = new Map<number, ParsedLine>();
+      if (file?.sealed) for (const l of parseBatchLines(this.ports, openFile(this.ports, file, new Date(0)), batch.endpoint as BatchEndpoint)) parsed.set(l.index, l);
+      const queue = await db.batchLine.findMany({ where: { batchId: batch.id, status: { in: ['pending', 'started'] } }, orderBy: { index: 'asc' } });
+      const zero = (await this.ports.retentionOf(batch.projectId)).mode === 'zero';
+      let renewedAt = 0;
+      // The creating key, looked up again at most once a second (a revoked key stops the batch within that).
+      let caller: { at: number; value: Caller | null } | null = null;
+      const callerNow = async () => {
+        if (!caller || Date.now() - caller.at > 1_000) caller = { at: Date.now(), value: await this.callerOf(batch) };
+        return caller.value;
+      };
+      const worker = async () => {
+        for (;;) {
+          if (state.stop || this.stopped) return;
+          const line = queue.shift();
+          if (!line) return;
+          if (this.deps.clock.now() >= batch.expiresAt.getTime()) {
+            state.stop ??= { kind: 'expired' };
+            return;
+          }
+          // A cancel is seen here at most a second late (and always right before a call: the ledger renews).
+          if (Date.now() - renewedAt > 1_000) {
+            if (!(await this.renew(batch))) {
+              state.stop ??= await this.whyNotMine(batch);
+              return;
+            }
+            renewedAt = Date.now();
+          }
+          const caller = await callerNow();
+          if (!caller) {
+            state.stop ??= { kind: 'key' };
+            return;
+          }
+          const p = parsed.get(line.index);
+          if (!p || !('body' in p)) {
+            await this.finishLine(line, 'failed', errorLine(line.id, line.customId, null, { code: 'invalid_request', message: 'The line could not be read from the input file.' }), 0n);
+            continue;
+          }
+          const stop = await this.runLine(batch, line, p.body, caller, zero, () => state.stop !== null || this.stopped);
+          if (stop) state.stop ??= stop;
+        }
+      };
+      const keepAlive = setInterval(() => void this.renew(batch).catch(() => undefined), Math.max(250, Math.floor(this.leaseMs / 3)));
+      keepAlive.unref();
+      try {
+        await Promise.all(Array.from({ length: this.concurrency }, worker));
+      } finally {
+        clearInterval(keepAlive);
+      }
+    }
+    if (this.stopped && !state.stop) return; // shutting down: the lease passes and a worker resumes the batch
+    if (state.stop?.kind === 'lost') return;
+    // A cancel that came after the last line began: the batch ends cancelled, not completed.
+    if (!state.stop && (await db.batch.findUnique({ where: { id: batch.id }, select: { status: true } }))?.status === 'cancelling') state.stop = { kind: 'cancelled' };
+    const stop = state.stop;
+    // The lines that will not run: in the error file with why.
+    const why =
+      stop?.kind === 'budget'
+        ? { code: 'budget_exceeded', message: stop.message }
+        : stop?.kind === 'expired'
+          ? { code: 'batch_expired', message: 'This line was not run before the batch expired (completion window 24h).' }
+          : stop?.kind === 'cancelled'
+            ? { code: 'batch_cancelled', message: 'This line was not run: the batch was cancelled.' }
+            : stop?.kind === 'key'
+              ? { code: 'invalid_api_key', message: `The key that created this batch (${batch.keyId}) was revoked or has expired.` }
+              : null;
+    if (why) {
+      const rest = await db.batchLine.findMany({ where: { batchId: batch.id, status: { in: ['pending', 'started'] } }, select: { id: true, customId: true, status: true, costMicros: true, index: true, batchId: true, attempts: true, requestId: true, attemptStartedAt: true, result: true } });
+      for (const l of rest) await this.finishLine(l as BatchLine, 'failed', errorLine(l.id, l.customId, null, why), 0n);
+    }
+    const status = stop?.kind === 'expired' ? 'expired' : stop?.kind === 'cancelled' ? 'cancelled' : 'completed';
+    const fresh = (await db.batch.findUnique({ where: { id: batch.id } })) ?? batch;
+    const ended = await finishBatch(db, this.ports, fresh, this.owner, this.now(), status);
+    if (ended) this.deps.log.info({ batch_id: batch.id, status }, 'batch ended');
+  }
+
+  /** Why the batch is no longer this worker's: cancelled, or taken over by another worker. */
+  private async whyNotMine(batch: Batch): Promise<Stop> {
+    const current = await this.deps.db.batch.findUnique({ where: { id: batch.id }, select: { status: true } });
+    return { kind: current?.status === 'cancelling' ? 'cancelled' : 'lost' };
+  }
+
+  /** One line: its call at most once, its result line sealed on its row. Returns a Stop when the batch must stop. */
+  private async runLine(batch: Batch, line: BatchLine, body: Record<string, unknown>, caller: Caller, zero: boolean, stopping: () => boolean): Promise<Stop | null> {
+    const endpoint = batch.endpoint as BatchEndpoint;
+    const input = (endpoint === '/v1/responses' ? chatRequestOfResponse(body as ResponsesRequest) : body) as InferenceInput;
+    const withProject = { ...input, project_id: batch.projectId } as InferenceInput;
+    const invoke =
+      endpoint === '/v1/embeddings'
+        ? async (ctx: Parameters<NonNullable<Parameters<typeof inferOnce>[2]['invoke']>>[0], ticket: Parameters<NonNullable<Parameters<typeof inferOnce>[2]['invoke']>>[1]) => {
+            const r = await createEmbeddings(this.deps.ports.inference, ctx, ticket, { ...(body as EmbeddingsRequest), project_id: batch.projectId });
+            return { ...r.result, content: JSON.stringify(r.vectors) };
+          }
+        : undefined;
+    let resuming = line.status === 'started' && line.requestId !== null && line.requestId === lineRequestId(batch.id, line.index, line.attempts);
+    let result: CallResult | null = null;
+    for (;;) {
+      if (stopping()) return null;
+      try {
+        result = await inferOnce(this.once, this.deps, {
+          projectId: batch.projectId,
+          key: callKey(batch.id, line.index),
+          input: withProject,
+          caller,
+          resuming,
+          ledger: this.ledger(batch, line),
+          dropContent: zero,
+          ...(invoke ? { invoke } : {}),
+        });
+        break;
+      } catch (err) {
+        if (!(err instanceof SvcError) || err.code !== 'rate_limit_exceeded') throw err;
+        // CONTRACT §21: the window is waited for, never exceeded; nothing was charged.
+        resuming = false;
+        const seconds = Number(err.headers?.['Retry-After'] ?? '1');
+        await this.sleep(Math.max(1, Number.isFinite(seconds) ? seconds : 1) * 1000);
+        if (!(await this.renew(batch))) return null;
+      }
+    }
+    if (result === null) return this.whyNotMine(batch); // cancelled or taken over right before the call
+    if (!result.ok) {
+      const http = isErrorCode(result.code) ? ERRORS[result.code].http : 500;
+      const error = { code: result.code, message: result.message };
+      await this.finishLine(line, 'failed', errorLine(line.id, line.customId, { status_code: http, request_id: result.requestId, body: { error: { ...error, type: result.code } } }, error), 0n);
+      return result.code === 'budget_exceeded' ? { kind: 'budget', message: result.message } : null;
+    }
+    const cost = BigInt(result.costMicros);
+    if (result.dropped) {
+      const error = { code: 'interrupted', message: 'The worker stopped after the model answered, and the project keeps no answers (zero retention); the line was charged once and is not run again.' };
+      await this.finishLine(line, 'failed', errorLine(line.id, line.customId, null, error), cost);
+      return null;
+    }
+    let responseBody: unknown;
+    try {
+      responseBody = this.present(endpoint, String(body.model), result);
+    } catch {
+      const error = { code: 'interrupted', message: 'The answer could not be recovered after a restart; the line was charged once and is not run again.' };
+      await this.finishLine(line, 'failed', errorLine(line.id, line.customId, null, error), cost);
+      return null;
+    }
+    // Zero retention (set after the batch began): the answer is not kept, only its figures.
+    const kept = zero ? { id: result.inferenceId ?? result.requestId, model: String(body.model), usage: { prompt_tokens: result.promptTokens, completion_tokens: result.completionTokens }, content_dropped: true } : responseBody;
+    await this.finishLine(line, 'succeeded', { id: `batch_req_${line.id.slice(4)}`, custom_id: line.customId, response: { status_code: 200, request_id: result.requestId, body: kept }, error: null }, cost);
+    return null;
+  }
+
+  /** The body a live call would have answered, in OpenAI's shape for the endpoint. */
+  private present(endpoint: BatchEndpoint, model: string, r: Extract<CallResult, { ok: true }>): unknown {
+    const created = Math.floor(this.deps.clock.now() / 1000);
+    const id = r.inferenceId ?? r.requestId;
+    if (endpoint === '/v1/embeddings') {
+      const vectors = JSON.parse(r.content) as number[][];
+      if (!Array.isArray(vectors)) throw new Error('not vectors');
+      return { object: 'list', data: vectors.map((embedding, index) => ({ object: 'embedding', index, embedding })), model, usage: { prompt_tokens: r.promptTokens, total_tokens: r.promptTokens } };
+    }
+    if (endpoint === '/v1/responses') {
+      return {
+        id: `resp_${id.replace(/^inf_/, '')}`,
+        object: 'response',
+        created_at: created,
+        status: 'completed',
+        model,
+        output: [{ type: 'message', id: `msg_${id.replace(/^inf_/, '')}`, status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: r.content, annotations: [] }] }],
+        usage: { input_tokens: r.promptTokens, output_tokens: r.completionTokens, total_tokens: r.promptTokens + r.completionTokens },
+      };
+    }
+    return {
+      id,
+      object: 'chat.completion',
+      created,
+      model,
+      choices: [{ index: 0, message: { role: 'assistant', content: r.content, refusal: null }, logprobs: null, finish_reason: 'stop' }],
+      usage: { prompt_tokens: r.promptTokens, completion_tokens: r.completionTokens, total_tokens: r.promptTokens + r.completionTokens },
+      system_fingerprint: null,
+    };
+  }
+
+  /**
+   * A line's result, sealed on its row, counted on the batch once (a line already finished is left as it is): one
+   * statement, the line's update and the batch's counters together.
+   */
+  private async finishLine(line: Pick<BatchLine, 'id' | 'batchId'>, status: 'succeeded' | 'failed', result: unknown, cost: bigint): Promise<void> {
+    const sealed = this.ports.sealer.seal(JSON.stringify(result), line.id);
+    const ok = status === 'succeeded' ? 1 : 0;
+    await this.deps.db.$executeRaw`
+      WITH l AS (
+        UPDATE batch_lines SET status = ${status}, result = ${sealed}, cost_micros = ${cost}
+        WHERE id = ${line.id} AND status IN ('pending', 'started')
+        RETURNING batch_id
+      )
+      UPDATE batches AS b SET completed = b.completed + ${ok}, failed = b.failed + ${1 - ok}, cost_micros = b.cost_micros + ${cost}
+      FROM l WHERE b.id = l.batch_id`;
+  }
+
+  /** The attempts of a line's call, on its row: each with its request id, derived from (batch, line, attempt). */
+  private ledger(batch: Batch, line: BatchLine): CallLedger {
+    const { db } = this.deps;
+    return {
+      last: async () => {
+        const row = await db.batchLine.findUnique({ where: { id: line.id }, select: { requestId: true, attemptStartedAt: true } });
+        return row?.requestId ? { requestId: row.requestId, startedAt: row.attemptStartedAt } : null;
+      },
+      begin: async () => {
+        // Only this worker writes the line while it holds the lease: the attempt number is known without reading it.
+        const attempt = ++line.attempts;
+        const requestId = lineRequestId(batch.id, line.index, attempt);
+        await db.batchLine.update({ where: { id: line.id }, data: { status: 'started', attempts: attempt, attemptStartedAt: this.now(), requestId } });
+        return (await this.renew(batch)) ? requestId : null;
+      },
+    };
+  }
+}
+
+
+export function startBatchRunner(deps: RunnerDeps, opts: BatchRunnerOptions = {}): BatchRunner {
+  const runner = new BatchRunner(deps, opts);
+  runner.start();
+  return runner;
+}
