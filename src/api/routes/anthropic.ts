@@ -1,16 +1,14 @@
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import { chatRequestOfMessages, inAnthropicNames } from '../../domain/inference/protocols/anthropic.ts';
 import {
   anthropicErrorType,
-  chatRequestOfMessages,
   countInputTokens,
-  CountTokensRequest,
   estimatedInputTokens,
-  inAnthropicNames,
   MessageEvents,
-  MessagesRequest,
   presentMessage,
   type AnthropicEvent,
-} from '../../domain/inference/protocols/anthropic.ts';
+} from '../../domain/inference/protocols/anthropic-answer.ts';
+import { CountTokensRequest, MessagesRequest } from '../../domain/inference/protocols/anthropic-schema.ts';
 import { Type } from 'typebox';
 import { createInference, streamInference, validateInference, type StreamEvent, type ThinkingEvent } from '../../domain/inference/service.ts';
 import { invalid } from '../../errors/svc-error.ts';
@@ -24,7 +22,7 @@ import { CountTokensResponse, MessageResponse } from './anthropic-responses.ts';
 /**
  * The Anthropic Messages API (CONTRACT §19): POST /v1/messages and /v1/messages/count_tokens as the official SDKs and
  * Claude Code send them (ANTHROPIC_BASE_URL set to the gateway), over the same inference pipeline as
- * /v1/chat/completions. The translation both ways is domain/inference/protocols/anthropic.ts; this file is the edge:
+ * /v1/chat/completions. The translation both ways is domain/inference/protocols/anthropic*.ts (schema, request, answer); this file is the edge:
  * the key from `x-api-key` (or `Authorization: Bearer`), `anthropic-version` and `anthropic-beta`, Anthropic's error
  * shape with the svc code inside, its `request-id` header, and its event stream.
  */
