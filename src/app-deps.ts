@@ -1,6 +1,6 @@
 import pino, { type Logger } from 'pino';
 import { runsBackgroundWork, type Config } from './config/config.ts';
-import { openDatabase, isUniqueViolation, type Database } from './db/client.ts';
+import { checkPooledSchema, openDatabase, isUniqueViolation, type Database } from './db/client.ts';
 import { DataDirInUseError } from './db/data-dir-lock.ts';
 import { applyMigrations } from './db/migrations.ts';
 import type { Deps } from './deps.ts';
@@ -37,11 +37,18 @@ import type { InferencePorts } from './domain/inference/ports.ts';
 import type { RagPorts } from './domain/rag/ports.ts';
 import { RateLimitTicket } from './limits/requests.ts';
 import { projectTemplates } from './domain/verticals/ports.ts';
+import { egressFetch } from './domain/mcp/egress-fetch.ts';
+import type { McpPorts } from './domain/mcp/ports.ts';
 
 export const LOG_REDACT_PATHS = [
   'req.headers.authorization',
   'headers.authorization',
   'authorization',
+  // Where the Anthropic and Gemini protocols' clients send the key.
+  'req.headers["x-api-key"]',
+  'req.headers["x-goog-api-key"]',
+  'headers["x-api-key"]',
+  'headers["x-goog-api-key"]',
   '*.secret',
   'secret',
   '*.masterKey',
@@ -71,11 +78,21 @@ export async function createDeps(config: Readonly<Config>, overrides: DepsOverri
   // Never the URL itself: it may hold a password.
   if (!overrides.database) log.info(config.databaseUrl ? 'opening the database: PostgreSQL (DATABASE_URL)' : `opening the database: embedded PGlite in ${config.dataDir}`);
   try {
-    database = overrides.database ?? (await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir }));
+    database =
+      overrides.database ??
+      (await openDatabase({
+        databaseUrl: config.databaseUrl,
+        directUrl: config.databaseDirectUrl,
+        readUrl: config.databaseReadUrl,
+        poolSize: config.databasePoolSize,
+        dataDir: config.dataDir,
+        warn: (obj, msg) => log.warn(obj, msg),
+      }));
     if (!overrides.database) {
+      // On the direct connection (DATABASE_DIRECT_URL): the migration lock is a session advisory lock.
       await applyMigrations(
         database.kind === 'postgres'
-          ? { kind: 'postgres', url: config.databaseUrl! }
+          ? { kind: 'postgres', url: database.directUrl! }
           : { kind: 'pglite', pglite: database.pglite! },
         { log: (msg: string) => log.info(msg) },
       );
@@ -90,7 +107,12 @@ export async function createDeps(config: Readonly<Config>, overrides: DepsOverri
     const what = config.databaseUrl ? 'DATABASE_URL: cannot open PostgreSQL' : `SVC_DATA_DIR: cannot open the embedded database in ${config.dataDir}`;
     throw new Error(`${what} (${(err as Error).message.split('\n')[0]})`);
   }
-  const redis = config.redisUrl ? await connectRedis(config.redisUrl, log) : null;
+  // Through PgBouncer the role's search_path must find the schema: its own line, naming the variable.
+  await checkPooledSchema(database).catch(async (err: Error) => {
+    if (!overrides.database) await database.close().catch(() => {});
+    throw err;
+  });
+  const redis = config.redis ? await connectRedis(config.redis, log) : null;
   if (!redis) log.warn('REDIS_URL is not set: limits, caches and idempotency use an in-process store (one replica only)');
   // One "does Redis answer" state for every user of the shared client (limiter, idempotency, cache, counters, outcomes).
   else redisHealthOf(redis, { log, commandTimeoutMs: config.redisCommandTimeoutMs });
@@ -137,6 +159,7 @@ export async function createDeps(config: Readonly<Config>, overrides: DepsOverri
     redis,
     redisPrefix: config.redisPrefix,
     leaseMs: config.outcomeLeaseMs,
+    shards: config.usageStreamShards,
     consume: runsBackgroundWork(config),
   });
   const counterOptions: CounterOptions = {
@@ -233,7 +256,23 @@ export function composePorts(deps: Omit<Deps, 'ports'>): DomainPorts {
     templates: deps.templateCache,
     rag,
   };
+  // CONTRACT §20: MCP servers are reached through the webhooks' egress guard (SVC_EGRESS_ALLOWLIST), 30 s per request.
+  const mcp: McpPorts = {
+    get egress() {
+      return deps.webhooks.egress;
+    },
+    get secretBox() {
+      return deps.webhooks.secretBox;
+    },
+    budgets,
+    projects,
+    fetch: (url, init) => upstreamFetch(url, init),
+    piiTimeoutMs: deps.config.piiTimeoutMs,
+    upstreamTimeoutMs: 30_000,
+  };
+  const upstreamFetch = egressFetch({ lookup: (...a) => deps.webhooks.egress.lookup(...a), assertLiteralAllowed: (u) => deps.webhooks.egress.assertLiteralAllowed(u) }, { timeoutMs: 30_000 });
   return {
+    mcp,
     auth: {
       db: deps.db,
       get keys() {
@@ -256,6 +295,15 @@ export function composePorts(deps: Omit<Deps, 'ports'>): DomainPorts {
     usage: {
       get outcomes() {
         return deps.outcomes;
+      },
+      // DATABASE_READ_URL: usage and audit lists (db/read-replica.ts).
+      get reads() {
+        return deps.database.reads;
+      },
+    },
+    audit: {
+      get reads() {
+        return deps.database.reads;
       },
     },
     // The inference service's sink is observed (metrics, the outcome-write span); the rest read the writer itself.

@@ -14,6 +14,15 @@ export interface Config {
   host: string;
   port: number;
   databaseUrl: string | null;
+  /**
+   * CONTRACT §18: a direct PostgreSQL connection (DATABASE_DIRECT_URL, with DATABASE_URL's `?schema=`) for migrations,
+   * LISTEN and the sweeps' advisory locks, when DATABASE_URL is a transaction-pooling PgBouncer; null: DATABASE_URL.
+   */
+  databaseDirectUrl: string | null;
+  /** CONTRACT §18: a read replica (DATABASE_READ_URL, with DATABASE_URL's `?schema=`) for usage and audit lists; null: none. */
+  databaseReadUrl: string | null;
+  /** Connections of DATABASE_URL's pool (and of DATABASE_READ_URL's) in each process (DATABASE_POOL_SIZE). */
+  databasePoolSize: number;
   dataDir: string;
   redisUrl: string | null;
   /**
@@ -74,6 +83,13 @@ export interface Config {
   evalLeaseMs: number;
   /** How long a vertical job claimed by a worker stays its own (jobs/vertical-work); a job whose worker died resumes after it. */
   verticalLeaseMs: number;
+  /**
+   * CONTRACT §18: how long usage records, webhook events (with their deliveries and attempts) and audit events are
+   * kept, in days; older months are dropped whole by the partition upkeep (jobs/partition-upkeep).
+   */
+  usageRetentionDays: number;
+  eventsRetentionDays: number;
+  auditRetentionDays: number;
   /**
    * What this process runs (README "Running several replicas"): `all` (default) serves HTTP and does the background
    * work (usage-stream consumer, webhook delivery worker, daily usage summaries); `api` serves HTTP only; `worker` does
@@ -171,6 +187,9 @@ export const EnvironmentSchema = Type.Object({
   HOST: Type.String({ default: '127.0.0.1', description: 'where the HTTP server listens' }),
   PORT: whole(8080, 0, 65535, 'where the HTTP server listens'),
   DATABASE_URL: url(['postgresql', 'postgres'], 'PostgreSQL; unset: embedded PGlite'),
+  DATABASE_DIRECT_URL: url(['postgresql', 'postgres'], 'direct PostgreSQL for migrations, LISTEN and advisory locks when DATABASE_URL is a transaction-pooling PgBouncer'),
+  DATABASE_READ_URL: url(['postgresql', 'postgres'], 'read replica for usage and audit lists; a read that could miss a committed write goes to DATABASE_URL'),
+  DATABASE_POOL_SIZE: whole(10, 1, 1000, "connections of DATABASE_URL's pool per process (and of DATABASE_READ_URL's)"),
   SVC_DATA_DIR: Type.String({ default: './.svc-data', description: 'directory of the embedded database and generated local secrets' }),
   REDIS_URL: url(['redis', 'rediss'], 'Redis; unset: in-process store'),
   REDIS_CLUSTER_NODES: Type.Optional(
@@ -231,6 +250,9 @@ export const EnvironmentSchema = Type.Object({
   SVC_PII_TIMEOUT_MS: whole(250, 1, 60_000, 'the PII redaction deadline'),
   SVC_OUTCOME_LEASE_MS: whole(5_000, 500, 3_600_000, 'with Redis: how long a read usage-stream entry may stay unwritten'),
   SVC_EVAL_LEASE_MS: whole(30_000, 1_000, 3_600_000, 'how long a worker holds an evaluation run without renewing; a run whose worker died resumes after it'),
+  SVC_USAGE_RETENTION_DAYS: whole(400, 1, 36_500, 'days usage records are kept; older months are dropped whole'),
+  SVC_EVENTS_RETENTION_DAYS: whole(30, 1, 36_500, 'days webhook events, their deliveries and attempts are kept; older months are dropped whole'),
+  SVC_AUDIT_RETENTION_DAYS: whole(400, 1, 36_500, 'days audit events are kept; older months are dropped whole'),
   SVC_VERTICAL_LEASE_MS: whole(300_000, 1_000, 3_600_000, "how long a worker holds a vertical's model-work job; a job whose worker died resumes after it"),
   SVC_SESSION_IDLE_TIMEOUT_S: whole(1_800, 1, 7 * 86_400, 'a console session unused this long ends'),
   SVC_SESSION_ABSOLUTE_TIMEOUT_S: whole(43_200, 1, 30 * 86_400, 'a console session ends this long after sign-in, however active'),
@@ -312,6 +334,13 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
       throw new ConfigError('SVC_WEBHOOK_RETRY_SCHEDULE', 'delays must not decrease');
     }
   }
+  // A delivery still retrying must not be dropped with its month (jobs/partition-upkeep).
+  if (e.SVC_EVENTS_RETENTION_DAYS * 86_400 < e.SVC_WEBHOOK_RETRY_HORIZON_S) {
+    throw new ConfigError(
+      'SVC_EVENTS_RETENTION_DAYS',
+      `must cover SVC_WEBHOOK_RETRY_HORIZON_S (${e.SVC_WEBHOOK_RETRY_HORIZON_S} s): a delivery still retrying would be dropped`,
+    );
+  }
   // As set, untrimmed (not a gateway variable of its own).
   const production = (env.NODE_ENV ?? '') === 'production';
 
@@ -319,6 +348,9 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     host: e.HOST,
     port: e.PORT,
     databaseUrl: e.DATABASE_URL ?? null,
+    databaseDirectUrl: sameSchemaUrl(e, 'DATABASE_DIRECT_URL'),
+    databaseReadUrl: sameSchemaUrl(e, 'DATABASE_READ_URL'),
+    databasePoolSize: e.DATABASE_POOL_SIZE,
     dataDir: path.resolve(e.SVC_DATA_DIR),
     redisUrl: e.REDIS_URL ?? null,
     redis: redisFrom(e),
@@ -353,6 +385,9 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     outcomeLeaseMs: e.SVC_OUTCOME_LEASE_MS,
     evalLeaseMs: e.SVC_EVAL_LEASE_MS,
     verticalLeaseMs: e.SVC_VERTICAL_LEASE_MS,
+    usageRetentionDays: e.SVC_USAGE_RETENTION_DAYS,
+    eventsRetentionDays: e.SVC_EVENTS_RETENTION_DAYS,
+    auditRetentionDays: e.SVC_AUDIT_RETENTION_DAYS,
     role: e.SVC_ROLE,
     operators: operatorsFrom(e, production),
     observability: {
@@ -412,6 +447,24 @@ function nodeList(variable: string, raw: string): RedisNode[] {
       if (!Number.isInteger(port) || port < 1 || port > 65535) throw new ConfigError(variable, `port of ${s} must be between 1 and 65535`);
       return { host, port };
     });
+}
+
+/**
+ * DATABASE_DIRECT_URL / DATABASE_READ_URL reach the same tables as DATABASE_URL: they need it, and take its `?schema=`
+ * when they name none (naming another is refused).
+ */
+function sameSchemaUrl(e: Environment, name: 'DATABASE_DIRECT_URL' | 'DATABASE_READ_URL'): string | null {
+  const value = e[name];
+  if (value === undefined) return null;
+  if (e.DATABASE_URL === undefined) throw new ConfigError(name, 'needs DATABASE_URL (the primary, or the PgBouncer in front of it)');
+  const main = new URL(e.DATABASE_URL).searchParams.get('schema');
+  const u = new URL(value);
+  const own = u.searchParams.get('schema');
+  if (own !== null && own !== (main ?? 'public')) {
+    throw new ConfigError(name, `names schema ${own} but DATABASE_URL ${main === null ? 'names none (public)' : `names ${main}`}`);
+  }
+  if (own === null && main !== null) u.searchParams.set('schema', main);
+  return own === null && main !== null ? u.toString() : value;
 }
 
 /** CONTRACT §17: the console's sign-in methods, sessions and SCIM (README "Operators: SSO, SCIM, sessions"). */

@@ -72,6 +72,33 @@ export class MemoryLimitStore implements LimitStore {
     return { allowed, limits: { ...limits }, buckets };
   }
 
+  /**
+   * Takes over what another store (Redis) answered for `req`: each bucket's used units as of `req.nowMs`. The fallback
+   * store (redis/fallback-limit-store.ts) keeps these, so that a Redis outage or failover starts the per-replica
+   * windows where the shared ones were, never with a whole fresh window.
+   */
+  mirror(req: ApplyRequest, result: ApplyResult): void {
+    if (++this.calls % SWEEP_EVERY === 0) this.sweep(req.nowMs);
+    const v = result.limits.version;
+    if (v > 0) {
+      const current = this.published.get(req.scope);
+      if (!current || current.version < v) this.published.set(req.scope, result.limits);
+    }
+    for (let i = 0; i < req.buckets.length; i++) {
+      const spec = req.buckets[i]!;
+      const used = result.buckets[i]!.used;
+      const key = `${req.scope}:${spec.id}`;
+      const expiresAt = req.nowMs + Math.ceil(used / bucketShape(spec.resource, result.limits).rate) + 60_000;
+      const b = this.buckets.get(key);
+      if (b) {
+        b.used = used;
+        b.at = req.nowMs;
+        b.version = v;
+        b.expiresAt = expiresAt;
+      } else if (used > 0) this.buckets.set(key, { used, at: req.nowMs, version: v, expiresAt });
+    }
+  }
+
   async publish(scope: string, limits: VersionedLimits): Promise<void> {
     const current = this.published.get(scope);
     if (!current || current.version < limits.version) this.published.set(scope, { ...limits });

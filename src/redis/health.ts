@@ -1,4 +1,11 @@
-import { Cluster, ReplyError, type Redis } from 'ioredis';
+import { Cluster, ReplyError } from 'ioredis';
+
+/** What the health state needs of a client (one server, Sentinel or Cluster; tests hand in a stand-in). */
+export interface HealthClient {
+  readonly status: string;
+  ping(): Promise<unknown>;
+  on(event: string, listener: (...args: any[]) => void): unknown;
+}
 import type { Logger } from 'pino';
 import { InFlight } from '../kernel/in-flight.ts';
 
@@ -29,6 +36,7 @@ export class RedisHealth {
   private lastProbeAt = -Infinity;
   private probing: Promise<boolean> | null = null;
   private readonly listeners: (() => void)[] = [];
+  private readonly downListeners: (() => void)[] = [];
   /** The commands being watched, oldest first: rejected when Redis is found down (a list, not a Set: kernel/in-flight.ts). */
   private readonly waiting = new InFlight<{ at: number; reject: (err: Error) => void }>();
   private sweeper: NodeJS.Timeout | null = null;
@@ -39,7 +47,7 @@ export class RedisHealth {
   private readonly log: Logger | undefined;
 
   constructor(
-    private readonly redis: Pick<Redis, 'status' | 'ping' | 'on'>,
+    private readonly redis: HealthClient,
     opts: RedisHealthOptions = {},
   ) {
     this.now = opts.monotonicNow ?? (() => performance.now());
@@ -51,7 +59,8 @@ export class RedisHealth {
     redis.on('reconnecting', () => this.report(new Error('the connection to Redis was lost; reconnecting')));
     // A new connection answered ioredis's ready check: whatever was wrong with the old one is gone. On a Cluster,
     // `ready` says one node answered, not that every slot has a master: the probe asks the cluster itself.
-    redis.on('ready', () => (redis instanceof Cluster ? void this.probe() : this.up()));
+    // Behind Sentinel, a reconnect may land on a demoted master: the probe asks its ROLE.
+    redis.on('ready', () => ((redis as unknown) instanceof Cluster || isSentinelClient(redis) ? void this.probe() : this.up()));
   }
 
   /** Why Redis is down (null while it answers), e.g. "CLUSTERDOWN The cluster is down". */
@@ -90,6 +99,13 @@ export class RedisHealth {
     );
     const released = new RedisUnavailableError(`Redis does not answer (${message})`);
     for (const w of this.waiting.drain()) w.reject(released);
+    for (const fn of this.downListeners) {
+      try {
+        fn();
+      } catch (err) {
+        this.log?.error({ err }, 'a Redis outage listener failed');
+      }
+    }
   }
 
   /**
@@ -143,6 +159,11 @@ export class RedisHealth {
     return this.probe();
   }
 
+  /** Runs `fn` each time Redis is found down (e.g. to set aside acknowledged writes a failover may lose). */
+  onDown(fn: () => void): void {
+    this.downListeners.push(fn);
+  }
+
   /** Runs `fn` each time Redis is found answering again after being down (e.g. to apply writes it missed). */
   onRecovered(fn: () => void): void {
     this.listeners.push(fn);
@@ -151,7 +172,13 @@ export class RedisHealth {
   private probe(): Promise<boolean> {
     if (this.probing) return this.probing;
     this.lastProbeAt = this.now();
-    const probing = withRedisTimeout(this.redis instanceof Cluster ? clusterAnswers(this.redis) : this.redis.ping(), this.probeTimeoutMs)
+    const answers =
+      (this.redis as unknown) instanceof Cluster
+        ? clusterAnswers(this.redis as unknown as Cluster)
+        : isSentinelClient(this.redis)
+          ? masterAnswers(this.redis as unknown as SentinelClient)
+          : this.redis.ping();
+    const probing = withRedisTimeout(answers, this.probeTimeoutMs)
       .then(
         () => {
           this.up();
@@ -194,7 +221,7 @@ const OUTAGE_REPLY = /^(?:CLUSTERDOWN|CROSSSLOT|MASTERDOWN|NOREPLICAS|READONLY|L
 
 /** Whether `err` means Redis (as a service) is not usable: no answer at all, or one of OUTAGE_REPLY's answers. */
 export function isRedisOutage(err: unknown): boolean {
-  if (err instanceof ReplyError) return OUTAGE_REPLY.test(err.message);
+  if (err instanceof ReplyError) return OUTAGE_REPLY.test((err as Error).message);
   return true;
 }
 
@@ -207,14 +234,58 @@ export function isRedisOutage(err: unknown): boolean {
 async function clusterAnswers(cluster: Cluster): Promise<void> {
   const masters = cluster.nodes('master');
   if (masters.length === 0) throw new Error('no master: the cluster client knows no master node');
-  const info = String(await masters[Math.floor(Math.random() * masters.length)]!.call('CLUSTER', 'INFO'));
+  // The cluster's own word, from the first master that answers, connected ones first (a dead one is named by the PINGs below).
+  const ordered = [...masters.filter((m) => m.status === 'ready'), ...masters.filter((m) => m.status !== 'ready')];
+  let info: string | null = null;
+  let unreachable: unknown = null;
+  for (let i = 0; i < ordered.length && info === null; i++) {
+    try {
+      info = String(await ordered[i]!.call('CLUSTER', 'INFO'));
+    } catch (err) {
+      unreachable = err;
+    }
+  }
+  if (info === null) throw unreachable;
   const state = /cluster_state:(\w+)/.exec(info)?.[1];
   if (state !== 'ok') throw new ReplyError(`CLUSTERDOWN cluster_state:${state ?? 'unknown'}`);
   try {
     await Promise.all(masters.map((m) => m.ping()));
-  } catch (err) {
+  } catch (err: unknown) {
     (cluster as unknown as { refreshSlotsCache(cb?: () => void): void }).refreshSlotsCache(() => {});
     throw new Error(`a master of the cluster does not answer (${(err as Error).message})`);
+  }
+}
+
+/**
+ * `reason` as /readyz shows it to anyone: the cluster's or Redis's own error code and words (CLUSTERDOWN, CROSSSLOT, …),
+ * or what kind of failure it was; never an address or a message of a library's (the log has the whole message).
+ */
+export function publicReason(reason: string): string {
+  const code = /^(CLUSTERDOWN|CROSSSLOT|MASTERDOWN|NOREPLICAS|READONLY|LOADING|TRYAGAIN|MOVED|ASK|MISCONF)\b[^\n]*/.exec(reason);
+  if (code) return code[0].replace(/\d+\.\d+\.\d+\.\d+:\d+|\[[0-9a-f:]+\]:\d+/gi, '…').slice(0, 200);
+  if (/no master/i.test(reason)) return 'no master: Sentinel or the cluster names no master';
+  if (/master of the cluster does not answer/.test(reason)) return 'a master of the cluster does not answer';
+  if (/timed out|did not answer within/i.test(reason)) return 'Redis did not answer in time';
+  if (/closed|reconnect|ECONNREFUSED|ECONNRESET|connect|sentinel/i.test(reason)) return 'the connection to Redis is lost';
+  return 'Redis does not answer';
+}
+
+type SentinelClient = { options: { sentinels?: unknown[] }; call(...args: string[]): Promise<unknown>; disconnect(reconnect?: boolean): void };
+
+function isSentinelClient(redis: unknown): boolean {
+  return Array.isArray((redis as Partial<SentinelClient>).options?.sentinels) && ((redis as SentinelClient).options.sentinels?.length ?? 0) > 0;
+}
+
+/**
+ * Behind Sentinel, Redis answers when the server the client is connected to is a master (ROLE): after a failover the
+ * old master answers PING as a replica, and every write there fails (READONLY). Connected to a replica, the client is
+ * made to reconnect, asking the Sentinels for the master anew.
+ */
+async function masterAnswers(redis: SentinelClient): Promise<void> {
+  const role = (await redis.call('ROLE')) as unknown[];
+  if (role[0] !== 'master') {
+    redis.disconnect(true);
+    throw new ReplyError('READONLY the server is a replica now (a failover); reconnecting to the master the Sentinels name');
   }
 }
 
@@ -246,7 +317,7 @@ const byClient = new WeakMap<object, RedisHealth>();
  * The health state of `redis`, created on first use: every component holding the same client shares one state, so
  * one failed command takes all of them off Redis at once. createDeps creates it first, with the process logger.
  */
-export function redisHealthOf(redis: Pick<Redis, 'status' | 'ping' | 'on'>, opts?: RedisHealthOptions): RedisHealth {
+export function redisHealthOf(redis: HealthClient, opts?: RedisHealthOptions): RedisHealth {
   let health = byClient.get(redis);
   if (!health) {
     health = new RedisHealth(redis, opts);

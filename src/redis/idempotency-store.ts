@@ -1,5 +1,5 @@
-import { ReplyError, type Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import type { Redis } from './connection.ts';
 import {
   IDEMPOTENCY_LEASE_MS,
   IDEMPOTENCY_TTL_MS,
@@ -9,7 +9,7 @@ import {
   type IdempotencyStore,
   type Stored,
 } from '../domain/idempotency/store.ts';
-import { redisHealthOf, type RedisHealth } from './health.ts';
+import { isRedisOutage, redisHealthOf, type RedisHealth } from './health.ts';
 
 /** A write Redis did not take while it did not answer, applied once it answers again (health.ts). */
 type Owed =
@@ -87,7 +87,7 @@ export class RedisIdempotencyStore implements IdempotencyStore {
     try {
       return await this.redisHealth.watch(command());
     } catch (err) {
-      if (err instanceof ReplyError) throw err;
+      if (!isRedisOutage(err)) throw err;
       this.owe(redisKey, { kind: 'release', claim });
       throw idempotencyStoreUnavailable(err);
     }
@@ -107,7 +107,7 @@ export class RedisIdempotencyStore implements IdempotencyStore {
     try {
       await this.apply(redisKey, op);
     } catch (err) {
-      if (err instanceof ReplyError) throw err;
+      if (!isRedisOutage(err)) throw err;
       this.owe(redisKey, op);
     }
   }
@@ -142,7 +142,7 @@ export class RedisIdempotencyStore implements IdempotencyStore {
         try {
           await this.apply(redisKey, op);
         } catch (err) {
-          if (err instanceof ReplyError) this.log?.error({ err, key: redisKey }, 'an owed Idempotency-Key write failed');
+          if (!isRedisOutage(err)) this.log?.error({ err, key: redisKey }, 'an owed Idempotency-Key write failed');
           else if (!this.owed.has(redisKey)) this.owe(redisKey, op);
         }
       }),

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { Redis } from './connection.ts';
 import { redisBatchOf, type RedisBatch } from './batch.ts';
 import type { ApplyRequest, ApplyResult, BucketOutcome, LimitStore, VersionedLimits } from '../limits/types.ts';
 

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { Redis } from './connection.ts';
 import type { Logger } from 'pino';
 import { Limiter } from '../limits/limiter.ts';
 import { MemoryLimitStore } from '../limits/memory-store.ts';

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { Redis } from './connection.ts';
 import type { CachedAnswer, CacheLookup, ResponseCache } from '../domain/inference/cache.ts';
 import { redisBatchOf, type RedisBatch } from './batch.ts';
 

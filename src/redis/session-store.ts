@@ -1,9 +1,13 @@
-import type { Redis } from 'ioredis';
+import type { Redis } from './connection.ts';
 import type { SessionRecord, SessionStore } from '../domain/operators/session-store.ts';
 
 /**
  * One string key per session (JSON) that Redis drops at the absolute timeout, and one set per operator naming its
  * sessions' digests, so that deprovisioning finds them all. The idle timeout is checked on read, on the gateway's clock.
+ *
+ * Redis Cluster: no command and no MULTI spans two keys (a session is found by its digest alone, so its key cannot
+ * carry the operator's tag): the operator's set is written (SADD + PEXPIRE, one MULTI on its one key) before the
+ * session, so that deprovisioning never misses a session that exists, and sessions are deleted one key per command.
  */
 export class RedisSessionStore implements SessionStore {
   constructor(
@@ -17,13 +21,15 @@ export class RedisSessionStore implements SessionStore {
 
   async create(s: SessionRecord): Promise<void> {
     const ttlMs = Math.max(1, s.expiresAt - this.now());
-    await this.redis
+    const done = await this.redis
       .multi()
-      .set(this.key(s.tokenHash), JSON.stringify(s), 'PX', ttlMs)
       .sadd(this.operatorKey(s.operatorId), s.tokenHash)
       // Every session lasts as long at most, so the newest one's timeout covers the older ones.
       .pexpire(this.operatorKey(s.operatorId), ttlMs)
       .exec();
+    const failed = done?.find(([err]) => err);
+    if (!done || failed) throw failed?.[0] ?? new Error('the sign-in was not stored (MULTI discarded)');
+    await this.redis.set(this.key(s.tokenHash), JSON.stringify(s), 'PX', ttlMs);
   }
 
   async find(tokenHash: string): Promise<SessionRecord | null> {
@@ -52,7 +58,7 @@ export class RedisSessionStore implements SessionStore {
       const found = await this.find(hash);
       if (found) ended.push(found);
     }
-    if (hashes.length > 0) await this.redis.del(...hashes.map(this.key));
+    await Promise.all(hashes.map((h) => this.redis.del(this.key(h))));
     await this.redis.del(this.operatorKey(operatorId));
     return ended;
   }

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { Redis } from './connection.ts';
 import type { Logger } from 'pino';
 import type { CounterOptions, SpendCounters } from '../domain/budgets/counters.ts';
 import { redisBatchOf, type RedisBatch } from './batch.ts';

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify';
-import { redisHealthOf } from '../../redis/health.ts';
+import { publicReason, redisHealthOf } from '../../redis/health.ts';
 
 /** A readiness probe must answer even when a dependency hangs (a frozen Redis keeps its socket open). */
 export const READY_CHECK_TIMEOUT_MS = 1_000;
@@ -19,7 +19,11 @@ async function check(run: () => Promise<unknown>): Promise<'ok' | 'unavailable'>
 export const healthRoutes: FastifyPluginAsync = async (app) => {
   app.get('/healthz', { config: { action: 'public' } }, async () => ({ status: 'ok' }));
 
-  /** 200 when the database and Redis (if configured) answer, else 503 (CONTRACT §1). Each check gives up after 1 s. */
+  /**
+   * 200 when the database and Redis (if configured) answer, else 503 (CONTRACT §1). Each check gives up after 1 s. On a
+   * Redis Cluster "answers" means the cluster says cluster_state:ok and every master answers (redis/health.ts); a
+   * cluster or failover error (CLUSTERDOWN, CROSSSLOT, no master, READONLY) is an outage, and `reasons.redis` names it.
+   */
   app.get('/readyz', { config: { action: 'public' } }, async (_req, reply) => {
     const deps = app.deps;
     const [database, redis, limits] = await Promise.all([
@@ -41,6 +45,7 @@ export const healthRoutes: FastifyPluginAsync = async (app) => {
       limits: redis === 'unavailable' ? 'degraded' : limits,
     };
     const ready = Object.values(checks).every((v) => v === 'ok');
-    return reply.code(ready ? 200 : 503).send({ status: ready ? 'ok' : 'unavailable', checks });
+    const why = redis === 'unavailable' ? publicReason(redisHealthOf(deps.redis!).reason ?? 'did not answer within 1 s') : null;
+    return reply.code(ready ? 200 : 503).send({ status: ready ? 'ok' : 'unavailable', checks, ...(why ? { reasons: { redis: why } } : {}) });
   });
 };

@@ -21,16 +21,19 @@ import { RedisOutcomeWriter } from './redis-stream.ts';
  *
  * Either way, when the fast path cannot take an outcome (Redis down, buffer full) it is written directly in its own
  * transaction, on the request path, so that nothing is dropped for lack of a queue.
+ *
+ * The stream is sharded by project (SVC_USAGE_STREAM_SHARDS; on a Redis Cluster the shards spread over the masters),
+ * and each shard is read by the one consumer holding its lease (redis-stream.ts).
  */
 /**
  * consume false (SVC_ROLE=api): this process only appends to the stream; the worker processes' consumers write it.
  * Needs Redis (config.ts refuses the role without it).
  */
 export function createOutcomeWriter(
-  opts: OutcomeWriterOptions & { redis: Redis | null; redisPrefix: string; leaseMs: number; consume: boolean },
+  opts: OutcomeWriterOptions & { redis: Redis | null; redisPrefix: string; leaseMs: number; consume: boolean; shards?: number },
 ): OutcomeQueue {
   if (!opts.redis) return new MemoryOutcomeWriter(opts);
-  const writer = new RedisOutcomeWriter(opts, opts.redis, opts.redisPrefix, opts.leaseMs);
+  const writer = new RedisOutcomeWriter(opts, opts.redis, opts.redisPrefix, opts.leaseMs, opts.shards ?? 1);
   if (opts.consume) writer.start();
   return writer;
 }

@@ -3,14 +3,23 @@ import { hostname } from 'node:os';
 import type { InferenceOutcome } from '../../domain/usage/outcome.ts';
 import type { OutcomeQueue } from '../../domain/usage/ports.ts';
 import { redisBatchOf } from '../../redis/batch.ts';
-import type { Redis } from '../../redis/connection.ts';
+import { duplicateRedis, isCluster, type Redis, type RedisServer } from '../../redis/connection.ts';
 import { redisHealthOf, withRedisTimeout } from '../../redis/health.ts';
+import { keySlot, SLOTS } from '../../redis/slot.ts';
 import { BATCH_SIZE, OutcomeBatchWriter, type OutcomeWriterOptions } from './batch-writer.ts';
 import { decodeOutcome, decodeOutcomeBatch, encodeOutcome, encodeOutcomeBatch } from './codec.ts';
 
 const BLOCK_MS = 2_000;
+/** On a Cluster a blocked read cannot be woken (CLIENT UNBLOCK would go to another node): shorter blocks instead. */
+const CLUSTER_BLOCK_MS = 500;
 const COMMAND_TIMEOUT_MS = 2_000;
 const GROUP = 'writers';
+/**
+ * Redis replicates asynchronously: an entry a master acknowledged may not have reached the replica that a failover
+ * (Sentinel, Cluster) promotes. The outcomes appended this long before Redis was found down are appended again once
+ * it answers; an entry that survived is then in the stream twice and written once (persistOutcomes).
+ */
+const AT_RISK_MS = 2_000;
 /**
  * SVC_OUTCOME_STREAM_MS's default: the consumer reads at most one batch per 100 ms. The entries are durable in the
  * stream meanwhile, so the pause costs no safety, only how soon a record is in PostgreSQL; and a batch costs about
@@ -29,53 +38,238 @@ function idCompare(a: string, b: string): number {
 
 type StreamEntry = [id: string, fields: string[] | null];
 type ReadGroup = { xreadgroup(...args: (string | number)[]): Promise<unknown> };
+type LeaseCommands = {
+  svcLeaseRenew(key: string, owner: string, ms: number): Promise<number>;
+  svcLeaseRelease(key: string, owner: string): Promise<number>;
+};
 
-/** With Redis: the stream write-ahead log and its consumer. */
+/** Renews a lease only if it is still ours (1), else 0: another consumer took the shard. */
+const RENEW_LUA = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0";
+const RELEASE_LUA = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
+
+/**
+ * One shard of the usage stream: its key, its `:dead` twin (same hash tag, so on a Cluster both live on one master),
+ * its lease, and, while this process holds the lease, its consumer (a connection of its own and a read loop).
+ */
+interface Shard {
+  index: number;
+  stream: string;
+  lease: string;
+  /** The newest entry this process appended to the shard, and the newest one flush() saw written. */
+  lastId: string | null;
+  flushedUpTo: string | null;
+  /** While this process holds the shard's lease. */
+  consumer: ShardConsumer | null;
+}
+
+interface ShardConsumer {
+  conn: Redis;
+  loop: Promise<void>;
+  stopped: boolean;
+  /** CLIENT ID of the consumer connection, to wake its blocked XREADGROUP (one server only: see unblock()). */
+  connId: number | null;
+  /** Ends the pause between batches early (a flush() waits on this process's consumer). */
+  hurry: (() => void) | null;
+  hurried: boolean;
+}
+
+/**
+ * The shards' stream keys. One shard: `<prefix>usage:outcomes` (the name the stream always had). Several: each with a
+ * hash tag picked so that the shards' slots are spread evenly over the 16,384 (on the usual Cluster layout, where each
+ * master owns a contiguous range, shards land on every master), `<prefix>usage:outcomes:{u<i>-<n>}`.
+ */
+export function usageStreamKeys(prefix: string, shards: number): string[] {
+  if (shards <= 1) return [`${prefix}usage:outcomes`];
+  const keys: string[] = [];
+  for (let i = 0; i < shards; i++) {
+    const from = Math.floor((i * SLOTS) / shards);
+    const to = Math.floor(((i + 1) * SLOTS) / shards);
+    let n = 0;
+    let tag = `u${i}-0`;
+    for (; n < 100_000; n++) {
+      tag = `u${i}-${n}`;
+      const slot = keySlot(`{${tag}}`);
+      if (slot >= from && slot < to) break;
+    }
+    keys.push(`${prefix}usage:outcomes:{${tag}}`);
+  }
+  return keys;
+}
+
+/** The shard of a project's outcomes (FNV-1a of its id): a project's entries stay in order on one shard. */
+export function shardOfProject(projectId: string, shards: number): number {
+  if (shards <= 1) return 0;
+  let h = 0x811c9dc5;
+  for (let i = 0; i < projectId.length; i++) {
+    h ^= projectId.charCodeAt(i);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h % shards;
+}
+
+/**
+ * With Redis: the stream write-ahead log and its consumers. The stream is sharded (SVC_USAGE_STREAM_SHARDS) by
+ * project; each shard is read by ONE consumer at a time, the holder of its lease (`<shard>:lease`, renewed every
+ * tick). Consumers announce themselves in `<prefix>usage:consumers` and each takes at most its share of the shards
+ * (shards / live consumers, rounded up), so the shards spread over the worker processes; a consumer that dies stops
+ * renewing, and within a lease (SVC_OUTCOME_LEASE_MS) another takes its shards over, with the entries it had read but
+ * not written (XAUTOCLAIM). Writing an entry twice writes it once (persistOutcomes), so a consumer that lost its lease
+ * while writing costs nothing.
+ */
 export class RedisOutcomeWriter extends OutcomeBatchWriter implements OutcomeQueue {
   readonly kind = 'redis' as const;
-  readonly stream: string;
+  readonly shards: Shard[];
   readonly consumer = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
-  private readonly conn: Redis;
-  private loop: Promise<void> | null = null;
-  /** CLIENT ID of the consumer connection, to wake its blocked XREADGROUP (pause, close). */
-  private connId: number | null = null;
+  private readonly consumers: string;
+  private readonly cluster: boolean;
+  private consuming = false;
   private stopped = false;
   private reclaimTimer: NodeJS.Timeout | null = null;
+  private leaseTimer: NodeJS.Timeout | null = null;
   private reclaiming = false;
-  /** The newest entry this process appended, and the newest one flush() saw written. */
-  private lastId: string | null = null;
-  private flushedUpTo: string | null = null;
+  private leasing: Promise<void> | null = null;
   private warnedFallback = false;
-  /** Ends the consumer's pause between batches early (a flush() waits on this process's consumer). */
-  private hurry: (() => void) | null = null;
-  private hurried = false;
+  /** Outcomes appended within AT_RISK_MS (oldest first from `recentHead`), and those set aside when Redis went down. */
+  private recent: { at: number; shard: Shard; o: InferenceOutcome }[] = [];
+  private recentHead = 0;
+  private atRisk: { shard: Shard; o: InferenceOutcome }[] = [];
 
   constructor(
     opts: OutcomeWriterOptions,
     private readonly redis: Redis,
     prefix: string,
     private readonly leaseMs: number,
+    shards = 1,
   ) {
     super(opts);
-    this.stream = `${prefix}usage:outcomes`;
-    // Its own connection: XREADGROUP BLOCK would hold up every other command on a shared one.
-    // Lazy: connects with the consumer's first command (start()); a process that only appends never opens it.
-    this.conn = redis.duplicate({ maxRetriesPerRequest: null, lazyConnect: true, enableAutoPipelining: false, commandTimeout: undefined });
-    this.conn.on('error', (err: Error) => opts.log.debug({ err: err.message }, 'outcome consumer connection error'));
-    this.conn.on('ready', () => {
-      this.conn.client('ID').then(
-        (id) => (this.connId = Number(id)),
-        () => {},
-      );
+    this.cluster = isCluster(redis);
+    this.shards = usageStreamKeys(prefix, shards).map((stream, index) => ({
+      index,
+      stream,
+      lease: `${stream}:lease`,
+      lastId: null,
+      flushedUpTo: null,
+      consumer: null,
+    }));
+    this.consumers = `${prefix}usage:consumers`;
+    const health = redisHealthOf(redis);
+    health.onDown(() => {
+      const since = performance.now() - AT_RISK_MS;
+      for (let i = this.recentHead; i < this.recent.length; i++) if (this.recent[i]!.at >= since) this.atRisk.push(this.recent[i]!);
+      this.recent = [];
+      this.recentHead = 0;
     });
+    health.onRecovered(() => void this.appendAgain());
+    const r = redis as unknown as Partial<LeaseCommands>;
+    if (typeof r.svcLeaseRenew !== 'function') {
+      redis.defineCommand('svcLeaseRenew', { lua: RENEW_LUA, numberOfKeys: 1 });
+      redis.defineCommand('svcLeaseRelease', { lua: RELEASE_LUA, numberOfKeys: 1 });
+    }
+  }
+
+  /** The first shard's stream (with one shard, THE stream): tests and tools that look at one stream. */
+  get stream(): string {
+    return this.shards[0]!.stream;
+  }
+
+  private get leases(): LeaseCommands {
+    return this.redis as unknown as LeaseCommands;
   }
 
   start(): void {
-    if (this.loop) return;
-    this.loop = this.run();
+    if (this.consuming) return;
+    this.consuming = true;
     const every = Math.max(200, Math.min(2_000, Math.floor(this.leaseMs / 2)));
     this.reclaimTimer = setInterval(() => void this.reclaim(), every);
     this.reclaimTimer.unref();
+    this.leaseTimer = setInterval(() => void this.tickLeases(), this.leaseTickMs);
+    this.leaseTimer.unref();
+    // The groups exist from the start (whoever takes a shard reads it from its first entry on), and then the leases.
+    void Promise.all(this.shards.map((s) => this.ensureGroup(this.redis, s.stream)))
+      .catch((err: unknown) => this.opts.log.debug({ err: (err as Error).message }, 'usage stream: could not create the consumer groups yet'))
+      .then(() => this.tickLeases());
+  }
+
+  /** Leases are renewed (and free shards looked for) this often: five times per lease, at most once a second. */
+  private get leaseTickMs(): number {
+    return Math.max(100, Math.min(1_000, Math.floor(this.leaseMs / 5)));
+  }
+
+  /** One pass over the leases (never two at once): renew ours, give back what is over our share, take free ones. */
+  private tickLeases(): Promise<void> {
+    if (this.leasing) return this.leasing;
+    this.leasing = this.leaseOnce()
+      .catch((err: unknown) => this.opts.log.debug({ err: (err as Error).message }, 'usage stream leases: Redis error; retrying'))
+      .finally(() => {
+        this.leasing = null;
+      });
+    return this.leasing;
+  }
+
+  private async leaseOnce(): Promise<void> {
+    if (this.stopped || !redisHealthOf(this.redis).usable) return;
+    const now = Date.now();
+    await withRedisTimeout(
+      Promise.all([this.redis.zadd(this.consumers, now + this.leaseMs, this.consumer), this.redis.zremrangebyscore(this.consumers, '-inf', now)]),
+      COMMAND_TIMEOUT_MS,
+    );
+    const alive = Math.max(1, await withRedisTimeout(this.redis.zcard(this.consumers), COMMAND_TIMEOUT_MS));
+    const share = Math.ceil(this.shards.length / alive);
+    const owned = this.shards.filter((s) => s.consumer);
+    // Ours still? A lease that expired under us (a long pause) may be another's now: its loop stops.
+    const renewed = await Promise.all(
+      owned.map((s) => withRedisTimeout(this.leases.svcLeaseRenew(s.lease, this.consumer, this.leaseMs), COMMAND_TIMEOUT_MS).catch(() => -1)),
+    );
+    let mine = 0;
+    for (let i = 0; i < owned.length; i++) {
+      if (renewed[i] === 0) await this.dropShard(owned[i]!, false);
+      else mine++;
+    }
+    // Over our share (another consumer came): give back the newest ones.
+    for (const s of [...this.shards].reverse()) {
+      if (mine <= share) break;
+      if (!s.consumer) continue;
+      await this.dropShard(s, true);
+      mine--;
+    }
+    if (this.stopped || this.paused) return;
+    for (const s of this.shards) {
+      if (mine >= share) break;
+      if (s.consumer) continue;
+      const took = await withRedisTimeout(this.redis.set(s.lease, this.consumer, 'PX', this.leaseMs, 'NX'), COMMAND_TIMEOUT_MS);
+      if (took !== 'OK') continue;
+      mine++;
+      this.takeShard(s);
+    }
+  }
+
+  private takeShard(s: Shard): void {
+    const conn = duplicateRedis(this.redis, 'blocking');
+    conn.on('error', (err: Error) => this.opts.log.debug({ err: err.message }, 'outcome consumer connection error'));
+    const c: ShardConsumer = { conn, loop: Promise.resolve(), stopped: false, connId: null, hurry: null, hurried: false };
+    if (!this.cluster) {
+      conn.on('ready', () => {
+        (conn as RedisServer).client('ID').then(
+          (id) => (c.connId = Number(id)),
+          () => {},
+        );
+      });
+    }
+    s.consumer = c;
+    c.loop = this.run(s, c);
+  }
+
+  /** Stops the shard's consumer (its batch in flight finishes); `release`: the lease is given back at once. */
+  private async dropShard(s: Shard, release: boolean): Promise<void> {
+    const c = s.consumer;
+    if (!c) return;
+    s.consumer = null;
+    c.stopped = true;
+    c.hurry?.();
+    await this.unblock(c);
+    await Promise.race([c.loop.catch(() => {}), sleep(BLOCK_MS + 500)]);
+    c.conn.disconnect();
+    if (release) await withRedisTimeout(this.leases.svcLeaseRelease(s.lease, this.consumer), COMMAND_TIMEOUT_MS).catch(() => {});
   }
 
   async record(o: InferenceOutcome): Promise<void> {
@@ -83,14 +277,17 @@ export class RedisOutcomeWriter extends OutcomeBatchWriter implements OutcomeQue
     // Redis reconnecting or not answering (redis/health.ts): queueing the entry would hold the request; write it directly.
     const batch = redisBatchOf(this.redis);
     if (this.closed || !batch.usable) return this.direct(o);
+    const shard = this.shards[shardOfProject(o.projectId, this.shards.length)]!;
     try {
-      // An operation of the turn's batch (redis/batch.ts): the outcomes finishing in this turn become ONE stream
-      // entry (entryFields), whose XADD travels in the script call that carries their settlement and spend; each caller
-      // answers once Redis has acknowledged it. Not answered within the client's commandTimeout (Redis dying), the
-      // outcome is written directly instead; should the XADD land after all, it is written once anyway.
-      const id = (await batch.gather(this, 'X', [this.stream], o, this.entryFields)) as string | null;
-      if (id) this.lastId = id;
+      // An operation of the turn's batch (redis/batch.ts): the outcomes of one shard finishing in this turn become ONE
+      // stream entry (entryFields), whose XADD travels in the script call that carries their settlement and spend (on
+      // a Cluster: the call of the shard's slot); each caller answers once Redis has acknowledged it. Not answered within
+      // the client's commandTimeout (Redis dying), the outcome is written directly instead; should the XADD land after
+      // all, it is written once anyway.
+      const id = (await batch.gather(shard, 'X', [shard.stream], o, this.entryFields)) as string | null;
+      if (id && (shard.lastId === null || idCompare(id, shard.lastId) > 0)) shard.lastId = id;
       this.warnedFallback = false;
+      this.remember(shard, o);
     } catch (err) {
       if (!this.warnedFallback) {
         this.warnedFallback = true;
@@ -99,6 +296,35 @@ export class RedisOutcomeWriter extends OutcomeBatchWriter implements OutcomeQue
       // If the XADD did land after all, the consumer skips it: persistOutcomes writes each request once.
       await this.direct(o);
     }
+  }
+
+  private remember(shard: Shard, o: InferenceOutcome): void {
+    const at = performance.now();
+    this.recent.push({ at, shard, o });
+    while (this.recentHead < this.recent.length && this.recent[this.recentHead]!.at < at - AT_RISK_MS) this.recentHead++;
+    if (this.recentHead > 1_024 && this.recentHead * 2 > this.recent.length) {
+      this.recent = this.recent.slice(this.recentHead);
+      this.recentHead = 0;
+    }
+  }
+
+  /** After an outage: the outcomes appended just before it, again (a failover may have lost them; see AT_RISK_MS). */
+  private async appendAgain(): Promise<void> {
+    const again = this.atRisk;
+    this.atRisk = [];
+    if (again.length === 0) return;
+    const batch = redisBatchOf(this.redis);
+    await Promise.all(
+      again.map(async ({ shard, o }) => {
+        try {
+          if (!batch.usable) throw new Error('Redis does not answer');
+          await batch.gather(shard, 'X', [shard.stream], o, this.entryFields);
+        } catch {
+          await this.direct(o);
+        }
+      }),
+    );
+    this.opts.log.info({ outcomes: again.length }, 'appended the usage entries of the moments before the Redis outage again (each is written once)');
   }
 
   /**
@@ -121,22 +347,29 @@ export class RedisOutcomeWriter extends OutcomeBatchWriter implements OutcomeQue
     return decodeOutcomeBatch(text, c < 0 ? null : this.opts.sealer.open(fields[c + 1] ?? '', text));
   }
 
+  /** True once every entry this process appended (on every shard) is written, by whichever consumer holds its shard. */
   async flush(opts: { timeoutMs?: number } = {}): Promise<boolean> {
-    const target = this.lastId;
-    if (target === null || (this.flushedUpTo !== null && idCompare(this.flushedUpTo, target) >= 0)) return true;
-    // This process consumes: its next read need not wait for the interval.
-    if (this.loop) {
-      this.hurried = true;
-      this.hurry?.();
+    const due = this.shards.filter((s) => s.lastId !== null && (s.flushedUpTo === null || idCompare(s.flushedUpTo, s.lastId) < 0));
+    if (due.length === 0) return true;
+    const deadline = opts.timeoutMs === undefined ? Infinity : performance.now() + opts.timeoutMs;
+    const results = await Promise.all(due.map((s) => this.flushShard(s, s.lastId!, deadline)));
+    return results.every(Boolean);
+  }
+
+  private async flushShard(s: Shard, target: string, deadline: number): Promise<boolean> {
+    // This process consumes the shard: its next read need not wait for the interval.
+    const c = s.consumer;
+    if (c) {
+      c.hurried = true;
+      c.hurry?.();
     }
     // Closed: this consumer writes no more; another replica may still have written them.
-    if (this.stopped) return this.writtenUpTo(target);
-    const deadline = opts.timeoutMs === undefined ? Infinity : performance.now() + opts.timeoutMs;
+    if (this.stopped) return this.writtenUpTo(s.stream, target);
     for (;;) {
       // Redis not answering: the stream cannot be asked, and waiting for it would hold the caller (a budget read).
       if (!redisHealthOf(this.redis).usable) return false;
-      if (await this.writtenUpTo(target)) {
-        if (this.flushedUpTo === null || idCompare(this.flushedUpTo, target) < 0) this.flushedUpTo = target;
+      if (await this.writtenUpTo(s.stream, target)) {
+        if (s.flushedUpTo === null || idCompare(s.flushedUpTo, target) < 0) s.flushedUpTo = target;
         return true;
       }
       const left = deadline - performance.now();
@@ -146,12 +379,12 @@ export class RedisOutcomeWriter extends OutcomeBatchWriter implements OutcomeQue
   }
 
   /** True when no entry up to `id` is left undelivered or delivered-but-unwritten in the group (any replica's). */
-  private async writtenUpTo(id: string): Promise<boolean> {
+  private async writtenUpTo(stream: string, id: string): Promise<boolean> {
     try {
       const [groups, pending] = await withRedisTimeout(
         Promise.all([
-          this.redis.xinfo('GROUPS', this.stream) as Promise<unknown[][]>,
-          this.redis.xpending(this.stream, GROUP) as Promise<[number, string | null, string | null, unknown]>,
+          this.redis.xinfo('GROUPS', stream) as Promise<unknown[][]>,
+          this.redis.xpending(stream, GROUP) as Promise<[number, string | null, string | null, unknown]>,
         ]),
         COMMAND_TIMEOUT_MS,
       );
@@ -162,8 +395,10 @@ export class RedisOutcomeWriter extends OutcomeBatchWriter implements OutcomeQue
       if (idCompare(delivered, id) < 0) return false;
       return Number(pending[0]) === 0 || pending[1] === null || idCompare(pending[1], id) > 0;
     } catch (err) {
-      // The stream is gone: nothing is left to write. Anything else (no group yet, Redis not answering): try again.
-      return /no such key/i.test((err as Error).message);
+      // The stream is gone (XINFO: "ERR no such key"): nothing is left to write. No group yet (XPENDING: "NOGROUP No such
+      // key … or consumer group"): nothing was read yet. Anything else (Redis not answering): try again.
+      const message = (err as Error).message;
+      return !/^NOGROUP/.test(message) && /no such key/i.test(message);
     }
   }
 
@@ -171,10 +406,9 @@ export class RedisOutcomeWriter extends OutcomeBatchWriter implements OutcomeQue
     if (this.stopped) return;
     this.closed = true;
     this.resume();
-    if (!this.loop) {
+    if (!this.consuming) {
       // Appending only (SVC_ROLE=api): what this process accepted is in the stream, for the workers to write.
       this.stopped = true;
-      this.conn.disconnect();
       return;
     }
     const done = await this.flush({ timeoutMs: 15_000 });
@@ -185,60 +419,75 @@ export class RedisOutcomeWriter extends OutcomeBatchWriter implements OutcomeQue
     }
     this.stopped = true;
     if (this.reclaimTimer) clearInterval(this.reclaimTimer);
-    // Wakes the blocked XREADGROUP empty-handed, so that the loop ends without being handed entries it would not write.
-    await this.unblock();
-    await Promise.race([this.loop?.catch(() => {}), sleep(BLOCK_MS + 500)]);
-    this.conn.disconnect();
+    if (this.leaseTimer) clearInterval(this.leaseTimer);
+    await this.leasing?.catch(() => {});
+    // Each consumer is woken empty-handed, so that its loop ends without being handed entries it would not write; its
+    // lease is given back, so another replica takes the shard at its next tick rather than after the lease.
+    await Promise.all(this.shards.map((s) => this.dropShard(s, true)));
+    await withRedisTimeout(this.redis.zrem(this.consumers, this.consumer), COMMAND_TIMEOUT_MS).catch(() => {});
   }
 
   override pause(): void {
     super.pause();
-    void this.unblock();
+    for (const s of this.shards) if (s.consumer) void this.unblock(s.consumer);
   }
 
-  private async unblock(): Promise<void> {
-    if (this.connId === null || this.redis.status !== 'ready') return;
-    await withRedisTimeout(this.redis.client('UNBLOCK', this.connId), COMMAND_TIMEOUT_MS).catch(() => {});
+  /**
+   * Wakes a blocked XREADGROUP (CLIENT UNBLOCK on the shared client). On a Cluster the shared client cannot address the
+   * consumer's node, so the consumer blocks for short reads there instead (CLUSTER_BLOCK_MS).
+   */
+  private async unblock(c: ShardConsumer): Promise<void> {
+    if (this.cluster || c.connId === null || this.redis.status !== 'ready') return;
+    await withRedisTimeout((this.redis as RedisServer).client('UNBLOCK', c.connId), COMMAND_TIMEOUT_MS).catch(() => {});
   }
 
-  private async ensureGroup(): Promise<void> {
+  private async ensureGroup(conn: Redis, stream: string): Promise<void> {
     try {
-      await this.conn.xgroup('CREATE', this.stream, GROUP, '0', 'MKSTREAM');
+      await conn.xgroup('CREATE', stream, GROUP, '0', 'MKSTREAM');
     } catch (err) {
       if (!/BUSYGROUP/.test((err as Error).message)) throw err;
     }
   }
 
-  private async run(): Promise<void> {
+  private async run(s: Shard, c: ShardConsumer): Promise<void> {
+    const stream = s.stream;
     let backoff = 0;
     let haveGroup = false;
     /** Own pending entries (left by a failed write) are read again from then on; new ones meanwhile. */
     let historyAt = 0;
     let lastWriteAt = -Infinity;
-    while (!this.stopped) {
+    let tookOver = false;
+    const blockMs = this.cluster ? CLUSTER_BLOCK_MS : BLOCK_MS;
+    while (!c.stopped && !this.stopped) {
       try {
         if (!haveGroup) {
-          await this.ensureGroup();
+          await this.ensureGroup(c.conn, stream);
           haveGroup = true;
+        }
+        if (!tookOver) {
+          // The shard's previous holder may have died with entries read and not written: they are this consumer's now.
+          await this.reclaimShard(s, 0);
+          tookOver = true;
         }
         // At most one batch per interval (SVC_OUTCOME_STREAM_MS): under a moderate load each short read would otherwise
         // be a transaction of its own, competing with the requests for the CPU and for PostgreSQL (see STREAM_MS).
         // Before the pause check: a pause that came during the wait must hold the read that follows.
         const since = performance.now() - lastWriteAt;
         const pace = this.opts.streamMs ?? STREAM_MS;
-        if (since < pace && !this.hurried) await this.wait(pace - since);
-        this.hurried = false;
+        if (since < pace && !c.hurried) await this.wait(c, pace - since);
+        c.hurried = false;
         if (this.paused) await this.whenResumed();
+        if (c.stopped) break;
         const history = historyAt > 0 && performance.now() >= historyAt;
-        const res = (await (this.conn as unknown as ReadGroup).xreadgroup(
+        const res = (await (c.conn as unknown as ReadGroup).xreadgroup(
           'GROUP',
           GROUP,
           this.consumer,
           'COUNT',
           this.opts.batchSize ?? BATCH_SIZE,
-          ...(history ? [] : ['BLOCK', historyAt > 0 ? Math.max(1, Math.ceil(historyAt - performance.now())) : BLOCK_MS]),
+          ...(history ? [] : ['BLOCK', historyAt > 0 ? Math.max(1, Math.min(blockMs, Math.ceil(historyAt - performance.now()))) : blockMs]),
           'STREAMS',
-          this.stream,
+          stream,
           history ? '0' : '>',
         )) as [string, StreamEntry[]][] | null;
         const entries = res?.[0]?.[1] ?? [];
@@ -248,7 +497,7 @@ export class RedisOutcomeWriter extends OutcomeBatchWriter implements OutcomeQue
         }
         if (this.paused) await this.whenResumed();
         lastWriteAt = performance.now();
-        if (await this.write(this.conn, entries)) {
+        if (await this.write(c.conn, s, entries)) {
           if (!history) backoff = 0;
         } else {
           backoff = Math.min(5_000, Math.max(50, backoff * 2));
@@ -257,7 +506,7 @@ export class RedisOutcomeWriter extends OutcomeBatchWriter implements OutcomeQue
           await sleep(backoff);
         }
       } catch (err) {
-        if (this.stopped) break;
+        if (c.stopped || this.stopped) break;
         if (/NOGROUP/.test((err as Error).message)) haveGroup = false;
         else this.opts.log.debug({ err: (err as Error).message }, 'outcome consumer: Redis error; retrying');
         backoff = Math.min(5_000, Math.max(100, backoff * 2));
@@ -267,7 +516,7 @@ export class RedisOutcomeWriter extends OutcomeBatchWriter implements OutcomeQue
   }
 
   /** One batch: written in one transaction, then acknowledged and deleted. False (left pending) if the write failed. */
-  private async write(conn: Redis, entries: StreamEntry[]): Promise<boolean> {
+  private async write(conn: Redis, s: Shard, entries: StreamEntry[]): Promise<boolean> {
     const outcomes: InferenceOutcome[] = [];
     const idOf = new Map<InferenceOutcome, string>();
     const dead: { id: string; fields: string[]; error: string }[] = [];
@@ -296,12 +545,12 @@ export class RedisOutcomeWriter extends OutcomeBatchWriter implements OutcomeQue
     const now = Date.now();
     for (const id of ids) this.lag.add(Math.max(0, now - Number(id.split('-')[0])));
     try {
-      const tx = conn.multi();
-      // Set aside, never silently dropped: `<stream>:dead` keeps the entry and why it could not be written.
-      for (const d of dead) tx.xadd(`${this.stream}:dead`, '*', ...d.fields, 'error', d.error, 'id', d.id);
-      if (ids.length > 0) tx.xack(this.stream, GROUP, ...ids).xdel(this.stream, ...ids);
-      await tx.exec();
-      for (const d of dead) this.opts.log.error({ id: d.id, err: d.error }, `a usage stream entry that cannot be written was moved to ${this.stream}:dead`);
+      // Set aside, never silently dropped: `<stream>:dead` keeps the entry and why it could not be written. Before the
+      // acknowledgement (its own command: with one shard the twin has no tag of the stream's, so on a Cluster it may live
+      // on another slot): a failure leaves the entry pending, and it is set aside again, never lost.
+      for (const d of dead) await conn.xadd(`${s.stream}:dead`, '*', ...d.fields, 'error', d.error, 'id', d.id);
+      if (ids.length > 0) await conn.multi().xack(s.stream, GROUP, ...ids).xdel(s.stream, ...ids).exec();
+      for (const d of dead) this.opts.log.error({ id: d.id, err: d.error }, `a usage stream entry that cannot be written was moved to ${s.stream}:dead`);
       this.counts.lost += dead.length;
     } catch (err) {
       // Still pending: written again later, which persistOutcomes turns into nothing.
@@ -311,34 +560,29 @@ export class RedisOutcomeWriter extends OutcomeBatchWriter implements OutcomeQue
     return retry.length === 0;
   }
 
-  /** The pause between batches, which flush() ends early. */
-  private wait(ms: number): Promise<void> {
+  /** The pause between batches, which flush() (and dropping the shard) ends early. */
+  private wait(c: ShardConsumer, ms: number): Promise<void> {
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer);
-        if (this.hurry === done) this.hurry = null;
+        if (c.hurry === done) c.hurry = null;
         resolve();
       };
       const timer = setTimeout(done, ms).unref();
-      this.hurry = done;
+      c.hurry = done;
     });
   }
 
-  /** Takes over entries another consumer (a dead replica) read and has not written for the lease, and writes them. */
+  /** Takes over, on each shard this process holds, entries another consumer read and has not written for the lease. */
   private async reclaim(): Promise<void> {
-    if (this.reclaiming || this.stopped || this.paused || this.redis.status !== 'ready') return;
+    if (this.reclaiming || this.stopped || this.paused || !redisHealthOf(this.redis).usable) return;
     this.reclaiming = true;
     try {
-      let cursor = '0-0';
-      do {
-        const [next, entries] = (await withRedisTimeout(
-          this.redis.xautoclaim(this.stream, GROUP, this.consumer, this.leaseMs, cursor, 'COUNT', this.opts.batchSize ?? BATCH_SIZE),
-          COMMAND_TIMEOUT_MS,
-        )) as [string, StreamEntry[], string[]?];
-        cursor = next;
-        if (entries.length > 0 && !(await this.write(this.redis, entries))) break;
-      } while (cursor !== '0-0' && !this.stopped);
-      await this.forgetDeadConsumers();
+      for (const s of this.shards) {
+        if (!s.consumer || this.stopped) continue;
+        await this.reclaimShard(s, this.leaseMs);
+        await this.forgetDeadConsumers(s.stream);
+      }
     } catch (err) {
       this.opts.log.debug({ err: (err as Error).message }, 'outcome reclaim pass failed');
     } finally {
@@ -346,12 +590,25 @@ export class RedisOutcomeWriter extends OutcomeBatchWriter implements OutcomeQue
     }
   }
 
+  /** Claims the shard's entries pending with other consumers for at least `minIdleMs` (0: all, on taking the lease) and writes them. */
+  private async reclaimShard(s: Shard, minIdleMs: number): Promise<void> {
+    let cursor = '0-0';
+    do {
+      const [next, entries] = (await withRedisTimeout(
+        this.redis.xautoclaim(s.stream, GROUP, this.consumer, minIdleMs, cursor, 'COUNT', this.opts.batchSize ?? BATCH_SIZE),
+        COMMAND_TIMEOUT_MS,
+      )) as [string, StreamEntry[], string[]?];
+      cursor = next;
+      if (entries.length > 0 && !(await this.write(this.redis, s, entries))) break;
+    } while (cursor !== '0-0' && !this.stopped && s.consumer);
+  }
+
   /** Consumers of replicas long gone, with nothing pending: removed so the group does not grow forever. */
-  private async forgetDeadConsumers(): Promise<void> {
-    const consumers = ((await withRedisTimeout(this.redis.xinfo('CONSUMERS', this.stream, GROUP), COMMAND_TIMEOUT_MS)) as unknown[][]).map(pairs);
+  private async forgetDeadConsumers(stream: string): Promise<void> {
+    const consumers = ((await withRedisTimeout(this.redis.xinfo('CONSUMERS', stream, GROUP), COMMAND_TIMEOUT_MS)) as unknown[][]).map(pairs);
     for (const c of consumers) {
       if (c.name !== this.consumer && Number(c.pending) === 0 && Number(c.idle) > 10 * this.leaseMs) {
-        await this.redis.xgroup('DELCONSUMER', this.stream, GROUP, String(c.name));
+        await this.redis.xgroup('DELCONSUMER', stream, GROUP, String(c.name));
       }
     }
   }
