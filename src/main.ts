@@ -1,5 +1,6 @@
 import { closeDeps, createDeps } from './app-deps.ts';
-import { ConfigError, loadConfig, runsBackgroundWork } from './config/config.ts';
+import { loadConfig, runsBackgroundWork } from './config/config.ts';
+import { ConfigError } from './config/environment.ts';
 import { buildApp, buildHealthApp } from './api/app.ts';
 import { DRAIN_MARGIN_MS, drainOnClose } from './api/server-lifecycle.ts';
 import { startDailyUsageSummaries } from './jobs/daily-summary/daily-summary.ts';

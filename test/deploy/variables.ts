@@ -1,4 +1,4 @@
-import { EnvironmentSchema } from '../../src/config/config.ts';
+import { EnvironmentSchema } from '../../src/config/environment.ts';
 
 /**
  * The configuration variables that are secrets (docs/OPERATIONS.md "Kubernetes"): they go in the Secret (Kubernetes)

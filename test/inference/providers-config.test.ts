@@ -1,7 +1,8 @@
 import { spawnSync } from 'node:child_process';
 import { inspect } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../src/config/config.ts';
+import { loadConfig } from '../../src/config/config.ts';
+import { ConfigError } from '../../src/config/environment.ts';
 import { writeProvidersFile } from './fixtures.ts';
 
 const good = () => ({

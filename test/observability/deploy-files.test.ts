@@ -6,7 +6,7 @@ import { DockerfileParser } from 'dockerfile-ast';
 import { validate as lintDockerfile } from 'dockerfile-utils';
 import { parse as parseYaml } from 'yaml';
 import { describe, expect, it } from 'vitest';
-import { EnvironmentSchema } from '../../src/config/config.ts';
+import { EnvironmentSchema } from '../../src/config/environment.ts';
 import { PROJECT_ROOT } from '../../src/project-root.ts';
 
 /**

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../src/config/config.ts';
+import { loadConfig } from '../../src/config/config.ts';
+import { ConfigError } from '../../src/config/environment.ts';
 import { CidrList, isCidr } from '../../src/kernel/cidr.ts';
 
 const CERT = '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n';

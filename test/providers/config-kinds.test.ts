@@ -1,6 +1,7 @@
 import { inspect } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../src/config/config.ts';
+import { loadConfig } from '../../src/config/config.ts';
+import { ConfigError } from '../../src/config/environment.ts';
 import { writeProvidersFile } from '../inference/fixtures.ts';
 
 const ENV = {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../src/config/config.ts';
-import { shardOfProject, usageStreamKeys } from '../../src/jobs/outcomes/redis-stream.ts';
+import { loadConfig } from '../../src/config/config.ts';
+import { ConfigError } from '../../src/config/environment.ts';
+import { shardOfProject, usageStreamKeys } from '../../src/jobs/outcomes/stream-shards.ts';
 import { keySlot } from '../../src/redis/slot.ts';
 
 /** CONTRACT §18: the Redis modes, exactly one of them, each refused with one line naming the variable. */

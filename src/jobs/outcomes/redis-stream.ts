@@ -5,21 +5,14 @@ import type { OutcomeQueue } from '../../domain/usage/ports.ts';
 import { redisBatchOf } from '../../redis/batch.ts';
 import { duplicateRedis, isCluster, type Redis, type RedisServer } from '../../redis/connection.ts';
 import { redisHealthOf, withRedisTimeout } from '../../redis/health.ts';
-import { keySlot, SLOTS } from '../../redis/slot.ts';
 import { BATCH_SIZE, OutcomeBatchWriter, type OutcomeWriterOptions } from './batch-writer.ts';
 import { decodeOutcome, decodeOutcomeBatch, encodeOutcome, encodeOutcomeBatch } from './codec.ts';
+import { COMMAND_TIMEOUT_MS, forgetDeadConsumers, idCompare, pairs, RecentAppends, shardOfProject, ShardLeases, sleep, usageStreamKeys, type Shard, type ShardConsumer } from './stream-shards.ts';
 
 const BLOCK_MS = 2_000;
 /** On a Cluster a blocked read cannot be woken (CLIENT UNBLOCK would go to another node): shorter blocks instead. */
 const CLUSTER_BLOCK_MS = 500;
-const COMMAND_TIMEOUT_MS = 2_000;
 const GROUP = 'writers';
-/**
- * Redis replicates asynchronously: an entry a master acknowledged may not have reached the replica that a failover
- * (Sentinel, Cluster) promotes. The outcomes appended this long before Redis was found down are appended again once
- * it answers; an entry that survived is then in the stream twice and written once (persistOutcomes).
- */
-const AT_RISK_MS = 2_000;
 /**
  * SVC_OUTCOME_STREAM_MS's default: the consumer reads at most one batch per 100 ms. The entries are durable in the
  * stream meanwhile, so the pause costs no safety, only how soon a record is in PostgreSQL; and a batch costs about
@@ -29,84 +22,9 @@ const AT_RISK_MS = 2_000;
  */
 export const STREAM_MS = 100;
 
-/** "<ms>-<seq>" stream ids compared as numbers. */
-function idCompare(a: string, b: string): number {
-  const [am, as] = a.split('-').map(BigInt) as [bigint, bigint];
-  const [bm, bs] = b.split('-').map(BigInt) as [bigint, bigint];
-  return am === bm ? (as === bs ? 0 : as < bs ? -1 : 1) : am < bm ? -1 : 1;
-}
 
 type StreamEntry = [id: string, fields: string[] | null];
 type ReadGroup = { xreadgroup(...args: (string | number)[]): Promise<unknown> };
-type LeaseCommands = {
-  svcLeaseRenew(key: string, owner: string, ms: number): Promise<number>;
-  svcLeaseRelease(key: string, owner: string): Promise<number>;
-};
-
-/** Renews a lease only if it is still ours (1), else 0: another consumer took the shard. */
-const RENEW_LUA = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0";
-const RELEASE_LUA = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
-
-/**
- * One shard of the usage stream: its key, its `:dead` twin (same hash tag, so on a Cluster both live on one master),
- * its lease, and, while this process holds the lease, its consumer (a connection of its own and a read loop).
- */
-interface Shard {
-  index: number;
-  stream: string;
-  lease: string;
-  /** The newest entry this process appended to the shard, and the newest one flush() saw written. */
-  lastId: string | null;
-  flushedUpTo: string | null;
-  /** While this process holds the shard's lease. */
-  consumer: ShardConsumer | null;
-}
-
-interface ShardConsumer {
-  conn: Redis;
-  loop: Promise<void>;
-  stopped: boolean;
-  /** CLIENT ID of the consumer connection, to wake its blocked XREADGROUP (one server only: see unblock()). */
-  connId: number | null;
-  /** Ends the pause between batches early (a flush() waits on this process's consumer). */
-  hurry: (() => void) | null;
-  hurried: boolean;
-}
-
-/**
- * The shards' stream keys. One shard: `<prefix>usage:outcomes` (the name the stream always had). Several: each with a
- * hash tag picked so that the shards' slots are spread evenly over the 16,384 (on the usual Cluster layout, where each
- * master owns a contiguous range, shards land on every master), `<prefix>usage:outcomes:{u<i>-<n>}`.
- */
-export function usageStreamKeys(prefix: string, shards: number): string[] {
-  if (shards <= 1) return [`${prefix}usage:outcomes`];
-  const keys: string[] = [];
-  for (let i = 0; i < shards; i++) {
-    const from = Math.floor((i * SLOTS) / shards);
-    const to = Math.floor(((i + 1) * SLOTS) / shards);
-    let n = 0;
-    let tag = `u${i}-0`;
-    for (; n < 100_000; n++) {
-      tag = `u${i}-${n}`;
-      const slot = keySlot(`{${tag}}`);
-      if (slot >= from && slot < to) break;
-    }
-    keys.push(`${prefix}usage:outcomes:{${tag}}`);
-  }
-  return keys;
-}
-
-/** The shard of a project's outcomes (FNV-1a of its id): a project's entries stay in order on one shard. */
-export function shardOfProject(projectId: string, shards: number): number {
-  if (shards <= 1) return 0;
-  let h = 0x811c9dc5;
-  for (let i = 0; i < projectId.length; i++) {
-    h ^= projectId.charCodeAt(i);
-    h = Math.imul(h, 0x01000193) >>> 0;
-  }
-  return h % shards;
-}
-
 /**
  * With Redis: the stream write-ahead log and its consumers. The stream is sharded (SVC_USAGE_STREAM_SHARDS) by
  * project; each shard is read by ONE consumer at a time, the holder of its lease (`<shard>:lease`, renewed every
@@ -120,19 +38,16 @@ export class RedisOutcomeWriter extends OutcomeBatchWriter implements OutcomeQue
   readonly kind = 'redis' as const;
   readonly shards: Shard[];
   readonly consumer = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
-  private readonly consumers: string;
+  private readonly leases: ShardLeases;
   private readonly cluster: boolean;
   private consuming = false;
   private stopped = false;
   private reclaimTimer: NodeJS.Timeout | null = null;
   private leaseTimer: NodeJS.Timeout | null = null;
   private reclaiming = false;
-  private leasing: Promise<void> | null = null;
   private warnedFallback = false;
-  /** Outcomes appended within AT_RISK_MS (oldest first from `recentHead`), and those set aside when Redis went down. */
-  private recent: { at: number; shard: Shard; o: InferenceOutcome }[] = [];
-  private recentHead = 0;
-  private atRisk: { shard: Shard; o: InferenceOutcome }[] = [];
+  /** The outcomes appended just before Redis went down, to append again (a failover may have lost them). */
+  private readonly recent = new RecentAppends<{ shard: Shard; o: InferenceOutcome }>();
 
   constructor(
     opts: OutcomeWriterOptions,
@@ -151,29 +66,20 @@ export class RedisOutcomeWriter extends OutcomeBatchWriter implements OutcomeQue
       flushedUpTo: null,
       consumer: null,
     }));
-    this.consumers = `${prefix}usage:consumers`;
+    this.leases = new ShardLeases(redis, this.shards, `${prefix}usage:consumers`, this.consumer, leaseMs, {
+      stopped: () => this.stopped,
+      mayTake: () => !this.stopped && !this.paused,
+      take: (s) => this.takeShard(s),
+      drop: (s, release) => this.dropShard(s, release),
+    }, opts.log);
     const health = redisHealthOf(redis);
-    health.onDown(() => {
-      const since = performance.now() - AT_RISK_MS;
-      for (let i = this.recentHead; i < this.recent.length; i++) if (this.recent[i]!.at >= since) this.atRisk.push(this.recent[i]!);
-      this.recent = [];
-      this.recentHead = 0;
-    });
+    health.onDown(() => this.recent.setAside());
     health.onRecovered(() => void this.appendAgain());
-    const r = redis as unknown as Partial<LeaseCommands>;
-    if (typeof r.svcLeaseRenew !== 'function') {
-      redis.defineCommand('svcLeaseRenew', { lua: RENEW_LUA, numberOfKeys: 1 });
-      redis.defineCommand('svcLeaseRelease', { lua: RELEASE_LUA, numberOfKeys: 1 });
-    }
   }
 
   /** The first shard's stream (with one shard, THE stream): tests and tools that look at one stream. */
   get stream(): string {
     return this.shards[0]!.stream;
-  }
-
-  private get leases(): LeaseCommands {
-    return this.redis as unknown as LeaseCommands;
   }
 
   start(): void {
@@ -182,65 +88,12 @@ export class RedisOutcomeWriter extends OutcomeBatchWriter implements OutcomeQue
     const every = Math.max(200, Math.min(2_000, Math.floor(this.leaseMs / 2)));
     this.reclaimTimer = setInterval(() => void this.reclaim(), every);
     this.reclaimTimer.unref();
-    this.leaseTimer = setInterval(() => void this.tickLeases(), this.leaseTickMs);
+    this.leaseTimer = setInterval(() => void this.leases.tick(), this.leases.tickMs);
     this.leaseTimer.unref();
     // The groups exist from the start (whoever takes a shard reads it from its first entry on), and then the leases.
     void Promise.all(this.shards.map((s) => this.ensureGroup(this.redis, s.stream)))
       .catch((err: unknown) => this.opts.log.debug({ err: (err as Error).message }, 'usage stream: could not create the consumer groups yet'))
-      .then(() => this.tickLeases());
-  }
-
-  /** Leases are renewed (and free shards looked for) this often: five times per lease, at most once a second. */
-  private get leaseTickMs(): number {
-    return Math.max(100, Math.min(1_000, Math.floor(this.leaseMs / 5)));
-  }
-
-  /** One pass over the leases (never two at once): renew ours, give back what is over our share, take free ones. */
-  private tickLeases(): Promise<void> {
-    if (this.leasing) return this.leasing;
-    this.leasing = this.leaseOnce()
-      .catch((err: unknown) => this.opts.log.debug({ err: (err as Error).message }, 'usage stream leases: Redis error; retrying'))
-      .finally(() => {
-        this.leasing = null;
-      });
-    return this.leasing;
-  }
-
-  private async leaseOnce(): Promise<void> {
-    if (this.stopped || !redisHealthOf(this.redis).usable) return;
-    const now = Date.now();
-    await withRedisTimeout(
-      Promise.all([this.redis.zadd(this.consumers, now + this.leaseMs, this.consumer), this.redis.zremrangebyscore(this.consumers, '-inf', now)]),
-      COMMAND_TIMEOUT_MS,
-    );
-    const alive = Math.max(1, await withRedisTimeout(this.redis.zcard(this.consumers), COMMAND_TIMEOUT_MS));
-    const share = Math.ceil(this.shards.length / alive);
-    const owned = this.shards.filter((s) => s.consumer);
-    // Ours still? A lease that expired under us (a long pause) may be another's now: its loop stops.
-    const renewed = await Promise.all(
-      owned.map((s) => withRedisTimeout(this.leases.svcLeaseRenew(s.lease, this.consumer, this.leaseMs), COMMAND_TIMEOUT_MS).catch(() => -1)),
-    );
-    let mine = 0;
-    for (let i = 0; i < owned.length; i++) {
-      if (renewed[i] === 0) await this.dropShard(owned[i]!, false);
-      else mine++;
-    }
-    // Over our share (another consumer came): give back the newest ones.
-    for (const s of [...this.shards].reverse()) {
-      if (mine <= share) break;
-      if (!s.consumer) continue;
-      await this.dropShard(s, true);
-      mine--;
-    }
-    if (this.stopped || this.paused) return;
-    for (const s of this.shards) {
-      if (mine >= share) break;
-      if (s.consumer) continue;
-      const took = await withRedisTimeout(this.redis.set(s.lease, this.consumer, 'PX', this.leaseMs, 'NX'), COMMAND_TIMEOUT_MS);
-      if (took !== 'OK') continue;
-      mine++;
-      this.takeShard(s);
-    }
+      .then(() => this.leases.tick());
   }
 
   private takeShard(s: Shard): void {
@@ -269,7 +122,7 @@ export class RedisOutcomeWriter extends OutcomeBatchWriter implements OutcomeQue
     await this.unblock(c);
     await Promise.race([c.loop.catch(() => {}), sleep(BLOCK_MS + 500)]);
     c.conn.disconnect();
-    if (release) await withRedisTimeout(this.leases.svcLeaseRelease(s.lease, this.consumer), COMMAND_TIMEOUT_MS).catch(() => {});
+    if (release) await this.leases.release(s);
   }
 
   async record(o: InferenceOutcome): Promise<void> {
@@ -287,7 +140,7 @@ export class RedisOutcomeWriter extends OutcomeBatchWriter implements OutcomeQue
       const id = (await batch.gather(shard, 'X', [shard.stream], o, this.entryFields)) as string | null;
       if (id && (shard.lastId === null || idCompare(id, shard.lastId) > 0)) shard.lastId = id;
       this.warnedFallback = false;
-      this.remember(shard, o);
+      this.recent.remember({ shard, o });
     } catch (err) {
       if (!this.warnedFallback) {
         this.warnedFallback = true;
@@ -298,20 +151,9 @@ export class RedisOutcomeWriter extends OutcomeBatchWriter implements OutcomeQue
     }
   }
 
-  private remember(shard: Shard, o: InferenceOutcome): void {
-    const at = performance.now();
-    this.recent.push({ at, shard, o });
-    while (this.recentHead < this.recent.length && this.recent[this.recentHead]!.at < at - AT_RISK_MS) this.recentHead++;
-    if (this.recentHead > 1_024 && this.recentHead * 2 > this.recent.length) {
-      this.recent = this.recent.slice(this.recentHead);
-      this.recentHead = 0;
-    }
-  }
-
   /** After an outage: the outcomes appended just before it, again (a failover may have lost them; see AT_RISK_MS). */
   private async appendAgain(): Promise<void> {
-    const again = this.atRisk;
-    this.atRisk = [];
+    const again = this.recent.takeSetAside();
     if (again.length === 0) return;
     const batch = redisBatchOf(this.redis);
     await Promise.all(
@@ -420,11 +262,11 @@ export class RedisOutcomeWriter extends OutcomeBatchWriter implements OutcomeQue
     this.stopped = true;
     if (this.reclaimTimer) clearInterval(this.reclaimTimer);
     if (this.leaseTimer) clearInterval(this.leaseTimer);
-    await this.leasing?.catch(() => {});
+    await this.leases.settled();
     // Each consumer is woken empty-handed, so that its loop ends without being handed entries it would not write; its
     // lease is given back, so another replica takes the shard at its next tick rather than after the lease.
     await Promise.all(this.shards.map((s) => this.dropShard(s, true)));
-    await withRedisTimeout(this.redis.zrem(this.consumers, this.consumer), COMMAND_TIMEOUT_MS).catch(() => {});
+    await this.leases.leave();
   }
 
   override pause(): void {
@@ -581,7 +423,7 @@ export class RedisOutcomeWriter extends OutcomeBatchWriter implements OutcomeQue
       for (const s of this.shards) {
         if (!s.consumer || this.stopped) continue;
         await this.reclaimShard(s, this.leaseMs);
-        await this.forgetDeadConsumers(s.stream);
+        await forgetDeadConsumers(this.redis, s.stream, GROUP, this.consumer, this.leaseMs);
       }
     } catch (err) {
       this.opts.log.debug({ err: (err as Error).message }, 'outcome reclaim pass failed');
@@ -603,23 +445,4 @@ export class RedisOutcomeWriter extends OutcomeBatchWriter implements OutcomeQue
     } while (cursor !== '0-0' && !this.stopped && s.consumer);
   }
 
-  /** Consumers of replicas long gone, with nothing pending: removed so the group does not grow forever. */
-  private async forgetDeadConsumers(stream: string): Promise<void> {
-    const consumers = ((await withRedisTimeout(this.redis.xinfo('CONSUMERS', stream, GROUP), COMMAND_TIMEOUT_MS)) as unknown[][]).map(pairs);
-    for (const c of consumers) {
-      if (c.name !== this.consumer && Number(c.pending) === 0 && Number(c.idle) > 10 * this.leaseMs) {
-        await this.redis.xgroup('DELCONSUMER', stream, GROUP, String(c.name));
-      }
-    }
-  }
-}
-
-function pairs(flat: unknown[]): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (let i = 0; i + 1 < flat.length; i += 2) out[String(flat[i])] = flat[i + 1];
-  return out;
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms).unref());
 }
