@@ -26,6 +26,7 @@ import { loadCachedProject, ProjectCache } from './domain/projects/cache.ts';
 import { MemorySpendCounters, type CounterOptions } from './domain/budgets/counters.ts';
 import { RedisSpendCounters } from './redis/spend-counters.ts';
 import { spentMany } from './domain/budgets/store.ts';
+import { usageStreamKeys } from './jobs/outcomes/stream-shards.ts';
 import { createOutcomeWriter } from './jobs/outcomes/outcome-writer.ts';
 import { PrismaSessionStore } from './domain/operators/session-store.ts';
 import { RedisSessionStore } from './redis/session-store.ts';
@@ -197,7 +198,7 @@ export async function createDeps(config: Readonly<Config>, overrides: DepsOverri
   observability.scrapeFrom({
     db: database.prisma,
     redis,
-    redisPrefix: config.redisPrefix,
+    outcomeStreams: usageStreamKeys(config.redisPrefix, config.usageStreamShards),
     now: () => clock.now(),
     outcomes: () => pieces.outcomes.stats(),
   });

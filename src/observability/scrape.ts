@@ -19,7 +19,8 @@ export interface ScrapeReadings {
 export interface ScrapeSources {
   db: Db;
   redis: Redis | null;
-  redisPrefix: string;
+  /** The usage stream's shards (one key on one server; SVC_USAGE_STREAM_SHARDS on a cluster): summed. */
+  outcomeStreams: readonly string[];
   now: () => number;
   outcomes: () => OutcomeStats;
 }
@@ -64,13 +65,16 @@ async function webhookBacklog(db: Db): Promise<ScrapeReadings['webhookBacklog']>
   return out;
 }
 
-async function outcomeStream(redis: Redis, prefix: string): Promise<ScrapeReadings['outcomeStream']> {
-  const stream = `${prefix}usage:outcomes`;
-  const [length, pending] = await Promise.all([
-    redis.xlen(stream),
-    (redis.xpending(stream, 'writers') as Promise<[number, ...unknown[]]>).catch(() => [0] as [number]),
-  ]);
-  return { length, pending: Number(pending[0]) };
+async function outcomeStream(redis: Redis, streams: readonly string[]): Promise<ScrapeReadings['outcomeStream']> {
+  const shards = await Promise.all(
+    streams.map((stream) =>
+      Promise.all([
+        redis.xlen(stream),
+        (redis.xpending(stream, 'writers') as Promise<[number, ...unknown[]]>).catch(() => [0] as [number]),
+      ]),
+    ),
+  );
+  return shards.reduce((sum, [length, pending]) => ({ length: sum.length + length, pending: sum.pending + Number(pending[0]) }), { length: 0, pending: 0 });
 }
 
 export async function readScrape(s: ScrapeSources): Promise<ScrapeReadings> {
@@ -84,7 +88,7 @@ export async function readScrape(s: ScrapeSources): Promise<ScrapeReadings> {
     ping,
     within(budgets(s.db, periodOf(s.now())), []),
     within(webhookBacklog(s.db), { pending: 0, retrying: 0 }),
-    s.redis && redisUsable ? within(outcomeStream(s.redis, s.redisPrefix), null) : Promise.resolve(null),
+    s.redis && redisUsable ? within(outcomeStream(s.redis, s.outcomeStreams), null) : Promise.resolve(null),
   ]);
   return {
     databaseUp: pingMs !== null,
