@@ -341,6 +341,9 @@ async function main(): Promise<void> {
     REDIS_URL,
     SVC_REDIS_PREFIX: `${schema}:`,
     SVC_MASTER_KEY: MASTER,
+    // One key for every gateway process of the run (the "before" api too, whose data folder differs): the worker opens
+    // the contents every api sealed.
+    SVC_ENCRYPTION_KEY: randomBytes(32).toString('hex'),
     SVC_PROVIDERS_FILE: providersFile,
     SVC_EGRESS_ALLOWLIST: '127.0.0.1',
     NODE_EXTRA_CA_CERTS: pki.caFile,
