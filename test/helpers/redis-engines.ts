@@ -1,5 +1,6 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -192,24 +193,39 @@ export class RedisClusterEngine {
 
   /** MONITOR on every master: the commands they run from now until stop() (each as its arguments). */
   async monitor(): Promise<{ stop(): Promise<string[][]> }> {
+    // MONITOR over a plain socket: ioredis's monitor client can take an echoed line that arrives with the MONITOR
+    // reply for the reply of a command ("Command queue state error") while traffic is already flowing.
     const seen: string[][] = [];
-    const monitors = await Promise.all(
-      (await this.masters()).map(async (m) => {
-        const r = new Redis({ host: '127.0.0.1', port: m.port });
-        const mon = await r.monitor();
-        mon.on('monitor', (_time: string, args: string[]) => seen.push(args));
-        return { r, mon };
-      }),
+    const sockets = await Promise.all(
+      (await this.masters()).map(
+        (m) =>
+          new Promise<Socket>((resolve, reject) => {
+            const socket = connect(m.port, '127.0.0.1', () => socket.write('MONITOR\r\n'));
+            let buffered = '';
+            let ready = false;
+            socket.setEncoding('utf8');
+            socket.on('data', (chunk: string) => {
+              buffered += chunk;
+              let end: number;
+              while ((end = buffered.indexOf('\r\n')) >= 0) {
+                const line = buffered.slice(0, end);
+                buffered = buffered.slice(end + 2);
+                if (!ready && line === '+OK') {
+                  ready = true;
+                  resolve(socket);
+                } else if (line.startsWith('+')) seen.push(monitorArgs(line));
+              }
+            });
+            socket.once('error', reject);
+          }),
+      ),
     );
     return {
       stop: async () => {
-        // What the masters ran up to now has reached the monitors: a PING through each is echoed after it.
-        await Promise.all(monitors.map(({ r }) => r.ping()));
+        // What the masters ran up to now has reached the monitors: a PING to each is echoed after it.
+        await Promise.all((await this.masters()).map((m) => ask(m.port, 'PING')));
         await new Promise((res) => setTimeout(res, 50));
-        for (const { r, mon } of monitors) {
-          mon.disconnect();
-          r.disconnect();
-        }
+        for (const socket of sockets) socket.destroy();
         return seen;
       },
     };
@@ -310,4 +326,16 @@ export class RedisSentinelEngine {
     await Promise.all([...this.sentinels, ...this.servers].map((n) => n.kill()));
     rmSync(this.dir, { recursive: true, force: true });
   }
+}
+
+/** A MONITOR line (`+<time> [<db> <addr>] "cmd" "arg" …`) as its command and arguments, escapes decoded. */
+function monitorArgs(line: string): string[] {
+  const args: string[] = [];
+  const re = /"((?:[^"\\]|\\.)*)"/g;
+  for (const m of line.slice(line.indexOf(']') + 1).matchAll(re)) {
+    args.push(m[1]!.replace(/\\x([0-9a-f]{2})|\\(.)/gi, (_, hex: string | undefined, ch: string | undefined) =>
+      hex ? String.fromCharCode(parseInt(hex, 16)) : ch === 'n' ? '\n' : ch === 'r' ? '\r' : ch === 't' ? '\t' : ch!,
+    ));
+  }
+  return args;
 }
