@@ -1,7 +1,7 @@
 import { invalid } from '../errors/svc-error.ts';
 
 /**
- * Names of people and keys, compared the way a person reads them. One rule for key names (domain/keys/names.ts) and
+ * Names of people and keys, compared the way a person reads them. One rule for key names (domain/keys/service.ts) and
  * for the people of a risk case (assignee and reviewer, CONTRACT §16): NFC, surrounding white space dropped,
  * invisible and direction-changing characters refused, letters of lookalike scripts not mixed; two names are the same
  * when their folds (NFKC, case-folded) are equal.

@@ -2,7 +2,7 @@ import { createCipheriv, createDecipheriv, createSecretKey, randomBytes, type Ke
 import { existsSync, linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { decodeKey } from '../config/config.ts';
-import { pooledRandomBytes } from './random.ts';
+import { pooledRandomBytes } from './ids.ts';
 
 /** Encryption at rest of webhook signing secrets (they must be recovered to sign, so they cannot be hashed). */
 export interface SecretBox {
@@ -13,7 +13,7 @@ export interface SecretBox {
 
 export const KEY_FILE_NAME = 'webhook-secrets.key';
 
-/** 12 random bytes, copied out of the shared pool (kernel/random.ts): the IV is written out with the ciphertext. */
+/** 12 random bytes, copied out of the shared pool (kernel/ids.ts): the IV is written out with the ciphertext. */
 const nextIv = (): Buffer => Buffer.from(pooledRandomBytes(12));
 
 /** AES-256-GCM; stored as `iv.tag.ciphertext`, each base64url (prisma/schema.prisma, Webhook.secretEncrypted). */

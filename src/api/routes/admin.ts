@@ -46,7 +46,8 @@ const consoleFiles: FastifyPluginAsync = async (app) => {
 export const adminRoutes: FastifyPluginAsync = async (app) => {
   // Runs after the auth hook (onRequest) has made the request's Ctx, on /graphql and /v1 alike.
   app.addHook('preHandler', async (req) => {
-    if (req.ctx) setConsoleSession(req.ctx, req.headers[CONSOLE_SESSION_HEADER]);
+    const header = req.headers[CONSOLE_SESSION_HEADER];
+    if (header !== undefined && req.ctx) setConsoleSession(req.ctx, header); // API callers send none
   });
   await app.register(consoleFiles);
 };

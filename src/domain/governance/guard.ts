@@ -73,10 +73,10 @@ function projectHint(ctx: Ctx, stored: StoredCall): string | null {
 
 async function isGuarded(db: Db, projectId: string, resource: GuardedCall['resource']): Promise<boolean> {
   if ((ALWAYS_GUARDED as readonly string[]).includes(resource)) return true;
-  const list = await store.dualControlOf(db, projectId);
-  if (list === null) return false; // no such project: the service answers not_found
+  const row = await db.project.findUnique({ where: { id: projectId }, select: { dualControl: true } });
+  if (row === null) return false; // no such project: the service answers not_found
   // CONTRACT §15: once the list is non-empty, changing it is itself guarded.
-  return resource === 'governance' ? list.length > 0 : list.includes(resource);
+  return resource === 'governance' ? row.dualControl.length > 0 : row.dualControl.includes(resource);
 }
 
 async function queueApproval(ctx: Ctx, call: GuardedCall, projectId: string, stored: StoredCall): Promise<Approval> {

@@ -6,12 +6,6 @@ import type { Db, Tx } from '../../db/client.ts';
 export type ApprovalStatus = 'pending' | 'approved' | 'rejected' | 'expired' | 'failed';
 export const APPROVAL_STATUSES: readonly ApprovalStatus[] = ['pending', 'approved', 'rejected', 'expired', 'failed'];
 
-/** The project's dual control list, or null when there is no such project. */
-export async function dualControlOf(db: Db | Tx, projectId: string): Promise<string[] | null> {
-  const row = await db.project.findUnique({ where: { id: projectId }, select: { dualControl: true } });
-  return row ? row.dualControl : null;
-}
-
 export function insertApproval(tx: Tx, data: Prisma.ApprovalUncheckedCreateInput): Promise<Approval> {
   return tx.approval.create({ data });
 }

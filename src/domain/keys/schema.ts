@@ -2,11 +2,12 @@ import { Type, type Static } from 'typebox';
 import { says } from '../../config/schema-errors.ts';
 import { pageQueryProperties } from '../pagination.ts';
 import { Input, Nullable, PathId, ProjectIdField, ProjectIdFilter } from '../schema.ts';
-import { MAX_KEY_NAME_CHARS } from './names.ts';
 import { SCOPES } from './scopes.ts';
 import { McpToolGrants } from '../mcp/schema.ts';
 
 /** CONTRACT §3: the rotate overlap, in hours. */
+/** A key name's length in code points after trimming (kernel/names.ts normalizeName: NFC, no invisible or mixed-script names). */
+export const MAX_KEY_NAME_CHARS = 100;
 export const MAX_OVERLAP_HOURS = 168;
 /** 9999-12-31T23:59:59Z, the last second PostgreSQL's timestamp and JavaScript's Date both hold. */
 export const MAX_UNIX_SECONDS = 253_402_300_799;

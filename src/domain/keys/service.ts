@@ -11,8 +11,8 @@ import { microsToUsd, usdToMicros } from '../../kernel/money.ts';
 import { paginate, type Page } from '../pagination.ts';
 import { parseInput } from '../validation.ts';
 import { addressed, requireProjectId, visibleProjectId } from '../tenancy.ts';
-import { keyNameFold, normalizeKeyName } from './names.ts';
-import { CreateKey, ListKeysQuery, RotateKey } from './schema.ts';
+import { nameFold, normalizeName } from '../../kernel/names.ts';
+import { CreateKey, ListKeysQuery, MAX_KEY_NAME_CHARS, RotateKey } from './schema.ts';
 import type { Scope } from './scopes.ts';
 import { generateSecret, hashSecret } from './secrets.ts';
 import { grantsWithin } from '../mcp/tools.ts';
@@ -35,7 +35,7 @@ export function budgetMicros(usd: number): bigint {
 /** The schema's checks (CreateKey), then what it cannot say: the name's characters, an expiry in the future, whole micro-dollars. */
 function validateKeyInput(ctx: Ctx, raw: unknown): { input: CreateKey; name: string; scopes: Scope[]; budgetMicros: bigint | null; expiresAt: Date | null; mcpTools: string[] } {
   const input = parseInput(CreateKey, raw);
-  const name = normalizeKeyName(input.name);
+  const name = normalizeName(input.name, 'name', MAX_KEY_NAME_CHARS);
   const scopes = [...new Set(input.scopes)];
   const budget = input.budget_usd === undefined || input.budget_usd === null ? null : budgetMicros(input.budget_usd);
   let expiresAt: Date | null = null;
@@ -123,7 +123,7 @@ export async function checkCreateKey(ctx: Ctx, raw: unknown): Promise<NewKey> {
   await assertNoLooserThanCaller(ctx, ctx.db, valid, 'grant');
   const projectId = await requireProjectId(ctx, input.project_id);
   // What the unique index (project, active name) would refuse at insert time.
-  if (await ctx.db.apiKey.findFirst({ where: { projectId, activeName: keyNameFold(valid.name) }, select: { id: true } })) throw nameConflict();
+  if (await ctx.db.apiKey.findFirst({ where: { projectId, activeName: nameFold(valid.name) }, select: { id: true } })) throw nameConflict();
   return { projectId, ...valid };
 }
 
@@ -139,7 +139,7 @@ export async function applyCreateKey(ctx: Ctx, valid: NewKey, transact = ownTran
           id: newId('key', now.getTime()),
           projectId,
           name: valid.name,
-          activeName: keyNameFold(valid.name),
+          activeName: nameFold(valid.name),
           scopes: valid.scopes,
           secretHash: hashSecret(secret),
           secretLast4: secret.slice(-4),
