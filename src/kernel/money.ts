@@ -14,6 +14,10 @@ export const MAX_PRICE_USD_PER_MTOK = 1_000_000;
 export interface PicoPrice {
   inputPicos: bigint;
   outputPicos: bigint;
+  /** Prompt tokens read from the provider's prompt cache; absent: the input price. */
+  cacheReadPicos?: bigint;
+  /** Prompt tokens written to the provider's prompt cache; absent: the input price. */
+  cacheWritePicos?: bigint;
 }
 
 /**
@@ -68,5 +72,27 @@ export function picosPerToken(usdPerMtok: number): bigint {
  */
 export function costMicros(promptTokens: number, completionTokens: number, price: PicoPrice): bigint {
   const picos = BigInt(promptTokens) * price.inputPicos + BigInt(completionTokens) * price.outputPicos;
+  return (picos + PICOS_PER_MICRO / 2n) / PICOS_PER_MICRO;
+}
+
+/**
+ * A provider's usage at the model's prices: the prompt's cache reads and writes (parts of promptTokens) at the cache
+ * prices where the providers file sets them, the rest of the prompt at the input price, the output at the output price;
+ * rounded once, half up. Without cache tokens or cache prices it is costMicros(promptTokens, completionTokens, price).
+ * Example: 10,000 prompt tokens of which 8,000 cache reads, at $3/Mtok input and $0.30/Mtok cache read, and 100 output
+ * tokens at $15/Mtok = 6,000 + 2,400 + 1,500 = 9,900 µ$.
+ */
+export function usageCostMicros(
+  usage: { promptTokens: number; completionTokens: number; cacheReadTokens?: number; cacheWriteTokens?: number },
+  price: PicoPrice,
+): bigint {
+  const read = price.cacheReadPicos !== undefined ? Math.min(usage.cacheReadTokens ?? 0, usage.promptTokens) : 0;
+  const write = price.cacheWritePicos !== undefined ? Math.min(usage.cacheWriteTokens ?? 0, usage.promptTokens - read) : 0;
+  if (read === 0 && write === 0) return costMicros(usage.promptTokens, usage.completionTokens, price);
+  const picos =
+    BigInt(usage.promptTokens - read - write) * price.inputPicos +
+    (read === 0 ? 0n : BigInt(read) * price.cacheReadPicos!) +
+    (write === 0 ? 0n : BigInt(write) * price.cacheWritePicos!) +
+    BigInt(usage.completionTokens) * price.outputPicos;
   return (picos + PICOS_PER_MICRO / 2n) / PICOS_PER_MICRO;
 }

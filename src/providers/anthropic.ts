@@ -1,6 +1,6 @@
 import { DEFAULT_ANTHROPIC_MAX_TOKENS, DEFAULT_ANTHROPIC_VERSION, type ProviderSpec, type SecretValue } from './config-file.ts';
 import { sseData } from './sse.ts';
-import { argumentsObject, dataUrl, firstUnsupported, mergeTurns, responseTool, systemPrompt, type ResponseTool } from './translate.ts';
+import { argumentsObject, dataUrl, firstUnsupported, mergeTurns, responseTool, systemPrompt, withoutThoughtSignatures, type ResponseTool } from './translate.ts';
 import {
   contentText,
   ProviderError,
@@ -12,6 +12,7 @@ import {
   type StreamPart,
   type ThinkingBlock,
   type ToolCall,
+  usageParts,
 } from './types.ts';
 import { basePath, jsonEvent, Upstream, type StreamTranslator } from './upstream.ts';
 
@@ -43,7 +44,7 @@ function usageOf(u: any): ProviderUsage | null {
   if (typeof u?.input_tokens !== 'number' || typeof u?.output_tokens !== 'number') return null;
   // input_tokens excludes the prompt-cache reads and writes; OpenAI's prompt_tokens counts the whole prompt.
   const cached = (Number(u.cache_creation_input_tokens) || 0) + (Number(u.cache_read_input_tokens) || 0);
-  return { promptTokens: u.input_tokens + cached, completionTokens: u.output_tokens };
+  return { promptTokens: u.input_tokens + cached, completionTokens: u.output_tokens, ...usageParts(u.cache_read_input_tokens, u.cache_creation_input_tokens, null) };
 }
 
 function userBlocks(m: ChatMessage): Block[] {
@@ -63,7 +64,8 @@ export function toAnthropic(req: Req, defaultMaxTokens: number): Record<string, 
   const x = req.options?.anthropic;
   const turns: Turn[] = [];
   const inline = x?.inline_system;
-  for (const [i, m] of req.messages.entries()) {
+  // Gemini's thought signatures (in tool call ids of a history Gemini answered) stay out of Anthropic's ids.
+  for (const [i, m] of withoutThoughtSignatures(req.messages).entries()) {
     let turn: Turn;
     if (m.role === 'system' && inline?.includes(i)) turn = { role: 'system', content: userBlocks(m) };
     else if (m.role === 'system' || m.role === 'developer') continue;
@@ -165,7 +167,7 @@ export class AnthropicStream implements StreamTranslator<string> {
   private readonly responseBlocks = new Set<number>();
   private readonly thinkingIndex = new Map<number, number>();
   private tools = 0;
-  private prompt: number | null = null;
+  private prompt: ProviderUsage | null = null;
   private completion: number | null = null;
   private finished = false;
 
@@ -182,7 +184,7 @@ export class AnthropicStream implements StreamTranslator<string> {
         const u = ev.message?.usage;
         if (u) {
           const usage = usageOf({ output_tokens: 0, ...u });
-          if (usage) [this.prompt, this.completion] = [usage.promptTokens, usage.completionTokens];
+          if (usage) [this.prompt, this.completion] = [usage, usage.completionTokens];
         }
         return;
       }
@@ -223,9 +225,7 @@ export class AnthropicStream implements StreamTranslator<string> {
       }
       case 'message_delta': {
         if (typeof ev.usage?.output_tokens === 'number') this.completion = ev.usage.output_tokens;
-        if (typeof ev.usage?.input_tokens === 'number') {
-          this.prompt = usageOf({ output_tokens: 0, ...ev.usage })!.promptTokens;
-        }
+        if (typeof ev.usage?.input_tokens === 'number') this.prompt = usageOf({ output_tokens: 0, ...ev.usage });
         if (ev.delta?.stop_reason) {
           this.finished = true;
           yield { type: 'finish', finishReason: anthropicFinish(ev.delta.stop_reason, this.forced !== null) };
@@ -243,7 +243,8 @@ export class AnthropicStream implements StreamTranslator<string> {
   *end(): Iterable<StreamPart> {
     if (!this.finished) throw new ProviderError('protocol', `${this.name}: the stream ended without a stop_reason`);
     if (this.prompt !== null && this.completion !== null) {
-      yield { type: 'usage', usage: { promptTokens: this.prompt, completionTokens: this.completion } };
+      const { completionTokens: _, ...prompt } = this.prompt;
+      yield { type: 'usage', usage: { ...prompt, completionTokens: this.completion } };
     }
   }
 }

@@ -5,6 +5,18 @@ import { ProviderError, type Completion, type EmbeddingRequest, type EmbeddingRe
 import { basePath, Upstream } from './upstream.ts';
 
 /**
+ * The first api-version that takes the `developer` role (it came with o1 in 2024-12-01-preview); earlier versions,
+ * 2024-10-21 GA among them, refuse it, so the adapter sends such messages as `system`. Versions without a date (`v1`,
+ * `preview`, `latest`) are the current API and take it.
+ */
+export const AZURE_DEVELOPER_ROLE_SINCE = '2024-12-01';
+
+export function azureTakesDeveloperRole(apiVersion: string): boolean {
+  const date = /^(\d{4}-\d{2}-\d{2})/.exec(apiVersion)?.[1];
+  return date === undefined || date >= AZURE_DEVELOPER_ROLE_SINCE;
+}
+
+/**
  * Kind `azure_openai`: Azure OpenAI's chat completions and embeddings, one deployment per model
  * (`POST <base_url>/openai/deployments/{deployment}/chat/completions?api-version=…`, `/embeddings`), the key in the
  * `api-key` header. The wire format is OpenAI's, so it carries every field of the request.
@@ -19,6 +31,7 @@ export class AzureOpenAIProvider implements Provider {
   private readonly apiKey: SecretValue | null;
   private readonly apiVersion: string;
   private readonly deployments: Map<string, string>;
+  private readonly developerAsSystem: boolean;
 
   constructor(spec: ProviderSpec) {
     this.name = spec.name;
@@ -26,18 +39,19 @@ export class AzureOpenAIProvider implements Provider {
     this.timeoutMs = spec.timeoutMs;
     this.apiKey = spec.apiKey;
     this.apiVersion = spec.apiVersion!;
+    this.developerAsSystem = !azureTakesDeveloperRole(this.apiVersion);
     this.deployments = new Map(spec.models.map((m) => [m.id, m.deployment ?? m.id]));
     this.base = basePath(spec.baseUrl!);
     this.http = new Upstream(spec.name, new URL(spec.baseUrl!).origin, spec.timeoutMs, () => (this.apiKey ? [this.apiKey.reveal()] : []));
   }
 
   async complete(req: ProviderRequest): Promise<Completion> {
-    const { path, headers, body } = this.request(req.model, 'chat/completions', chatBody(req, false), false);
+    const { path, headers, body } = this.request(req.model, 'chat/completions', chatBody(req, false, undefined, this.developerAsSystem), false);
     return fromChatCompletion(await this.http.postJson(path, headers, body, req.signal), this.name);
   }
 
   async openStream(req: ProviderRequest): Promise<AsyncIterable<StreamPart>> {
-    const { path, headers, body } = this.request(req.model, 'chat/completions', chatBody(req, true), true);
+    const { path, headers, body } = this.request(req.model, 'chat/completions', chatBody(req, true, undefined, this.developerAsSystem), true);
     const res = await this.http.post(path, headers, body, req.signal);
     return this.http.stream(res, req.signal, sseData, new ChatChunkStream(this.name, (t) => this.http.redact(t)));
   }

@@ -1,7 +1,7 @@
 import type { Message } from '@smithy/core/event-streams';
 import { onceAsync } from '../kernel/once.ts';
 import type { AwsSpec, ProviderSpec } from './config-file.ts';
-import { argumentsObject, dataUrl, firstUnsupported, mergeTurns, responseTool, systemPrompt, type ResponseTool } from './translate.ts';
+import { argumentsObject, dataUrl, firstUnsupported, mergeTurns, responseTool, systemPrompt, withoutThoughtSignatures, type ResponseTool } from './translate.ts';
 import {
   contentText,
   ProviderError,
@@ -12,6 +12,7 @@ import {
   type ProviderUsage,
   type StreamPart,
   type ToolCall,
+  usageParts,
 } from './types.ts';
 import { basePath, jsonEvent, Upstream, type StreamTranslator } from './upstream.ts';
 
@@ -43,7 +44,7 @@ function usageOf(u: any): ProviderUsage | null {
   if (typeof u?.inputTokens !== 'number' || typeof u?.outputTokens !== 'number') return null;
   // inputTokens leaves out the prompt-cache reads and writes; OpenAI's prompt_tokens counts the whole prompt.
   const cached = (Number(u.cacheReadInputTokens) || 0) + (Number(u.cacheWriteInputTokens) || 0);
-  return { promptTokens: u.inputTokens + cached, completionTokens: u.outputTokens };
+  return { promptTokens: u.inputTokens + cached, completionTokens: u.outputTokens, ...usageParts(u.cacheReadInputTokens, u.cacheWriteInputTokens, null) };
 }
 
 const hasToolBlocks = (messages: readonly ChatMessage[]) => messages.some((m) => m.role === 'tool' || (m.tool_calls?.length ?? 0) > 0);
@@ -65,7 +66,8 @@ export function toBedrock(req: Req): Record<string, unknown> {
   // An Anthropic request's cache_control (POST /v1/messages) becomes a cache point after the block it marked.
   const cache = req.options?.anthropic?.cacheControl;
   const turns: Turn[] = [];
-  for (const [i, m] of req.messages.entries()) {
+  // Bedrock caps a toolUseId at 64 characters: Gemini's thought signatures stay out (translate.ts).
+  for (const [i, m] of withoutThoughtSignatures(req.messages).entries()) {
     if (m.role === 'system' || m.role === 'developer') continue;
     let turn: Turn;
     if (m.role === 'user') turn = { role: 'user', content: userBlocks(m) };

@@ -36,6 +36,9 @@ export interface ModelSpec {
   /** USD per million tokens. */
   inputPerMtok: number;
   outputPerMtok: number;
+  /** USD per million prompt tokens read from / written to the provider's prompt cache (absent: the input price). */
+  cacheReadPerMtok?: number;
+  cacheWritePerMtok?: number;
   /** Kind azure_openai: the deployment serving this model (default: the model id). */
   deployment?: string;
 }
@@ -117,6 +120,8 @@ const Model = Type.Object(
     type: Type.Optional(Type.Enum(['chat', 'embedding'], says('must be "chat" or "embedding", got {value}'))),
     input_per_mtok: Price,
     output_per_mtok: Price,
+    cache_read_per_mtok: Type.Optional(Price),
+    cache_write_per_mtok: Type.Optional(Price),
     deployment: Type.Optional(
       Type.String({ pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$', ...says('must be an Azure deployment name (letters, digits, ".", "_", "-"), got {value}') }),
     ),
@@ -255,14 +260,16 @@ export function parseProvidersDocument(doc: unknown, env: Env): ProviderSpec[] {
       const mat = `${at}.models[${j}]`;
       if (ids.has(m.id)) fail(`${mat}.id`, `"${m.id}" is listed twice for this provider`);
       ids.add(m.id);
-      for (const field of ['input_per_mtok', 'output_per_mtok'] as const) {
-        if (!isExactPrice(m[field])) fail(`${mat}.${field}`, PRICE_PROBLEM, m[field]);
+      for (const field of ['input_per_mtok', 'output_per_mtok', 'cache_read_per_mtok', 'cache_write_per_mtok'] as const) {
+        if (m[field] !== undefined && !isExactPrice(m[field])) fail(`${mat}.${field}`, PRICE_PROBLEM, m[field]);
       }
       if (m.deployment !== undefined && p.kind !== 'azure_openai') fail(`${mat}.deployment`, `is not a field of kind ${p.kind} (only of azure_openai)`);
       if (m.type === 'embedding' && (p.kind === 'anthropic' || p.kind === 'bedrock')) {
         fail(`${mat}.type`, `"embedding" is not served by kind ${p.kind} (embedding models: kinds openai, azure_openai, gemini, mock)`);
       }
       const model: ModelSpec = { id: m.id, type: m.type ?? 'chat', inputPerMtok: m.input_per_mtok, outputPerMtok: m.output_per_mtok };
+      if (m.cache_read_per_mtok !== undefined) model.cacheReadPerMtok = m.cache_read_per_mtok;
+      if (m.cache_write_per_mtok !== undefined) model.cacheWritePerMtok = m.cache_write_per_mtok;
       if (p.kind === 'azure_openai') model.deployment = m.deployment ?? m.id;
       return model;
     });

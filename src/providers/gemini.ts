@@ -1,6 +1,6 @@
 import type { ProviderSpec, SecretValue } from './config-file.ts';
 import { sseData } from './sse.ts';
-import { argumentsObject, dataUrl, firstUnsupported, mergeTurns, newCallId, systemPrompt } from './translate.ts';
+import { argumentsObject, dataUrl, firstUnsupported, mergeTurns, newCallId, splitThoughtSignature, systemPrompt, withThoughtSignature } from './translate.ts';
 import {
   contentText,
   ProviderError,
@@ -14,6 +14,7 @@ import {
   type ProviderUsage,
   type StreamPart,
   type ToolCall,
+  usageParts,
 } from './types.ts';
 import { basePath, jsonEvent, parseJson, Upstream, type StreamTranslator } from './upstream.ts';
 
@@ -35,9 +36,12 @@ export function geminiFinish(reason: unknown, calledTools: boolean): string {
 
 function usageOf(u: any): ProviderUsage | null {
   if (typeof u?.promptTokenCount !== 'number') return null;
-  // Thinking tokens are billed as output.
-  const completion = (Number(u.candidatesTokenCount) || 0) + (Number(u.thoughtsTokenCount) || 0);
-  return { promptTokens: u.promptTokenCount, completionTokens: completion };
+  // Thinking tokens (thoughtsTokenCount, apart from candidatesTokenCount) are billed as output, as Google bills them;
+  // promptTokenCount already counts the cached part (cachedContentTokenCount) and the tool-use prompt.
+  const thoughts = Number(u.thoughtsTokenCount) || 0;
+  const completion = (Number(u.candidatesTokenCount) || 0) + thoughts;
+  const prompt = u.promptTokenCount + (Number(u.toolUsePromptTokenCount) || 0);
+  return { promptTokens: prompt, completionTokens: completion, ...usageParts(u.cachedContentTokenCount, null, thoughts) };
 }
 
 /** The tool message's answer as the object functionResponse.response must be: a JSON object as is, else {content}. */
@@ -45,6 +49,24 @@ function functionResponse(m: ChatMessage): Record<string, unknown> {
   const text = contentText(m.content);
   const parsed = parseJson(text);
   return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : { content: text };
+}
+
+/**
+ * What Gemini takes in place of a thought signature for a function call it did not make (a history from another
+ * provider, or a client that dropped the id's signature): its documented dummy value, which skips the validation.
+ */
+export const SKIP_THOUGHT_SIGNATURE = 'skip_thought_signature_validator';
+
+/**
+ * reasoning_effort as thinkingConfig: Gemini 3 and later take a thinkingLevel (minimal, low, medium, high), earlier
+ * models a thinkingBudget in tokens (minimal 512, low 1,024, medium 8,192, high 24,576: the budgets Google's OpenAI
+ * compatibility uses, minimal within every 2.5 model's range).
+ */
+export function thinkingConfigOf(model: string, effort: NonNullable<Req['options']>['reasoning_effort']): Record<string, unknown> | undefined {
+  if (effort === undefined) return undefined;
+  const major = Number(/gemini-(\d+)/.exec(model)?.[1] ?? 0);
+  if (major >= 3) return { thinkingLevel: effort };
+  return { thinkingBudget: { minimal: 512, low: 1024, medium: 8192, high: 24576 }[effort] };
 }
 
 /** The generateContent request body. */
@@ -67,15 +89,24 @@ export function toGemini(req: Req): Record<string, unknown> {
       contents.push({ role: 'user', parts });
     } else if (m.role === 'tool') {
       const name = callNames.get(m.tool_call_id ?? '') ?? '';
-      contents.push({ role: 'user', parts: [{ functionResponse: { id: m.tool_call_id, name, response: functionResponse(m) } }] });
+      const id = m.tool_call_id === undefined ? undefined : splitThoughtSignature(m.tool_call_id).id;
+      contents.push({ role: 'user', parts: [{ functionResponse: { id, name, response: functionResponse(m) } }] });
     } else {
       const parts: Part[] = [];
       const text = contentText(m.content);
       if (text !== '') parts.push({ text });
-      for (const call of m.tool_calls ?? []) {
+      const calls = m.tool_calls ?? [];
+      // The signature Gemini gave each call goes back on its part (it gives one to the first call of each step).
+      const split = calls.map((call) => splitThoughtSignature(call.id));
+      const signed = split.some((c) => c.signature !== undefined);
+      calls.forEach((call, k) => {
         callNames.set(call.id, call.function.name);
-        parts.push({ functionCall: { id: call.id, name: call.function.name, args: argumentsObject(call.function.arguments) ?? {} } });
-      }
+        const { id, signature } = split[k]!;
+        const part: Part = { functionCall: { id, name: call.function.name, args: argumentsObject(call.function.arguments) ?? {} } };
+        if (signature !== undefined) part.thoughtSignature = signature;
+        else if (k === 0 && !signed) part.thoughtSignature = SKIP_THOUGHT_SIGNATURE;
+        parts.push(part);
+      });
       contents.push({ role: 'model', parts });
     }
   }
@@ -94,6 +125,11 @@ export function toGemini(req: Req): Record<string, unknown> {
   if (s.frequency_penalty !== undefined) gen.frequencyPenalty = s.frequency_penalty;
   if (req.maxTokens !== undefined) gen.maxOutputTokens = req.maxTokens;
   if ((o.n ?? 1) > 1) gen.candidateCount = o.n;
+  // top_k: from an Anthropic request's top_k, or a Gemini request's topK (both ride as ChatOptions.anthropic.fields).
+  const topK = o.anthropic?.fields?.top_k;
+  if (typeof topK === 'number') gen.topK = topK;
+  const thinking = thinkingConfigOf(req.model, o.reasoning_effort);
+  if (thinking) gen.thinkingConfig = thinking;
   const format = o.response_format;
   if (format?.type === 'json_object') gen.responseMimeType = 'application/json';
   if (format?.type === 'json_schema') {
@@ -124,16 +160,21 @@ export function toGemini(req: Req): Record<string, unknown> {
   return body;
 }
 
+/** A functionCall part as a tool call, its thought signature carried in the id (translate.ts withThoughtSignature). */
+function toolCallOf(part: any): ToolCall {
+  const f = part.functionCall;
+  const id = withThoughtSignature(typeof f.id === 'string' && f.id ? f.id : newCallId(), part.thoughtSignature);
+  return { id, type: 'function', function: { name: String(f.name), arguments: JSON.stringify(f.args ?? {}) } };
+}
+
 function candidateOf(c: any): { content: string; toolCalls: ToolCall[]; finishReason: string } {
   let content = '';
   const toolCalls: ToolCall[] = [];
   for (const part of Array.isArray(c?.content?.parts) ? c.content.parts : []) {
+    // Thought summaries (includeThoughts) are the model's notes, not its answer: no surface shows them.
     if (part?.thought === true) continue;
     if (typeof part?.text === 'string') content += part.text;
-    else if (part?.functionCall) {
-      const f = part.functionCall;
-      toolCalls.push({ id: typeof f.id === 'string' && f.id ? f.id : newCallId(), type: 'function', function: { name: String(f.name), arguments: JSON.stringify(f.args ?? {}) } });
-    }
+    else if (part?.functionCall) toolCalls.push(toolCallOf(part));
   }
   return { content, toolCalls, finishReason: geminiFinish(c?.finishReason, toolCalls.length > 0) };
 }
@@ -190,11 +231,10 @@ export class GeminiStream implements StreamTranslator<string> {
         if (part?.thought === true) continue;
         if (typeof part?.text === 'string' && part.text !== '') yield { type: 'delta', content: part.text, ...at };
         else if (part?.functionCall) {
-          const f = part.functionCall;
           const index = this.calls.get(choice) ?? 0;
           this.calls.set(choice, index + 1);
-          const id = typeof f.id === 'string' && f.id ? f.id : newCallId();
-          yield { type: 'tool_call', index, id, name: String(f.name), arguments: JSON.stringify(f.args ?? {}), ...at };
+          const call = toolCallOf(part);
+          yield { type: 'tool_call', index, id: call.id, name: call.function.name, arguments: call.function.arguments, ...at };
         }
       }
       if (c?.finishReason && !this.finished.has(choice)) {
@@ -238,7 +278,7 @@ export class GeminiProvider implements Provider {
   }
 
   unsupported(req: Req): string | null {
-    return firstUnsupported(req, { n: true, seed: true, penalties: true, imageUrl: (url) => dataUrl(url) !== null });
+    return firstUnsupported(req, { n: true, seed: true, penalties: true, reasoningEffort: true, imageUrl: (url) => dataUrl(url) !== null });
   }
 
   async complete(req: ProviderRequest): Promise<Completion> {

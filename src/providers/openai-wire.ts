@@ -1,4 +1,5 @@
-import { ProviderError, type Choice, type Completion, type ProviderRequest, type ProviderUsage, type StreamPart, type ToolCall } from './types.ts';
+import { ProviderError, usageParts, type Choice, type Completion, type ProviderRequest, type ProviderUsage, type StreamPart, type ToolCall } from './types.ts';
+import { withoutThoughtSignatures } from './translate.ts';
 import { errorMessage, jsonEvent, type StreamTranslator } from './upstream.ts';
 
 /**
@@ -15,13 +16,22 @@ export function usageOf(raw: unknown): ProviderUsage | null {
   const p = u.prompt_tokens;
   const c = u.completion_tokens;
   if (typeof p !== 'number' || typeof c !== 'number' || !Number.isInteger(p) || !Number.isInteger(c) || p < 0 || c < 0) return null;
-  return { promptTokens: p, completionTokens: c };
+  // prompt_tokens counts the cached tokens; completion_tokens the reasoning tokens.
+  const pd = u.prompt_tokens_details as Record<string, unknown> | null | undefined;
+  const cd = u.completion_tokens_details as Record<string, unknown> | null | undefined;
+  if (!pd && !cd) return { promptTokens: p, completionTokens: c };
+  return { promptTokens: p, completionTokens: c, ...usageParts(pd?.cached_tokens, null, cd?.reasoning_tokens) };
 }
 
-/** The chat-completions body; `model` only where the URL does not name it. */
-export function chatBody(req: Req, stream: boolean, model?: string): Record<string, unknown> {
+/** The chat-completions body; `model` only where the URL does not name it; `developer` messages as `system` when the
+ *  API version predates that role. */
+export function chatBody(req: Req, stream: boolean, model?: string, developerAsSystem = false): Record<string, unknown> {
   const o = req.options ?? {};
-  const body: Record<string, unknown> = { ...(model !== undefined ? { model } : {}), messages: req.messages, ...req.sampling };
+  let messages = withoutThoughtSignatures(req.messages);
+  if (developerAsSystem && messages.some((m) => m.role === 'developer')) {
+    messages = messages.map((m) => (m.role === 'developer' ? { ...m, role: 'system' } : m));
+  }
+  const body: Record<string, unknown> = { ...(model !== undefined ? { model } : {}), messages, ...req.sampling };
   if (req.maxTokens !== undefined) {
     // Reasoning models take only max_completion_tokens; older API versions know only max_tokens.
     body[o.reasoning_effort !== undefined ? 'max_completion_tokens' : 'max_tokens'] = req.maxTokens;

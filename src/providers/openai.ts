@@ -1,6 +1,7 @@
 import type { ProviderSpec, SecretValue } from './config-file.ts';
 import { ChatChunkStream, usageOf } from './openai-wire.ts';
 import { sseData } from './sse.ts';
+import { withoutThoughtSignatures } from './translate.ts';
 import { Upstream } from './upstream.ts';
 import {
   ProviderError,
@@ -127,7 +128,8 @@ export class OpenAIProvider implements Provider {
   private payload(req: ProviderRequest, stream: boolean): Record<string, unknown> {
     return {
       model: req.model,
-      messages: req.messages,
+      // OpenAI caps a tool call id at 40 characters: Gemini's thought signatures stay out (translate.ts).
+      messages: withoutThoughtSignatures(req.messages),
       ...req.sampling,
       ...(req.maxTokens !== undefined ? { max_tokens: req.maxTokens } : {}),
       // The rest of the chat-completions request, as the client gave it (CONTRACT §9); the /v1/messages surface's

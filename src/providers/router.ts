@@ -76,8 +76,9 @@ export class RoutingError extends SvcError {
     code: 'routing_timeout' | 'model_unavailable' | 'invalid_request',
     readonly route: Route | null,
     message: string,
+    param: string | null = null,
   ) {
-    super(code, { message });
+    super(code, { message, param });
   }
 }
 
@@ -171,7 +172,9 @@ export class ProviderRegistry {
       const provider = this.providers[i]!;
       this.breakers.set(provider.name, new CircuitBreaker(opts.failureThreshold, opts.cooldownMs, opts.clock));
       for (const m of spec.models) {
-        const model = { ...m, inputPicos: picosPerToken(m.inputPerMtok), outputPicos: picosPerToken(m.outputPerMtok) };
+        const model: ModelSpec & PicoPrice = { ...m, inputPicos: picosPerToken(m.inputPerMtok), outputPicos: picosPerToken(m.outputPerMtok) };
+        if (m.cacheReadPerMtok !== undefined) model.cacheReadPicos = picosPerToken(m.cacheReadPerMtok);
+        if (m.cacheWritePerMtok !== undefined) model.cacheWritePicos = picosPerToken(m.cacheWritePerMtok);
         const route: Route = { id: `${provider.name}/${m.id}`, provider, model, price: model.inputPicos + model.outputPicos };
         routes.push(route);
         this.byId.set(route.id, route);
@@ -339,7 +342,7 @@ export class ProviderRegistry {
         if (err instanceof ProviderError && !err.retryable) {
           // The provider is healthy; the request is not.
           breaker.onSuccess();
-          throw new RoutingError('invalid_request', route, `The provider rejected the request: ${err.message}`);
+          throw new RoutingError('invalid_request', route, `The provider rejected the request: ${err.message}`, err.param);
         }
         breaker.onFailure();
         // The hop's own timer, or the HTTP client's timeout of the same length firing first.

@@ -72,6 +72,8 @@ export interface Carries {
   serialToolCalls?: boolean;
   /** response_format json_schema/json_object through a forced tool (then not together with tools). */
   forcedToolFormat?: boolean;
+  /** reasoning_effort (gemini: thinkingConfig). */
+  reasoningEffort?: boolean;
   /** An image_url part's URL the kind can send. */
   imageUrl: (url: string) => boolean;
 }
@@ -86,7 +88,7 @@ export function firstUnsupported(req: Req, carries: Carries): string | null {
   if (o.logit_bias && Object.keys(o.logit_bias).length > 0) return 'logit_bias';
   if (o.logprobs) return 'logprobs';
   if (o.top_logprobs !== undefined && o.top_logprobs !== null) return 'top_logprobs';
-  if (o.reasoning_effort !== undefined) return 'reasoning_effort';
+  if (o.reasoning_effort !== undefined && !carries.reasoningEffort) return 'reasoning_effort';
   if (req.sampling.seed !== undefined && !carries.seed) return 'seed';
   if (!carries.penalties) {
     if ((req.sampling.presence_penalty ?? 0) !== 0) return 'presence_penalty';
@@ -139,9 +141,88 @@ export function mergeTurns<T extends { role: string }>(turns: T[], key: 'content
 export function extrasUnsupported(kind: ProviderKind, req: Req): string | null {
   const f = req.options?.anthropic?.fields;
   if (!f || kind === 'anthropic') return null;
-  if (f.top_k !== undefined) return 'top_k';
+  // Gemini takes top_k as generationConfig.topK.
+  if (f.top_k !== undefined && kind !== 'gemini') return 'top_k';
   if ((f.thinking as { type?: string } | undefined)?.type === 'enabled') return 'thinking';
   const edits = (f.context_management as { edits?: Array<{ type?: string }> } | undefined)?.edits ?? [];
   if (edits.some((e) => !String(e?.type).startsWith('clear_thinking'))) return 'context_management';
+  return null;
+}
+
+// ---- Gemini's thought signatures, carried in the tool call id ----
+
+/**
+ * Gemini 3 answers a function call with a `thoughtSignature` on its part and refuses (400 INVALID_ARGUMENT) a later
+ * request whose history holds that functionCall without it. The gateway's tool call has an id and nothing else that
+ * every client sends back (OpenAI's tool_calls[].id and tool_call_id, Anthropic's tool_use.id and tool_use_id), so the
+ * signature rides in the id: `<id>__ts_<signature as base64url>` (`__tu_` + the UTF-8 bytes as base64url when the
+ * signature is not canonical base64). Only characters [A-Za-z0-9_-] are added, so the id stays valid for Anthropic's
+ * and Bedrock's id pattern. The gemini kind takes it apart again; every other kind sends the id without it.
+ */
+const SIG = '__ts_';
+const SIG_TEXT = '__tu_';
+const CANONICAL_BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+/** The tool call id carrying Gemini's thought signature (the id as is when there is none). */
+export function withThoughtSignature(id: string, signature: unknown): string {
+  if (typeof signature !== 'string' || signature === '') return id;
+  if (CANONICAL_BASE64.test(signature)) return `${id}${SIG}${signature.replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '')}`;
+  return `${id}${SIG_TEXT}${Buffer.from(signature, 'utf8').toString('base64url')}`;
+}
+
+/** A tool call id as the provider's own id and the thought signature it carries, if any. */
+export function splitThoughtSignature(id: string): { id: string; signature?: string } {
+  const at = id.search(/__t[su]_/);
+  if (at === -1) return { id };
+  const mark = id.slice(at, at + SIG.length);
+  const rest = id.slice(at + SIG.length);
+  if (mark === SIG) {
+    const b64 = rest.replace(/-/g, '+').replace(/_/g, '/');
+    return { id: id.slice(0, at), signature: b64 + '='.repeat((4 - (b64.length % 4)) % 4) };
+  }
+  if (mark === SIG_TEXT) return { id: id.slice(0, at), signature: Buffer.from(rest, 'base64url').toString('utf8') };
+  return { id };
+}
+
+const hasSignature = (id: string | undefined) => id !== undefined && (id.includes(SIG) || id.includes(SIG_TEXT));
+
+/**
+ * The messages with Gemini's thought signatures taken out of their tool call ids, for the kinds that do not take them
+ * (OpenAI limits an id to 40 characters, Bedrock to 64). The same array when no id carries one (the usual case).
+ */
+export function withoutThoughtSignatures<M extends ChatMessage>(messages: M[]): M[] {
+  if (!messages.some((m) => hasSignature(m.tool_call_id) || m.tool_calls?.some((c) => hasSignature(c.id)))) return messages;
+  return messages.map((m) => {
+    if (hasSignature(m.tool_call_id)) return { ...m, tool_call_id: splitThoughtSignature(m.tool_call_id!).id };
+    if (m.tool_calls?.some((c) => hasSignature(c.id))) {
+      return { ...m, tool_calls: m.tool_calls.map((c) => (hasSignature(c.id) ? { ...c, id: splitThoughtSignature(c.id).id } : c)) };
+    }
+    return m;
+  });
+}
+
+/** Fields a provider's refusal may name in backticks (its own names), as the chat request names them. */
+const REFUSED_FIELDS: Record<string, string> = {
+  temperature: 'temperature',
+  top_p: 'top_p',
+  topP: 'top_p',
+  top_k: 'top_k',
+  topK: 'top_k',
+  max_tokens: 'max_tokens',
+  maxTokens: 'max_tokens',
+  stop_sequences: 'stop',
+  stopSequences: 'stop',
+};
+
+/**
+ * The request field a provider's 400 names, when it names one the gateway knows: Anthropic's and Bedrock's refusal of
+ * `temperature` together with `top_p` (Claude 4.5-generation models: "`temperature` and `top_p` cannot both be
+ * specified for this model") names the first, `temperature`.
+ */
+export function refusedField(message: string): string | null {
+  for (const m of message.matchAll(/`([A-Za-z_]+)`/g)) {
+    const field = REFUSED_FIELDS[m[1]!];
+    if (field) return field;
+  }
   return null;
 }

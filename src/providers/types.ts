@@ -113,9 +113,31 @@ export interface ProviderRequest {
   signal: ProviderSignal;
 }
 
+/**
+ * Token counts as the provider reported them. `promptTokens` is the whole prompt (OpenAI's prompt_tokens: cache reads
+ * and writes included, whatever the provider's own split); `completionTokens` the whole output (reasoning included).
+ * The optional parts say how much of each was what; a cache price in the providers file bills them (kernel/money.ts).
+ */
 export interface ProviderUsage {
   promptTokens: number;
   completionTokens: number;
+  /** Of promptTokens: read from the provider's prompt cache (Anthropic cache_read_input_tokens, Bedrock
+   *  cacheReadInputTokens, OpenAI prompt_tokens_details.cached_tokens, Gemini cachedContentTokenCount). */
+  cacheReadTokens?: number;
+  /** Of promptTokens: written to the prompt cache (Anthropic cache_creation_input_tokens, Bedrock cacheWriteInputTokens). */
+  cacheWriteTokens?: number;
+  /** Of completionTokens: the model's reasoning (Gemini thoughtsTokenCount, OpenAI completion_tokens_details.reasoning_tokens). */
+  reasoningTokens?: number;
+}
+
+/** The optional parts of a provider's usage that are set and non-zero (none: {}), for spreading into a ProviderUsage. */
+export function usageParts(cacheRead: unknown, cacheWrite: unknown, reasoning: unknown): Pick<ProviderUsage, 'cacheReadTokens' | 'cacheWriteTokens' | 'reasoningTokens'> {
+  const n = (v: unknown) => (typeof v === 'number' && Number.isInteger(v) && v > 0 ? v : 0);
+  const out: Pick<ProviderUsage, 'cacheReadTokens' | 'cacheWriteTokens' | 'reasoningTokens'> = {};
+  if (n(cacheRead)) out.cacheReadTokens = n(cacheRead);
+  if (n(cacheWrite)) out.cacheWriteTokens = n(cacheWrite);
+  if (n(reasoning)) out.reasoningTokens = n(reasoning);
+  return out;
 }
 
 /** One choice of an answer (n > 1 gives several; choice 0 is also the Completion's own fields). */
@@ -210,6 +232,8 @@ export class ProviderError extends Error {
     readonly kind: 'status' | 'connection' | 'timeout' | 'protocol' | 'rejected',
     message: string,
     readonly status: number | null = null,
+    /** A refusal's field (OpenAI name), when the provider's answer names one: the gateway's 400 names it as `param`. */
+    readonly param: string | null = null,
   ) {
     super(message);
     this.name = 'ProviderError';

@@ -1,5 +1,6 @@
 import { Pool, errors as undiciErrors, type Dispatcher } from 'undici';
 import { ProviderError, type ProviderSignal, type StreamPart } from './types.ts';
+import { refusedField } from './translate.ts';
 import { postWhole, type WholeAnswer } from './whole-answer.ts';
 
 /** Statuses that say the request itself is wrong: the same request would fail on every provider. */
@@ -68,6 +69,20 @@ export function errorMessage(body: string): string {
     // not JSON
   }
   return body.slice(0, 300);
+}
+
+/**
+ * The request field a provider's refusal names: OpenAI's `error.param` when it is a top-level field, else a field the
+ * message names in backticks (translate.ts refusedField: Anthropic's and Bedrock's temperature/top_p refusal).
+ */
+export function refusedParam(body: string): string | null {
+  try {
+    const p = (JSON.parse(body) as { error?: { param?: unknown } }).error?.param;
+    if (typeof p === 'string' && /^[a-z_]+$/.test(p)) return p;
+  } catch {
+    // not JSON
+  }
+  return refusedField(errorMessage(body));
 }
 
 /** The hop's own reason when its signal aborted the call (the client left, a deadline), else the error as it came. */
@@ -145,7 +160,7 @@ export class Upstream {
   private statusError(status: number, text: string): ProviderError {
     const detail = `${this.name} answered ${status}: ${errorMessage(this.redact(text))}`;
     const kind = this.classify(status, text) ?? (REJECTED.has(status) ? 'rejected' : 'status');
-    return new ProviderError(kind, detail, status);
+    return new ProviderError(kind, detail, status, kind === 'rejected' ? refusedParam(text) : null);
   }
 
   /**

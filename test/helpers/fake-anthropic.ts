@@ -11,8 +11,21 @@ export interface FakeAnthropic extends FakeHttp {
  * `anthropic-version` (401 authentication_error / 400 otherwise), answering a Message object, or with `stream: true`
  * the SSE events message_start, content_block_start/delta/stop (text_delta, input_json_delta), ping, message_delta
  * (stop_reason, usage), message_stop, and `error` events; a thinking block (thinking_delta, signature_delta) first when
- * the script has one.
+ * the script has one. Claude 4.5-generation models (`claude-…-4-5…`) refuse `temperature` together with `top_p` as the
+ * API does; usage reports the prompt-cache reads and writes (cache_read_input_tokens, cache_creation_input_tokens,
+ * apart from input_tokens) when the script has them.
  */
+
+/** Claude's 4.5 generation (claude-sonnet-4-5, claude-haiku-4-5-20251001, claude-opus-4-5…), which takes one of temperature and top_p. */
+export const ONE_SAMPLING_PARAMETER = /claude-(?:[a-z]+-)?4-5/;
+export const BOTH_SAMPLING_MESSAGE = '`temperature` and `top_p` cannot both be specified for this model. Please use only one.';
+const usageOf = (u: NonNullable<Script['usage']>) => ({
+  input_tokens: u.input,
+  cache_creation_input_tokens: u.cacheWrite ?? 0,
+  cache_read_input_tokens: u.cacheRead ?? 0,
+  output_tokens: u.output,
+});
+
 export async function startFakeAnthropic(apiKey: string, initial: Script = { text: 'Hello from Claude.' }): Promise<FakeAnthropic> {
   let script: Script = initial;
   const http = await startFakeHttp((req, res) => {
@@ -21,6 +34,9 @@ export async function startFakeAnthropic(apiKey: string, initial: Script = { tex
     if (req.headers['x-api-key'] !== apiKey) return error(401, 'authentication_error', 'invalid x-api-key');
     if (!req.headers['anthropic-version']) return error(400, 'invalid_request_error', 'anthropic-version header is required');
     if (typeof req.body?.max_tokens !== 'number') return error(400, 'invalid_request_error', 'max_tokens: Field required');
+    if (ONE_SAMPLING_PARAMETER.test(String(req.body.model)) && req.body.temperature !== undefined && req.body.top_p !== undefined) {
+      return error(400, 'invalid_request_error', BOTH_SAMPLING_MESSAGE);
+    }
     if (script.status) {
       const type = script.status === 429 ? 'rate_limit_error' : script.status >= 500 ? 'api_error' : 'invalid_request_error';
       return error(script.status, type, script.error ?? `fake status ${script.status}`);
@@ -41,13 +57,13 @@ export async function startFakeAnthropic(apiKey: string, initial: Script = { tex
         content: blocks,
         stop_reason: stop,
         stop_sequence: null,
-        usage: usage ? { input_tokens: usage.input, output_tokens: usage.output, cache_read_input_tokens: 0 } : undefined,
+        usage: usage ? usageOf(usage) : undefined,
       });
     }
     const events: Array<{ event: string; data: unknown }> = [];
     const ev = (type: string, data: Record<string, unknown> = {}) => events.push({ event: type, data: { type, ...data } });
     ev('message_start', {
-      message: { id: 'msg_fake', type: 'message', role: 'assistant', model: req.body.model, content: [], stop_reason: null, usage: usage ? { input_tokens: usage.input, output_tokens: 1 } : undefined },
+      message: { id: 'msg_fake', type: 'message', role: 'assistant', model: req.body.model, content: [], stop_reason: null, usage: usage ? { ...usageOf(usage), output_tokens: 1 } : undefined },
     });
     ev('ping');
     blocks.forEach((b, index) => {

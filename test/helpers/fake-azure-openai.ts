@@ -11,6 +11,8 @@ export interface FakeAzureOpenAI extends FakeHttp {
  * /embeddings with `?api-version=` (400 without) and the `api-key` header (401 otherwise); OpenAI's chat-completions
  * answer, or SSE chunks (a first chunk with prompt_filter_results and no choices, as Azure sends, tool_calls deltas,
  * a usage chunk, [DONE]); errors as {error: {code, message}}. Only the deployments given exist (404 DeploymentNotFound).
+ * An api-version before 2024-12-01-preview refuses the `developer` role (400 invalid_value on messages[i].role), as
+ * those versions do.
  */
 export async function startFakeAzureOpenAI(apiKey: string, deployments: string[], initial: Script = { text: 'Hello from Azure.' }): Promise<FakeAzureOpenAI> {
   let script: Script = initial;
@@ -24,6 +26,18 @@ export async function startFakeAzureOpenAI(apiKey: string, deployments: string[]
     if (!req.query.get('api-version')) return error(400, 'MissingApiVersionParameter', 'The api-version query parameter (?api-version=) is required for all requests.');
     if (!deployments.includes(decodeURIComponent(m[1]!))) return error(404, 'DeploymentNotFound', 'The API deployment for this resource does not exist.');
     if (script.status) return error(script.status, String(script.status), script.error ?? `fake status ${script.status}`);
+    const version = req.query.get('api-version')!;
+    const developer = (req.body?.messages ?? []).findIndex((msg: any) => msg?.role === 'developer');
+    if (developer !== -1 && /^\d{4}-\d{2}-\d{2}/.test(version) && version.slice(0, 10) < '2024-12-01') {
+      return sendJson(res, 400, {
+        error: {
+          message: "Invalid value: 'developer'. Supported values are: 'system', 'assistant', 'user', 'function', and 'tool'.",
+          type: 'invalid_request_error',
+          param: `messages[${developer}].role`,
+          code: 'invalid_value',
+        },
+      });
+    }
     if (m[2] === 'embeddings') {
       const input: string[] = Array.isArray(req.body?.input) ? req.body.input : [req.body?.input];
       const dims = req.body?.dimensions ?? 3;

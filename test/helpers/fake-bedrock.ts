@@ -1,5 +1,6 @@
 import { EventStreamCodec, type MessageHeaders } from '@smithy/core/event-streams';
 import aws4 from 'aws4';
+import { BOTH_SAMPLING_MESSAGE, ONE_SAMPLING_PARAMETER } from './fake-anthropic.ts';
 import { pieces, sendJson, startFakeHttp, type FakeHttp, type Received, type Script } from './fake-http.ts';
 
 export interface AwsCredentials {
@@ -59,7 +60,9 @@ export function checkSigV4(req: Received, creds: AwsCredentials, region: string,
  * A local server speaking Amazon Bedrock's Converse API as documented: POST /model/{modelId}/converse (JSON) and
  * /converse-stream (application/vnd.amazon.eventstream frames: messageStart, contentBlockStart/Delta/Stop,
  * messageStop, metadata; exceptions as exception frames), every request's SigV4 signature checked (403
- * InvalidSignatureException otherwise), errors as {message} with x-amzn-ErrorType.
+ * InvalidSignatureException otherwise), errors as {message} with x-amzn-ErrorType. Claude 4.5-generation models
+ * refuse inferenceConfig.temperature together with topP (400 ValidationException, the model's own message); usage
+ * reports cacheReadInputTokens / cacheWriteInputTokens (apart from inputTokens) when the script has them.
  */
 export async function startFakeBedrock(creds: AwsCredentials, region: string, initial: Script = { text: 'Hello from Bedrock.' }): Promise<FakeBedrock> {
   let script: Script = initial;
@@ -77,10 +80,22 @@ export async function startFakeBedrock(creds: AwsCredentials, region: string, in
       return error(script.status, type, script.error ?? `fake status ${script.status}`);
     }
     if (!Array.isArray(req.body?.messages)) return error(400, 'ValidationException', 'messages is required');
+    const inference = req.body.inferenceConfig ?? {};
+    if (ONE_SAMPLING_PARAMETER.test(decodeURIComponent(m[1]!)) && inference.temperature !== undefined && inference.topP !== undefined) {
+      return error(400, 'ValidationException', `The model returned the following errors: ${BOTH_SAMPLING_MESSAGE}`);
+    }
     const calls = script.toolCalls ?? [];
     const stopReason = script.stop ?? (calls.length > 0 ? 'tool_use' : 'end_turn');
     const usage = script.usage === undefined ? { input: 11, output: 7 } : script.usage;
-    const tokenUsage = usage ? { inputTokens: usage.input, outputTokens: usage.output, totalTokens: usage.input + usage.output } : undefined;
+    const tokenUsage = usage
+      ? {
+          inputTokens: usage.input,
+          outputTokens: usage.output,
+          ...(usage.cacheRead !== undefined ? { cacheReadInputTokens: usage.cacheRead } : {}),
+          ...(usage.cacheWrite !== undefined ? { cacheWriteInputTokens: usage.cacheWrite } : {}),
+          totalTokens: usage.input + usage.output + (usage.cacheRead ?? 0) + (usage.cacheWrite ?? 0),
+        }
+      : undefined;
     const blocks: any[] = [];
     if (script.text) blocks.push({ text: script.text });
     for (const c of calls) blocks.push({ toolUse: { toolUseId: c.id, name: c.name, input: c.input } });

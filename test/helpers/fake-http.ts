@@ -99,14 +99,18 @@ export interface Script {
   toolCalls?: Array<{ id: string; name: string; input: Record<string, unknown> }>;
   /** The provider's own stop reason; default: its "end of turn", or its "tool use" when there are tool calls. */
   stop?: string;
-  /** Default { input: 11, output: 7 }; null: the provider reports none. */
-  usage?: { input: number; output: number } | null;
+  /**
+   * Default { input: 11, output: 7 }; null: the provider reports none. `input` is the uncached prompt (Anthropic's
+   * input_tokens, Bedrock's inputTokens) or the whole prompt where the provider counts so (Gemini's promptTokenCount);
+   * `thoughts`: Gemini's thoughtsTokenCount; `cacheRead` / `cacheWrite`: the prompt-cache counts in the provider's names.
+   */
+  usage?: { input: number; output: number; thoughts?: number; cacheRead?: number; cacheWrite?: number } | null;
   /** An HTTP error status, answered with the provider's error body. */
   status?: number;
   /** That error's message. */
   error?: string;
   /** Streams: after the first piece, the provider's in-stream error event with this message. */
   streamError?: string;
-  /** Anthropic: a thinking block (this text, signature "sig-<length>") opening the answer. */
+  /** Anthropic: a thinking block (this text, signature "sig-<length>") opening the answer; Gemini: a thought part. */
   thinking?: string;
 }

@@ -21,7 +21,14 @@ export interface MockBehaviour {
   /** Wait between stream pieces. */
   chunkDelayMs?: number;
   /** Usage to report; default prompt = characters of all messages, completion = characters of the answer. null: none. */
-  usage?: { prompt_tokens: number; completion_tokens: number } | null;
+  usage?: {
+    prompt_tokens: number;
+    completion_tokens: number;
+    /** As OpenAI reports prompt-cache reads (part of prompt_tokens). */
+    prompt_tokens_details?: { cached_tokens: number };
+    /** As OpenAI reports reasoning (part of completion_tokens). */
+    completion_tokens_details?: { reasoning_tokens: number };
+  } | null;
   finishReason?: string;
   /** Close the connection after this many stream pieces (a provider failing mid-stream). */
   dropAfterChunks?: number;

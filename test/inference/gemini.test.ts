@@ -297,13 +297,11 @@ describe('errors in Google\'s shape', () => {
   });
 
   it('a field a provider kind cannot carry is named as the Gemini request has it', async () => {
-    // The gemini kind carries no reasoning_effort: thinkingConfig with a level is refused for its model, by its Gemini name.
-    const { status, body } = await apiError(
-      sdk().models.generateContent({ model: 'gemini-flash', contents: 'hi', config: { thinkingConfig: { thinkingLevel: 'HIGH' as never } } }),
-    );
+    // The gemini kind carries no logprobs: responseLogprobs is refused for its model, by its Gemini name.
+    const { status, body } = await apiError(sdk().models.generateContent({ model: 'gemini-flash', contents: 'hi', config: { responseLogprobs: true } }));
     expect(status).toBe(400);
-    expect(reasonOf(body).metadata.param).toBe('generationConfig.thinkingConfig');
-    expect(body.error.message).toBe('generationConfig.thinkingConfig is not supported by the provider kind (gemini) serving gemini-flash.');
+    expect(reasonOf(body).metadata.param).toBe('generationConfig.responseLogprobs');
+    expect(body.error.message).toBe('generationConfig.responseLogprobs is not supported by the provider kind (gemini) serving gemini-flash.');
     // An image the gemini kind takes (inlineData), at the right path when a history comes before it.
     const image = await api.post('/v1beta/models/gemini-flash:generateContent', {
       contents: [

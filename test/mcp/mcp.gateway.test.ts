@@ -147,6 +147,39 @@ describe('the MCP gateway, through the SDK client', () => {
     await c.close();
   });
 
+  it('refuses a call whose redaction runs past SVC_PII_TIMEOUT_MS (JSON-RPC error pii_redaction_failed); the server is not called', async () => {
+    const p = await seedProject(operator, { scopes: ['governance:manage', 'mcp:use', 'audit:read'] });
+    const api = client(t.app, p.secret);
+    expect((await api.put(`/v1/projects/${p.projectId}/pii`, { redact: true })).status).toBe(200);
+    const server = await registerServer(api, { project_id: p.projectId, name: 'slow-redaction', url: upstream.url, price_per_call_usd: 0.25 });
+    const c = await mcpClient(t.base, server.id, p.secret);
+    const ports = t.deps.ports.mcp;
+    let now = 0;
+    ports.monotonicNow = () => (now += 60_000); // every look at the clock is a minute later
+    const before = upstream.calls.length;
+    let err: unknown;
+    try {
+      err = await c.callTool({ name: 'echo', arguments: { text: 'write to jane.doe@example.com' } }).catch((e: unknown) => e);
+    } finally {
+      delete ports.monotonicNow;
+    }
+    expect(err).toBeInstanceOf(McpError);
+    expect((err as McpError).code).toBe(-32000);
+    expect((err as McpError).data).toMatchObject({ code: 'pii_redaction_failed', request_id: expect.stringMatching(/^req_/) });
+    expect(upstream.calls.length).toBe(before);
+    // Redaction runs again (now in time) on the next call.
+    expect((await c.callTool({ name: 'echo', arguments: { text: 'write to jane.doe@example.com' } })).content).toEqual([{ type: 'text', text: 'echo: write to [EMAIL_1]' }]);
+    await c.close();
+    const audit = await client(t.app).get('/v1/audit/events', { query: { project_id: p.projectId, action: 'mcp.tool.call', limit: 10 } });
+    // Not charged, no mcp.tool.called: the server never saw it.
+    expect(audit.body.data.map((a: any) => [a.data.outcome, a.data.status, a.data.code, a.data.price_usd])).toEqual([
+      ['ok', 200, null, 0.25],
+      ['pii_redaction_failed', 422, 'pii_redaction_failed', 0],
+    ]);
+    const events = await t.deps.db.event.findMany({ where: { projectId: p.projectId, type: 'mcp.tool.called' } });
+    expect(events).toHaveLength(1);
+  });
+
   it('counts each MCP request against the request window (429 rate_limit_exceeded over it)', async () => {
     const p = await seedProject(operator, { scopes: ['governance:manage', 'mcp:use'], limits: { requests_per_minute: 5, tokens_per_minute: 100_000, burst: 0 } });
     const server = await registerServer(operator, { project_id: p.projectId, name: 'limited', url: upstream.url });

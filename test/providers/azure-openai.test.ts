@@ -46,7 +46,8 @@ describe('kind azure_openai', () => {
     expect(r.headers['api-key']).toBe(KEY);
     expect(r.headers.authorization).toBeUndefined();
     expect(r.body).toEqual({
-      messages: [{ role: 'developer', content: 'Be brief.' }, { role: 'user', content: 'Hi' }],
+      // api-version 2024-10-21 predates the developer role (2024-12-01-preview): it goes as system.
+      messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Hi' }],
       temperature: 1,
       seed: 4,
       max_tokens: 20,
@@ -83,7 +84,8 @@ describe('kind azure_openai', () => {
       finishReason: 'tool_calls',
       toolCalls: [{ id: 'call_az', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Rome"}' } }],
     });
-    expect(fake.last().body).toEqual({ messages: TOOL_ROUND_TRIP, ...options });
+    const asSystem = TOOL_ROUND_TRIP.map((m) => (m.role === 'developer' ? { ...m, role: 'system' } : m));
+    expect(fake.last().body).toEqual({ messages: asSystem, ...options });
     expect('unsupported' in provider).toBe(false);
   });
 

@@ -86,7 +86,8 @@ describe('kind gemini: generateContent and streamGenerateContent', () => {
     expect(answer).toEqual({
       content: '',
       finishReason: 'tool_calls',
-      toolCalls: [{ id: expect.stringMatching(/^call_[0-9a-f]{24}$/), type: 'function', function: { name: 'get_weather', arguments: '{"city":"Rome"}' } }],
+      // The first call of a step carries Gemini's thought signature in its id (translate.ts withThoughtSignature).
+      toolCalls: [{ id: expect.stringMatching(/^call_[0-9a-f]{24}__ts_[A-Za-z0-9_-]+$/), type: 'function', function: { name: 'get_weather', arguments: '{"city":"Rome"}' } }],
       usage: { promptTokens: 11, completionTokens: 7 },
     });
     const body = fake.last().body;
@@ -100,7 +101,8 @@ describe('kind gemini: generateContent and streamGenerateContent', () => {
       {
         role: 'model',
         parts: [
-          { functionCall: { id: 'call_1', name: 'get_weather', args: { city: 'Paris' } } },
+          // Calls Gemini did not make (no signature in their ids): the first gets Gemini's documented dummy signature.
+          { functionCall: { id: 'call_1', name: 'get_weather', args: { city: 'Paris' } }, thoughtSignature: 'skip_thought_signature_validator' },
           { functionCall: { id: 'call_2', name: 'get_weather', args: { city: 'Oslo' } } },
         ],
       },
@@ -174,7 +176,8 @@ describe('kind gemini: generateContent and streamGenerateContent', () => {
     const msg = [{ role: 'user' as const, content: 'x' }];
     expect(provider.unsupported(req(msg, { options: { logprobs: true } }))).toBe('logprobs');
     expect(provider.unsupported(req(msg, { options: { logit_bias: { '1': 1 } } }))).toBe('logit_bias');
-    expect(provider.unsupported(req(msg, { options: { reasoning_effort: 'high' } }))).toBe('reasoning_effort');
+    // reasoning_effort is carried, as thinkingConfig (test/protocols/provider-fidelity.test.ts).
+    expect(provider.unsupported(req(msg, { options: { reasoning_effort: 'high' } }))).toBeNull();
     expect(provider.unsupported(req(msg, { options: { parallel_tool_calls: false } }))).toBe('parallel_tool_calls');
     // Gemini takes inline image data only.
     expect(provider.unsupported(req([{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://x.test/a.png' } }] }]))).toBe('messages[0].content[0]');

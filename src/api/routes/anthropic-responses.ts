@@ -30,7 +30,15 @@ export const MessageResponse = Type.Object(
     content: Type.Array(ContentBlock, { description: 'thinking, then text, then tool_use blocks.' }),
     stop_reason: Str('end_turn, max_tokens, tool_use or refusal.'),
     stop_sequence: Type.Null({ description: 'Always null.' }),
-    usage: Type.Object({ input_tokens: Int('Prompt tokens.'), output_tokens: Int('Completion tokens.') }, { description: 'Token counts.' }),
+    usage: Type.Object(
+      {
+        input_tokens: Int('Prompt tokens, without the prompt-cache reads and writes.'),
+        cache_creation_input_tokens: Int('Prompt tokens written to the provider\'s prompt cache.'),
+        cache_read_input_tokens: Int('Prompt tokens read from the provider\'s prompt cache.'),
+        output_tokens: Int('Completion tokens (thinking included).'),
+      },
+      { description: 'Token counts, as Anthropic reports them.' },
+    ),
     svc: Type.Object(
       {
         route: Str('The route (provider and model) that served it.'),

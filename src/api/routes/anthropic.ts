@@ -13,7 +13,6 @@ import { Type } from 'typebox';
 import { createInference, streamInference, validateInference, type StreamEvent, type ThinkingEvent } from '../../domain/inference/service.ts';
 import { invalid } from '../../errors/svc-error.ts';
 import type { ErrorBody } from '../error-body.ts';
-import { errorBody } from '../error-body.ts';
 import { ticketOf } from '../hooks/rate-limit.ts';
 import { sendEventStream, setCacheHeader, sse, type StreamFormat } from './event-stream.ts';
 import { typeboxValidator } from './openai.ts';
@@ -64,17 +63,16 @@ function betaOf(req: FastifyRequest): string | undefined {
   return value && value.trim() !== '' ? value : undefined;
 }
 
-function eventStream(req: FastifyRequest, events: MessageEvents): StreamFormat {
+/** Anthropic's event sequence (MessageEvents); an error after the first token is the shared writer's `error` event. */
+function eventStream(events: MessageEvents): StreamFormat {
   const write = (list: AnthropicEvent[]) => list.map((e) => sse(e.data, e.event));
   return {
     start: (head) => write(events.start(head)),
-    event: (e) => {
-      // ThinkingEvents come among this surface's events only (domain/inference/types.ts).
-      if (e.type !== 'error') return write(events.event(e as StreamEvent | ThinkingEvent));
-      return [sse(anthropicError(errorBody(req, e.error.code, e.error.message, e.error.param), e.error.http), 'error')];
-    },
+    // ThinkingEvents come among this surface's events only (domain/inference/types.ts).
+    event: (e) => write(events.event(e as StreamEvent | ThinkingEvent)),
     end: () => [],
     replay: presentMessage,
+    errors: { event: 'error' },
   };
 }
 
@@ -99,7 +97,7 @@ export const anthropicRoutes: FastifyPluginAsync = async (app) => {
             req,
             reply,
             (signal) => streamInference(app.ports.inference, req.ctx, ticketOf(req), request, signal, surface),
-            eventStream(req, events),
+            eventStream(events),
           );
         }
         const result = await createInference(app.ports.inference, req.ctx, ticketOf(req), request, surface);

@@ -1,15 +1,34 @@
 import { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { CacheStatus, InferenceResult, InferenceStream, StreamEvent } from '../../domain/inference/service.ts';
+import type { SvcError } from '../../errors/svc-error.ts';
+import { errorBody, routeErrorBody } from '../error-body.ts';
 import { keptAnswer } from '../hooks/idempotency.ts';
 
-/** How one surface writes a stream: svc events on /v1/inference, OpenAI chunks on /v1/chat/completions. */
+/**
+ * How one surface writes a stream: svc events on /v1/inference, OpenAI chunks on /v1/chat/completions, Anthropic's
+ * events on /v1/messages, Gemini's partial responses on :streamGenerateContent.
+ */
 export interface StreamFormat {
   start(head: InferenceStream['head']): string[];
   event(e: StreamEvent): string[];
+  /** After the last event of a stream that did not fail. */
   end(): string[];
   /** The JSON an idempotent retry of a finished stream gets back (one object, not a stream). */
   replay(result: InferenceResult): unknown;
+  /**
+   * Set: the writer answers an error after the first token itself, as the route answers any error (its errorShape:
+   * Anthropic's, Google's, else the spec's error object), in one SSE event (named `event` when given), and writes
+   * nothing after it (no end()). `rename` puts the error's field in the protocol's names first. Unset: the format's
+   * event() gets the error event.
+   */
+  errors?: { event?: string; rename?: (err: SvcError) => SvcError };
+}
+
+/** An error after the first token, as the route's error shape in one event. */
+function errorEvent(req: FastifyRequest, error: SvcError, how: NonNullable<StreamFormat['errors']>): string {
+  const err = how.rename ? how.rename(error) : error;
+  return sse(routeErrorBody(req, err.http, errorBody(req, err.code, err.message, err.param)), how.event);
 }
 
 export const sse = (data: unknown, event?: string): string =>
@@ -65,13 +84,19 @@ export async function sendEventStream(
 
   async function* body(): AsyncGenerator<string> {
     let replay: unknown = null;
+    let failed = false;
     try {
       for (const s of format.start(stream.head)) yield s;
       for await (const e of stream.events) {
         if (e.type === 'done') replay = format.replay(e.result);
+        if (e.type === 'error' && format.errors) {
+          failed = true;
+          yield errorEvent(req, e.error, format.errors);
+          continue;
+        }
         for (const s of format.event(e)) yield s;
       }
-      for (const s of format.end()) yield s;
+      if (!failed) for (const s of format.end()) yield s;
     } finally {
       reply.raw.off('close', onClose);
       if (idem) {

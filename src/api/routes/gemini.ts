@@ -20,10 +20,11 @@ import {
 import { createEmbeddings, createInference, streamInference } from '../../domain/inference/service.ts';
 import { parseInput } from '../../domain/inference/validator.ts';
 import { SvcError, invalid } from '../../errors/svc-error.ts';
-import { errorBody, type ErrorBody } from '../error-body.ts';
+import type { ErrorBody } from '../error-body.ts';
 import { ticketOf } from '../hooks/rate-limit.ts';
 import { sendEventStream, setCacheHeader, sse, type StreamFormat } from './event-stream.ts';
-import { OPENAI_SURFACE, svcOf, typeboxValidator } from './openai.ts';
+import { OPENAI_SURFACE, typeboxValidator } from './openai.ts';
+import { svcOf } from '../../domain/inference/protocols/openai.ts';
 
 /**
  * The Gemini API inbound (CONTRACT §19), as `@google/genai` sends it with `httpOptions.baseUrl` set to the gateway:
@@ -80,8 +81,11 @@ export function googleError(body: ErrorBody, status: number) {
   return { error: { code: status, message: e.message, status: GOOGLE_STATUS[status] ?? (status >= 500 ? 'INTERNAL' : 'UNKNOWN'), details } };
 }
 
-/** Gemini's stream: each event a partial GenerateContentResponse; function calls, finishReason and usage in the last. */
-function geminiChunks(req: FastifyRequest, fields: GeminiFields): StreamFormat {
+/**
+ * Gemini's stream: each event a partial GenerateContentResponse; function calls, finishReason and usage in the last.
+ * An error after the first token is the shared writer's, in Google's shape, its field renamed to the request's.
+ */
+function geminiChunks(fields: GeminiFields): StreamFormat {
   let head: { id: string; model: string };
   return {
     start: (h) => {
@@ -91,16 +95,13 @@ function geminiChunks(req: FastifyRequest, fields: GeminiFields): StreamFormat {
     event: (e) => {
       if (e.type === 'delta') return e.content === '' ? [] : [sse(textChunk(head, e.content, e.choice ?? 0))];
       if (e.type === 'done') return [sse({ ...finalChunk(e.result), svc: svcOf(e.result) })];
-      if (e.type === 'error') {
-        const err = geminiError(e.error, fields) as SvcError;
-        return [sse(googleError(errorBody(req, err.code, err.message, err.param), err.http))];
-      }
       // Gemini sends a function call whole: the calls come with the last chunk, from the finished answer. Logprobs and
       // the other surfaces' events have no place in Gemini's stream.
       return [];
     },
     end: () => [],
     replay: (r) => ({ ...presentGenerateContent(r), svc: svcOf(r) }),
+    errors: { rename: (err) => geminiError(err, fields) as SvcError },
   };
 }
 
@@ -120,8 +121,9 @@ function target(path: string): { model: string; method: string } {
 
 export const geminiRoutes: FastifyPluginAsync = async (app) => {
   const generate = async (req: FastifyRequest, reply: FastifyReply, model: string, stream: boolean, projectId: string | undefined) => {
-    const { request, fields } = chatRequestOfGemini(model, parseInput(GenerateContentRequest, req.body));
+    const { request, fields, extras } = chatRequestOfGemini(model, parseInput(GenerateContentRequest, req.body));
     if (projectId !== undefined) request.project_id = projectId;
+    const surface = extras ? { ...OPENAI_SURFACE, anthropic: extras } : OPENAI_SURFACE;
     const renamed = (err: unknown) => {
       throw geminiError(err, fields);
     };
@@ -130,11 +132,11 @@ export const geminiRoutes: FastifyPluginAsync = async (app) => {
       return sendEventStream(
         req,
         reply,
-        (signal) => streamInference(app.ports.inference, req.ctx, ticketOf(req), request, signal, OPENAI_SURFACE).catch(renamed),
-        geminiChunks(req, fields),
+        (signal) => streamInference(app.ports.inference, req.ctx, ticketOf(req), request, signal, surface).catch(renamed),
+        geminiChunks(fields),
       );
     }
-    const result = await createInference(app.ports.inference, req.ctx, ticketOf(req), request, OPENAI_SURFACE).catch(renamed);
+    const result = await createInference(app.ports.inference, req.ctx, ticketOf(req), request, surface).catch(renamed);
     setCacheHeader(reply, result.cacheStatus);
     return { ...presentGenerateContent(result), svc: svcOf(result) };
   };

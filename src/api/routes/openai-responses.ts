@@ -57,6 +57,20 @@ const AssistantMessage = Type.Object(
   { description: "The model's message." },
 );
 
+/** A chat completion's usage: OpenAI's token counts, with their details when the provider reported cache reads or reasoning. */
+export const ChatUsage = Type.Object(
+  {
+    ...TokenUsage.properties,
+    prompt_tokens_details: Type.Optional(
+      Type.Object({ cached_tokens: Int("Prompt tokens read from the provider's prompt cache.") }, { description: 'What the prompt tokens were.' }),
+    ),
+    completion_tokens_details: Type.Optional(
+      Type.Object({ reasoning_tokens: Int("The model's reasoning tokens.") }, { description: 'What the completion tokens were.' }),
+    ),
+  },
+  { description: 'Token counts.' },
+);
+
 export const ChatCompletion = Type.Object(
   {
     id: Str("The inference's id (inf_…)."),
@@ -72,7 +86,7 @@ export const ChatCompletion = Type.Object(
       }),
       { description: 'The answers (n of them).' },
     ),
-    usage: TokenUsage,
+    usage: ChatUsage,
     system_fingerprint: Type.Null({ description: 'Always null.' }),
     svc: Svc,
     citations: Type.Optional(Type.Array(Citation, { description: "The rag option's sources, when asked for." })),

@@ -30,6 +30,8 @@ export interface McpPorts {
   fetch: McpFetch;
   /** SVC_PII_TIMEOUT_MS: how long redacting one call's arguments or result may take. */
   piiTimeoutMs: number;
+  /** The clock redaction's deadline reads (default performance.now; replaceable in tests). */
+  monotonicNow?: () => number;
   /** How long one upstream request may take. */
   upstreamTimeoutMs: number;
 }

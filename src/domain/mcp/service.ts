@@ -351,7 +351,7 @@ export async function serveMcp(ports: McpPorts, ctx: Ctx, serverId: string, http
       try {
         if (project?.privacy?.piiRedact) {
           await loadPiiParsers();
-          redaction = new PiiRedaction({ timeoutMs: ports.piiTimeoutMs, now: () => performance.now() });
+          redaction = new PiiRedaction({ timeoutMs: ports.piiTimeoutMs, now: ports.monotonicNow ?? (() => performance.now()) });
           if (args !== undefined) sent = JSON.parse(redaction.redactJson(JSON.stringify(args))) as Record<string, unknown>;
         }
       } catch (err) {

@@ -45,6 +45,21 @@ export function svcFields(r: InferenceResult) {
   return { route: r.route, region: r.region, cache_hit: r.cacheHit, cost_usd: microsToUsd(r.costMicros), request_id: r.requestId, ...(r.pii ? { pii: r.pii } : {}) };
 }
 
+/**
+ * Anthropic's usage: input_tokens without the prompt-cache reads and writes, which have their own fields (the gateway's
+ * prompt_tokens counts the whole prompt).
+ */
+export function messageUsage(r: Pick<InferenceResult, 'promptTokens' | 'completionTokens' | 'tokenDetails'>) {
+  const read = r.tokenDetails?.cacheReadTokens ?? 0;
+  const write = r.tokenDetails?.cacheWriteTokens ?? 0;
+  return {
+    input_tokens: Math.max(0, r.promptTokens - read - write),
+    cache_creation_input_tokens: write,
+    cache_read_input_tokens: read,
+    output_tokens: r.completionTokens,
+  };
+}
+
 /** The Message object. */
 export function presentMessage(r: InferenceResult) {
   return {
@@ -55,7 +70,7 @@ export function presentMessage(r: InferenceResult) {
     content: contentOf(r),
     stop_reason: stopReason(r.finishReason),
     stop_sequence: null,
-    usage: { input_tokens: r.promptTokens, output_tokens: r.completionTokens },
+    usage: messageUsage(r),
     svc: svcFields(r),
   };
 }
@@ -103,7 +118,7 @@ export class MessageEvents {
             content: [],
             stop_reason: null,
             stop_sequence: null,
-            usage: { input_tokens: this.inputTokens, output_tokens: 0 },
+            usage: { input_tokens: this.inputTokens, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 0 },
           },
         },
       },
@@ -163,7 +178,7 @@ export class MessageEvents {
         data: {
           type: 'message_delta',
           delta: { stop_reason: stopReason(r.finishReason), stop_sequence: null },
-          usage: { input_tokens: r.promptTokens, output_tokens: r.completionTokens },
+          usage: messageUsage(r),
           svc: svcFields(r),
         },
       });

@@ -1,6 +1,6 @@
 import { invalid, SvcError } from '../../../errors/svc-error.ts';
-import { argumentsObject, dataUrl } from '../../../providers/translate.ts';
-import type { ChatMessage, ContentPart, FunctionTool, ResponseFormat, ToolCall, ToolChoice } from '../../../providers/types.ts';
+import { argumentsObject, dataUrl, splitThoughtSignature, withThoughtSignature } from '../../../providers/translate.ts';
+import type { AnthropicExtras, ChatMessage, ContentPart, FunctionTool, ResponseFormat, ToolCall, ToolChoice } from '../../../providers/types.ts';
 import { countPromptTokens } from '../../../limits/index.ts';
 import type { Ctx } from '../../context.ts';
 import type { InferencePorts } from '../ports.ts';
@@ -18,9 +18,12 @@ import type { BatchEmbedContentsRequest, CountTokensRequest, EmbedContentRequest
  * Carried: contents (text, images as inlineData, functionCall, functionResponse), systemInstruction,
  * tools.functionDeclarations, toolConfig.functionCallingConfig, generationConfig (maxOutputTokens, temperature, topP,
  * stopSequences, candidateCount, seed, penalties, responseMimeType + responseSchema / responseJsonSchema,
- * responseLogprobs / logprobs, thinkingConfig). Thought parts and thought signatures of earlier model turns are dropped
- * (no kind takes them back). Refused with 400 naming the field: what no internal field carries (topK,
- * safetySettings, cachedContent, non-image inlineData, function calling mode VALIDATED, other response MIME types).
+ * responseLogprobs / logprobs, thinkingConfig, topK). A functionCall part's thoughtSignature rides in its tool call's
+ * id (providers/translate.ts withThoughtSignature) and comes back on the part, so a Gemini 3 history round-trips; thought
+ * parts (summaries) and the signatures of text parts are dropped. topK rides as the Anthropic extra top_k (the gemini
+ * and anthropic kinds send it, the others refuse it). Refused with 400 naming the field: what no internal field
+ * carries (safetySettings, cachedContent, non-image inlineData, function calling mode VALIDATED, other response MIME
+ * types).
  * A field a provider kind cannot carry is refused by the pipeline under its internal name; `geminiError` renames it.
  */
 
@@ -34,6 +37,8 @@ export interface GeminiFields {
 export interface TranslatedRequest {
   request: InferenceRequest;
   fields: GeminiFields;
+  /** generationConfig.topK, as the Anthropic extra top_k (the gemini and anthropic kinds carry it). */
+  extras?: AnthropicExtras;
 }
 
 const IMAGE = /^image\/(png|jpeg|gif|webp)$/;
@@ -86,7 +91,7 @@ function partKind(p: GeminiPart, path: string): 'text' | 'inlineData' | 'functio
 function messagesOf(contents: GeminiContent[], fields: GeminiFields): ChatMessage[] {
   const messages: ChatMessage[] = [];
   // The calls of the latest model turn still unanswered, by name (a functionResponse without id answers the first).
-  let open: { id: string; name: string }[] = [];
+  let open: { id: string; base: string; name: string }[] = [];
   contents.forEach((c, i) => {
     const at = `contents[${i}]`;
     if (c.role === 'model') {
@@ -101,11 +106,12 @@ function messagesOf(contents: GeminiContent[], fields: GeminiFields): ChatMessag
         if (kind === 'text') text += p.text;
         else if (kind === 'functionCall') {
           const f = p.functionCall!;
-          calls.push({ id: f.id || `call_${i}_${k}`, type: 'function', function: { name: f.name, arguments: JSON.stringify(f.args ?? {}) } });
+          const id = withThoughtSignature(f.id || `call_${i}_${k}`, p.thoughtSignature);
+          calls.push({ id, type: 'function', function: { name: f.name, arguments: JSON.stringify(f.args ?? {}) } });
           callPaths.push(path);
         } else refuse(`${path}.${kind}`, 'a model turn holds text and functionCall parts only.');
       });
-      open = calls.map((call) => ({ id: call.id, name: call.function.name }));
+      open = calls.map((call) => ({ id: call.id, base: splitThoughtSignature(call.id).id, name: call.function.name }));
       messages.push(calls.length > 0 ? { role: 'assistant', content: text === '' ? null : text, tool_calls: calls } : { role: 'assistant', content: text });
       fields.messages.push({ path: at, ...(callPaths.length > 0 ? { calls: callPaths } : {}) });
       return;
@@ -118,7 +124,7 @@ function messagesOf(contents: GeminiContent[], fields: GeminiFields): ChatMessag
       const kind = partKind(p, path);
       if (kind === 'functionResponse') {
         const r = p.functionResponse!;
-        const index = r.id ? open.findIndex((o) => o.id === r.id) : open.findIndex((o) => o.name === r.name);
+        const index = r.id ? open.findIndex((o) => o.base === r.id || o.id === r.id) : open.findIndex((o) => o.name === r.name);
         const id = index === -1 ? (r.id ?? '') : open.splice(index, 1)[0]!.id;
         if (id === '') refuse(`${path}.functionResponse.name`, `no functionCall of "${r.name}" in the model turn before it awaits this response.`);
         messages.push({ role: 'tool', tool_call_id: id, content: JSON.stringify(r.response) });
@@ -193,7 +199,6 @@ export function chatRequestOfGemini(model: string, body: GenerateContentRequest)
   if (body.safetySettings !== undefined) refuse('safetySettings', 'safety settings are not supported by the gateway (no provider kind carries them).');
   if (body.cachedContent !== undefined) refuse('cachedContent', 'cached contents are not supported by the gateway.');
   const g = body.generationConfig ?? {};
-  if (g.topK !== undefined) refuse('generationConfig.topK', 'topK is not supported by the gateway (no internal field carries it).');
 
   const fields: GeminiFields = { messages: [], tools: [], responseFormat: 'generationConfig.responseMimeType' };
   const messages: ChatMessage[] = [];
@@ -238,7 +243,7 @@ export function chatRequestOfGemini(model: string, body: GenerateContentRequest)
   if (format) out.response_format = format as InferenceRequest['response_format'];
   const effort = effortOf(body);
   if (effort) out.reasoning_effort = effort;
-  return { request: out, fields };
+  return { request: out, fields, ...(g.topK !== undefined ? { extras: { fields: { top_k: g.topK } } } : {}) };
 }
 
 // ---- errors: the internal field names as the Gemini request's ----
@@ -258,6 +263,7 @@ const TOP_LEVEL: Record<string, string> = {
   logprobs: 'generationConfig.responseLogprobs',
   top_logprobs: 'generationConfig.logprobs',
   reasoning_effort: 'generationConfig.thinkingConfig',
+  top_k: 'generationConfig.topK',
   tools: 'tools',
   tool_choice: 'toolConfig.functionCallingConfig',
   parallel_tool_calls: 'toolConfig',
@@ -303,7 +309,11 @@ export function geminiFinishReason(reason: string): string {
   return 'OTHER';
 }
 
-export const functionCallPart = (c: ToolCall) => ({ functionCall: { id: c.id, name: c.function.name, args: argumentsObject(c.function.arguments) ?? {} } });
+/** A tool call as a functionCall part, the thought signature its id carries (gemini kind) back on the part. */
+export function functionCallPart(c: ToolCall) {
+  const { id, signature } = splitThoughtSignature(c.id);
+  return { functionCall: { id, name: c.function.name, args: argumentsObject(c.function.arguments) ?? {} }, ...(signature !== undefined ? { thoughtSignature: signature } : {}) };
+}
 
 function candidate(index: number, content: string | null, toolCalls: ToolCall[] | undefined, finishReason: string) {
   const parts: Record<string, unknown>[] = [];
@@ -313,12 +323,21 @@ function candidate(index: number, content: string | null, toolCalls: ToolCall[] 
   return { content: { role: 'model' as const, parts }, finishReason: geminiFinishReason(finishReason), index };
 }
 
-/** Gemini's usageMetadata: thinking tokens are inside candidatesTokenCount (providers report them as output). */
-export const usageMetadataOf = (r: InferenceResult) => ({
-  promptTokenCount: r.promptTokens,
-  candidatesTokenCount: r.completionTokens,
-  totalTokenCount: r.promptTokens + r.completionTokens,
-});
+/**
+ * Gemini's usageMetadata: thoughtsTokenCount apart from candidatesTokenCount, and cachedContentTokenCount (within
+ * promptTokenCount), when the provider reported them.
+ */
+export function usageMetadataOf(r: InferenceResult) {
+  const d = r.tokenDetails;
+  const thoughts = Math.min(d?.reasoningTokens ?? 0, r.completionTokens);
+  return {
+    promptTokenCount: r.promptTokens,
+    candidatesTokenCount: r.completionTokens - thoughts,
+    totalTokenCount: r.promptTokens + r.completionTokens,
+    ...(d?.cacheReadTokens ? { cachedContentTokenCount: d.cacheReadTokens } : {}),
+    ...(thoughts > 0 ? { thoughtsTokenCount: thoughts } : {}),
+  };
+}
 
 /** The GenerateContentResponse of an answer: one candidate per choice. */
 export function presentGenerateContent(r: InferenceResult) {
