@@ -196,7 +196,7 @@ describe('the Batch API through the official openai SDK', () => {
     for (const p of callsAt) expect(p.calls).toBeLessThanOrEqual(RPM + Math.floor(((p.at - start) * RPM) / 60_000));
     // And the lines waited rather than failed: 200 requests at 60 a minute (60 at once from rest) take over two minutes.
     expect(t.clock.now() - start).toBeGreaterThanOrEqual(((LINES - RPM) / RPM) * 60_000);
-  });
+  }, 120_000);
 
   it('replays POST /v1/files and POST /v1/batches under the same Idempotency-Key', async () => {
     const s = await seedProject(operator, { scopes: SCOPES });

@@ -4,13 +4,11 @@ import { getModel, listModels, type ModelInfo } from '../../domain/inference/mod
 import type { TSchema } from 'typebox';
 import { ChatCompletionRequest, ProjectQuery } from '../../domain/inference/schema.ts';
 import { validatorOf } from '../../domain/inference/validator.ts';
-import { createInference, streamInference, type InferenceResult } from '../../domain/inference/service.ts';
-import type { Choice, ToolCall } from '../../providers/types.ts';
-import { errorBody } from '../error-body.ts';
+import { createInference, streamInference } from '../../domain/inference/service.ts';
 import { ticketOf } from '../hooks/rate-limit.ts';
-import { microsToUsd } from '../../kernel/money.ts';
 import { sendEventStream, setCacheHeader, sse, type StreamFormat } from './event-stream.ts';
 import { ChatCompletion, Model, ModelList } from './openai-responses.ts';
+import { presentChatCompletion, svcOf, usageOf } from '../../domain/inference/protocols/openai.ts';
 
 /**
  * OpenAI compatibility beyond the spec: /v1/chat/completions and /v1/models in OpenAI's shapes, over the same pipeline
@@ -24,56 +22,9 @@ export const OPENAI_SURFACE = { projectFromKey: true } as const;
 /** The inference routes check their bodies with their TypeBox schema (domain/inference/schema.ts), errors naming the field. */
 export const typeboxValidator = ({ schema }: { schema: unknown }) => validatorOf(schema as TSchema);
 
-const usageOf = (r: InferenceResult) => ({
-  prompt_tokens: r.promptTokens,
-  completion_tokens: r.completionTokens,
-  total_tokens: r.promptTokens + r.completionTokens,
-});
-
-/** Where the gateway sent it and what it cost, beside OpenAI's fields. */
-export const svcOf = (r: InferenceResult) => ({
-  route: r.route,
-  region: r.region,
-  cache_hit: r.cacheHit,
-  cost_usd: microsToUsd(r.costMicros),
-  request_id: r.requestId,
-  // CONTRACT §10/§11: only when a template was used / a JSON response_format was asked for.
-  ...(r.template ? { template_id: r.template.id, template_version: r.template.version } : {}),
-  ...(r.attempts !== undefined ? { attempts: r.attempts } : {}),
-});
-
-/** OpenAI's assistant message: content null when the model only called tools. */
-function presentMessage(content: string | null, toolCalls: ToolCall[] | undefined, refusal?: string | null) {
-  if (!toolCalls) return { role: 'assistant' as const, content: content ?? '', refusal: refusal ?? null };
-  return { role: 'assistant' as const, content: content === '' ? null : content, refusal: refusal ?? null, tool_calls: toolCalls };
-}
-
-function presentChoice(c: Choice) {
-  return { index: c.index, message: presentMessage(c.content, c.toolCalls, c.refusal), logprobs: c.logprobs ?? null, finish_reason: c.finishReason };
-}
-
-export function presentChatCompletion(r: InferenceResult) {
-  return {
-    id: r.id,
-    object: 'chat.completion' as const,
-    created: unixSeconds(r.createdAt),
-    model: r.model,
-    choices: r.choices
-      ? r.choices.map(presentChoice)
-      : [{ index: 0, message: presentMessage(r.content, r.toolCalls), logprobs: r.logprobs ?? null, finish_reason: r.finishReason }],
-    usage: usageOf(r),
-    system_fingerprint: null,
-    svc: svcOf(r),
-    ...(r.citations ? { citations: r.citations } : {}),
-    // CONTRACT §11: what PII redaction replaced, when it ran.
-    ...(r.pii ? { pii: r.pii } : {}),
-  };
-}
-
 /** OpenAI's stream: chat.completion.chunk events, a usage chunk when stream_options.include_usage, then [DONE]. */
 function chunkFormat(req: FastifyRequest, includeUsage: boolean): StreamFormat {
   let base: { id: string; object: 'chat.completion.chunk'; created: number; model: string; system_fingerprint: null } | null = null;
-  let failed = false;
   // With include_usage, every chunk but the last has `usage: null` (OpenAI's documented shape).
   const chunk = (delta: Record<string, unknown>, finish: string | null, index = 0, logprobs: unknown = null) => ({
     ...base!,
@@ -102,11 +53,12 @@ function chunkFormat(req: FastifyRequest, includeUsage: boolean): StreamFormat {
         if (includeUsage) out.push(sse({ ...base!, choices: [], usage: usageOf(e.result), svc: svcOf(e.result) }));
         return out;
       }
-      failed = true;
-      return [sse(errorBody(req, e.error.code, e.error.message, e.error.param))];
+      return [];
     },
-    end: () => (failed ? [] : ['data: [DONE]\n\n']),
+    end: () => ['data: [DONE]\n\n'],
     replay: presentChatCompletion,
+    // An error after the first token: the shared writer's, the spec's error object without [DONE] after it.
+    errors: {},
   };
 }
 

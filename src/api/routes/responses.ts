@@ -1,12 +1,13 @@
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
-import { unixSeconds } from '../../domain/context.ts';
 import { chatRequestOfResponse } from '../../domain/inference/responses.ts';
 import { priorConversation } from '../../domain/privacy/responses.ts';
 import { EmbeddingsRequest, ProjectQuery, ResponsesRequest } from '../../domain/inference/schema.ts';
-import { createEmbeddings, createInference, streamInference, type InferenceResult, type InferenceStream } from '../../domain/inference/service.ts';
+import { createEmbeddings, createInference, streamInference } from '../../domain/inference/service.ts';
 import { ticketOf } from '../hooks/rate-limit.ts';
 import { sendEventStream, setCacheHeader, sse, type StreamFormat } from './event-stream.ts';
-import { OPENAI_SURFACE, svcOf, typeboxValidator } from './openai.ts';
+import { OPENAI_SURFACE, typeboxValidator } from './openai.ts';
+import { callItemId, messageId, outputText, presentResponse, statusOf, type Head } from '../../domain/inference/protocols/responses.ts';
+import { svcOf } from '../../domain/inference/protocols/openai.ts';
 import { Embeddings, ResponseObject } from './openai-responses.ts';
 
 /**
@@ -14,77 +15,6 @@ import { Embeddings, ResponseObject } from './openai-responses.ts';
  * OpenAI's shapes, over the same inference pipeline as /v1/chat/completions. The response's `id` is the inference's
  * `inf_` id (what GET /v1/inference/{id} will read, CONTRACT §12).
  */
-
-type Head = InferenceStream['head'];
-type Usage = { input_tokens: number; input_tokens_details: { cached_tokens: number }; output_tokens: number; output_tokens_details: { reasoning_tokens: number }; total_tokens: number };
-
-const messageId = (id: string) => `msg_${id.replace(/^inf_/, '')}`;
-const callItemId = (callId: string) => `fc_${callId.replace(/^call_/, '')}`;
-
-function outputText(text: string) {
-  return { type: 'output_text' as const, text, annotations: [] as unknown[], logprobs: [] as unknown[] };
-}
-
-/** The answer as output items: a message with its text (unless the model only called tools), then each function call. */
-function outputItems(r: InferenceResult) {
-  const items: unknown[] = [];
-  if (r.content !== '' || !r.toolCalls) {
-    items.push({ type: 'message', id: messageId(r.id), status: 'completed', role: 'assistant', content: [outputText(r.content)] });
-  }
-  for (const c of r.toolCalls ?? []) {
-    items.push({ type: 'function_call', id: callItemId(c.id), call_id: c.id, name: c.function.name, arguments: c.function.arguments, status: 'completed' });
-  }
-  return items;
-}
-
-/** The Response object: the request's settings echoed as OpenAI does, the output, the usage; `svc` beside them. */
-function presentResponse(body: ResponsesRequest, head: Head, result: InferenceResult | null, status = result ? statusOf(result) : 'in_progress') {
-  let usage: Usage | null = null;
-  if (result) {
-    usage = {
-      input_tokens: result.promptTokens,
-      input_tokens_details: { cached_tokens: 0 },
-      output_tokens: result.completionTokens,
-      output_tokens_details: { reasoning_tokens: 0 },
-      total_tokens: result.promptTokens + result.completionTokens,
-    };
-  }
-  return {
-    id: head.id,
-    object: 'response' as const,
-    created_at: unixSeconds(head.createdAt),
-    status,
-    background: false,
-    error: null,
-    incomplete_details: status === 'incomplete' ? { reason: 'max_output_tokens' } : null,
-    instructions: body.instructions ?? null,
-    max_output_tokens: body.max_output_tokens ?? null,
-    model: head.model,
-    output: result ? outputItems(result) : [],
-    parallel_tool_calls: body.parallel_tool_calls ?? true,
-    previous_response_id: body.previous_response_id ?? null,
-    reasoning: { effort: body.reasoning?.effort ?? null, summary: null },
-    store: body.store === true,
-    temperature: body.temperature ?? 1,
-    text: { format: body.text?.format ?? { type: 'text' } },
-    tool_choice: body.tool_choice ?? 'auto',
-    tools: (body.tools ?? []).map((t) => ({
-      type: 'function' as const,
-      name: t.name,
-      description: t.description ?? null,
-      parameters: t.parameters ?? null,
-      strict: t.strict ?? true,
-    })),
-    top_p: body.top_p ?? 1,
-    truncation: 'disabled' as const,
-    usage,
-    user: body.user ?? null,
-    metadata: body.metadata ?? {},
-    ...(result ? { svc: svcOf(result) } : {}),
-  };
-}
-
-const statusOf = (r: InferenceResult) => (r.finishReason === 'length' ? 'incomplete' : 'completed');
 
 /**
  * The Responses API's stream, as the openai SDK and the Vercel AI SDK read it: response.created and .in_progress;

@@ -227,7 +227,8 @@ export function completedEventData(b: Pick<Batch, 'id' | 'status' | 'total' | 'c
 
 /**
  * The worker's end of a batch it holds: the output and error files (sealed; none under zero retention), the final
- * status and batch.completed, in one transaction, only while it still holds the lease.
+ * status and batch.completed, in one transaction, only while it still holds the lease. False: the lease was lost, or
+ * (for `completed`) the batch is being cancelled.
  */
 export async function finishBatch(
   db: Db,
@@ -261,8 +262,10 @@ export async function finishBatch(
       return id;
     };
     const stamp = { completed: { completedAt: now }, expired: { expiredAt: now }, cancelled: { cancelledAt: now }, failed: { failedAt: now } }[status];
-    const data = { status, completed: n('succeeded'), failed: n('failed'), costMicros: cost, finalizingAt: now, ...stamp };
-    const ended = await releaseLease(tx, 'batches', { id: batch.id, owner }, { where: { status: { in: ['in_progress', 'cancelling', 'validating'] } }, data });
+    const data = { status, completed: n('succeeded'), failed: n('failed'), costMicros: cost, finalizingAt: batch.finalizingAt ?? now, ...stamp };
+    // Completed only from finalizing (a cancel that came meanwhile wins: the worker ends the batch cancelled instead).
+    const from = status === 'completed' ? ['in_progress', 'finalizing'] : ['in_progress', 'finalizing', 'cancelling', 'validating'];
+    const ended = await releaseLease(tx, 'batches', { id: batch.id, owner }, { where: { status: { in: from } }, data });
     if (!ended) return false;
     const outputFileId = await file(out);
     const errorFileId = await file(err);

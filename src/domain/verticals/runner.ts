@@ -5,7 +5,7 @@ import type { ErrorCode } from '../../errors/codes.ts';
 import { SvcError } from '../../errors/svc-error.ts';
 import type { Clock } from '../../kernel/clock.ts';
 import { allows } from '../auth/actions.ts';
-import { OPERATOR_KEY_ID } from '../auth/service.ts';
+import { OPERATOR_KEY_ID, keyCaller } from '../auth/service.ts';
 import type { Caller } from '../context.ts';
 import { inferOnce, type CallResult } from '../inference/once.ts';
 import type { InferenceInput } from '../inference/service.ts';
@@ -69,7 +69,7 @@ async function callerOf(db: Db, job: VerticalJob, now: Date): Promise<Caller> {
   if (!allows('inference.create', scopes)) {
     throw new SvcError('insufficient_scope', { message: `The key that asked for this work (${job.keyId}) no longer holds inference:write.` });
   }
-  return { kind: 'key', keyId: key.id, projectId: key.projectId, scopes, budgetMicros: key.budgetMicros };
+  return keyCaller(key);
 }
 
 const errorOf = (err: unknown): WorkError =>
@@ -165,15 +165,6 @@ export async function runJob(ports: VerticalPorts, env: WorkEnv, job: VerticalJo
     });
     return finished ? 'failed' : 'lost';
   }
-}
-
-/** Claims the due jobs (leased for `leaseMs`) and runs them one after the other; returns what became of each. */
-export async function runDueJobs(ports: VerticalPorts, env: WorkEnv, opts: { leaseMs: number; batch: number }): Promise<JobOutcome[]> {
-  const now = new Date(env.clock.now());
-  const jobs = await store.claimDue(env.db, now, new Date(now.getTime() + opts.leaseMs), opts.batch);
-  const outcomes: JobOutcome[] = [];
-  for (const job of jobs) outcomes.push(await runJob(ports, env, job));
-  return outcomes;
 }
 
 export { nextDueMs } from './store.ts';

@@ -1,14 +1,14 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import type { Batch, BatchLine } from '../../generated/prisma/client.ts';
 import { Prisma } from '../../generated/prisma/client.ts';
 import type { Deps } from '../../deps.ts';
-import { claimLeases, renewLease } from '../../db/leases.ts';
+import { claimLeases, renewLease, updateLeased } from '../../db/leases.ts';
 import { ERRORS, isErrorCode } from '../../errors/codes.ts';
 import { SvcError } from '../../errors/svc-error.ts';
 import type { Caller } from '../../domain/context.ts';
 
-import { OPERATOR_KEY_ID } from '../../domain/auth/service.ts';
-import { SCOPES, type Scope } from '../../domain/keys/scopes.ts';
+import { OPERATOR_KEY_ID, keyCaller } from '../../domain/auth/service.ts';
+import { SCOPES } from '../../domain/keys/scopes.ts';
 import { keyStatus } from '../../domain/keys/service.ts';
 import { parseBatchLines, type ParsedLine } from '../../domain/batches/lines.ts';
 import { batchPortsOf, type BatchPorts } from '../../domain/batches/ports.ts';
@@ -17,9 +17,13 @@ import type { BatchEndpoint } from '../../domain/batches/schema.ts';
 import type { IdempotencyStore } from '../../domain/idempotency/store.ts';
 import { inferOnce, type CallLedger, type CallResult, type OncePorts } from '../../domain/inference/once.ts';
 import { chatRequestOfResponse } from '../../domain/inference/responses.ts';
-import { createEmbeddings, type InferenceInput } from '../../domain/inference/service.ts';
+import { createEmbeddings, createInference, type InferenceInput } from '../../domain/inference/service.ts';
 import type { EmbeddingsRequest, ResponsesRequest } from '../../domain/inference/schema.ts';
 import { oncePorts } from '../model-calls.ts';
+import { drainWithLease, LeasedPool } from '../leased-pool.ts';
+// The live routes' presenters: a batch's output line carries the body a live call answers, tool_calls and svc included.
+import { presentChatCompletion } from '../../domain/inference/protocols/openai.ts';
+import { presentResponse } from '../../domain/inference/protocols/responses.ts';
 
 type RunnerDeps = Pick<Deps, 'db' | 'clock' | 'log' | 'limiter' | 'ports' | 'outcomes' | 'redis' | 'config' | 'webhooks'>;
 
@@ -34,7 +38,12 @@ export interface BatchRunnerOptions {
   /** Waits out a 429's Retry-After. Tests inject one that moves their clock. */
   sleep?: (ms: number) => Promise<void>;
   idempotency?: IdempotencyStore;
+  /** Called once the batch shows `finalizing`, before its files are written (tests look at it there, or stop). */
+  onFinalizing?: (batchId: string) => Promise<void>;
 }
+
+/** The key under which a call's stored content is the live body (a call recovered after a crash keeps only its text). */
+const LIVE_BODY = 'svc_batch_body';
 
 const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
 const base32 = (bytes: Buffer, n: number) => [...bytes.subarray(0, n)].map((b) => ALPHABET[b & 31]).join('');
@@ -58,45 +67,48 @@ type Stop = { kind: 'cancelled' | 'lost' | 'expired' } | { kind: 'budget'; messa
  * it), and ends the batch with its output and error files and batch.completed.
  */
 export class BatchRunner {
-  readonly owner = `wrk_${randomBytes(6).toString('hex')}`;
   private readonly leaseMs: number;
-  private readonly pollMs: number;
   private readonly concurrency: number;
   private readonly sleep: (ms: number) => Promise<void>;
   private readonly once: OncePorts;
   private readonly ports: BatchPorts;
-  private timer: NodeJS.Timeout | null = null;
-  private readonly active = new Set<Promise<void>>();
-  private claiming = false;
-  /** The batches this process is working on: never claimed again by it while it does. */
-  private readonly working = new Set<string>();
-  private readonly maxBatches: number;
-  private readonly sleepers = new Set<() => void>();
-  private stopped = false;
+  private readonly onFinalizing: ((batchId: string) => Promise<void>) | undefined;
+  /** The claim-and-fill loop (jobs/leased-pool.ts): up to `maxBatches` batches at once, `concurrency` lines each. */
+  private readonly pool: LeasedPool<Batch>;
 
   constructor(
     private readonly deps: RunnerDeps,
     opts: BatchRunnerOptions = {},
   ) {
     this.leaseMs = opts.leaseMs ?? deps.config.evalLeaseMs;
-    this.pollMs = opts.pollMs ?? 1_000;
     this.concurrency = opts.concurrency ?? 4;
-    this.maxBatches = opts.maxBatches ?? 2;
-    this.sleep =
-      opts.sleep ??
-      ((ms) =>
-        new Promise<void>((resolve) => {
-          const wake = () => {
-            clearTimeout(timer);
-            this.sleepers.delete(wake);
-            resolve();
-          };
-          const timer = setTimeout(wake, ms);
-          timer.unref();
-          this.sleepers.add(wake);
-        }));
+    this.onFinalizing = opts.onFinalizing;
+    this.pool = new LeasedPool<Batch>(
+      deps.log,
+      {
+        name: 'batch runner',
+        idField: 'batch_id',
+        beforeClaim: () => purgeExpiredFiles(this.deps.db, this.now()),
+        claim: async (_limit, working) => {
+          const batch = await this.claim(working);
+          return batch ? [batch] : [];
+        },
+        idOf: (batch) => batch.id,
+        work: (batch) => this.work(batch),
+      },
+      { pollMs: opts.pollMs ?? 1_000, maxActive: opts.maxBatches ?? 2 },
+    );
+    this.sleep = opts.sleep ?? ((ms) => this.pool.sleep(ms));
     this.once = oncePorts(deps, opts.idempotency);
     this.ports = batchPortsOf(deps.ports.inference);
+  }
+
+  get owner(): string {
+    return this.pool.owner;
+  }
+
+  private get stopped(): boolean {
+    return this.pool.stopped;
   }
 
   /**
@@ -104,40 +116,11 @@ export class BatchRunner {
    * others back); each batch runs `concurrency` lines at a time.
    */
   start(): void {
-    const fill = () => {
-      if (this.stopped || this.claiming) return;
-      this.claiming = true;
-      void (async () => {
-        try {
-          await purgeExpiredFiles(this.deps.db, this.now());
-          while (!this.stopped && this.active.size < this.maxBatches) {
-            const batch = await this.claim();
-            if (!batch) break;
-            const working: Promise<void> = this.workOne(batch)
-              .catch((err) => this.deps.log.error({ err, batch_id: batch.id }, 'batch runner: a batch failed to proceed; it resumes once its lease passes'))
-              .finally(() => {
-                this.active.delete(working);
-                fill();
-              });
-            this.active.add(working);
-          }
-        } catch (err) {
-          this.deps.log.error({ err }, 'batch runner: claiming failed; retrying');
-        } finally {
-          this.claiming = false;
-        }
-      })();
-    };
-    this.timer = setInterval(fill, this.pollMs);
-    this.timer.unref();
-    fill();
+    this.pool.start();
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    if (this.timer) clearInterval(this.timer);
-    for (const wake of [...this.sleepers]) wake();
-    await Promise.all([...this.active]);
+  stop(): Promise<void> {
+    return this.pool.stop();
   }
 
   private now(): Date {
@@ -146,25 +129,18 @@ export class BatchRunner {
 
   /** Works every batch it can claim until none is left; returns how many. */
   async runPending(): Promise<number> {
-    await purgeExpiredFiles(this.deps.db, this.now());
-    let ran = 0;
-    while (!this.stopped) {
-      const batch = await this.claim();
-      if (!batch) return ran;
-      await this.workOne(batch);
-      ran++;
-    }
-    return ran;
+    return (await this.pool.runPending()).length;
   }
 
-  private async claim(): Promise<Batch | null> {
+  /** A batch to work on: queued, under way, or finalizing (its worker died while writing the files). */
+  private async claim(working: ReadonlySet<string>): Promise<Batch | null> {
     const now = this.now();
     const [row] = await claimLeases(this.deps.db, 'batches', {
       now,
       until: new Date(now.getTime() + this.leaseMs),
       limit: 1,
       owner: this.owner,
-      due: Prisma.sql`d.status IN ('validating', 'in_progress', 'cancelling')${this.working.size > 0 ? Prisma.sql` AND d.id <> ALL(${[...this.working]}::text[])` : Prisma.empty}`,
+      due: Prisma.sql`d.status IN ('validating', 'in_progress', 'finalizing', 'cancelling')${working.size > 0 ? Prisma.sql` AND d.id <> ALL(${[...working]}::text[])` : Prisma.empty}`,
       orderBy: Prisma.sql`d.id`,
       set: Prisma.sql`status = CASE WHEN u.status = 'validating' THEN 'in_progress' ELSE u.status END, in_progress_at = COALESCE(u.in_progress_at, ${now})`,
     });
@@ -176,20 +152,11 @@ export class BatchRunner {
     return renewLease(this.deps.db, 'batches', { id: batch.id, owner: this.owner }, new Date(this.deps.clock.now() + this.leaseMs), { status: 'in_progress' });
   }
 
-  private async workOne(batch: Batch): Promise<void> {
-    this.working.add(batch.id);
-    try {
-      await this.work(batch);
-    } finally {
-      this.working.delete(batch.id);
-    }
-  }
-
   private async callerOf(batch: Batch): Promise<Caller | null> {
     if (batch.keyId === OPERATOR_KEY_ID) return { kind: 'operator', keyId: OPERATOR_KEY_ID, projectId: null, scopes: SCOPES };
     const key = await this.deps.db.apiKey.findFirst({ where: { id: batch.keyId, projectId: batch.projectId } });
     if (!key || keyStatus(key, this.now()) !== 'active') return null;
-    return { kind: 'key', keyId: key.id, projectId: key.projectId, scopes: key.scopes as Scope[], budgetMicros: key.budgetMicros };
+    return keyCaller(key);
   }
 
   private async work(batch: Batch): Promise<void> {
@@ -208,11 +175,11 @@ export class BatchRunner {
         if (!caller || Date.now() - caller.at > 1_000) caller = { at: Date.now(), value: await this.callerOf(batch) };
         return caller.value;
       };
-      const worker = async () => {
-        for (;;) {
-          if (state.stop || this.stopped) return;
-          const line = queue.shift();
-          if (!line) return;
+      await drainWithLease(
+        queue,
+        this.concurrency,
+        () => state.stop !== null || this.stopped,
+        async (line) => {
           if (this.deps.clock.now() >= batch.expiresAt.getTime()) {
             state.stop ??= { kind: 'expired' };
             return;
@@ -233,24 +200,32 @@ export class BatchRunner {
           const p = parsed.get(line.index);
           if (!p || !('body' in p)) {
             await this.finishLine(line, 'failed', errorLine(line.id, line.customId, null, { code: 'invalid_request', message: 'The line could not be read from the input file.' }), 0n);
-            continue;
+            return;
           }
           const stop = await this.runLine(batch, line, p.body, caller, zero, () => state.stop !== null || this.stopped);
           if (stop) state.stop ??= stop;
-        }
-      };
-      const keepAlive = setInterval(() => void this.renew(batch).catch(() => undefined), Math.max(250, Math.floor(this.leaseMs / 3)));
-      keepAlive.unref();
-      try {
-        await Promise.all(Array.from({ length: this.concurrency }, worker));
-      } finally {
-        clearInterval(keepAlive);
-      }
+        },
+        { everyMs: Math.floor(this.leaseMs / 3), renew: () => this.renew(batch) },
+      );
     }
     if (this.stopped && !state.stop) return; // shutting down: the lease passes and a worker resumes the batch
     if (state.stop?.kind === 'lost') return;
-    // A cancel that came after the last line began: the batch ends cancelled, not completed.
-    if (!state.stop && (await db.batch.findUnique({ where: { id: batch.id }, select: { status: true } }))?.status === 'cancelling') state.stop = { kind: 'cancelled' };
+    if (!state.stop) {
+      // OpenAI's `finalizing`: every line has run, the output and error files are being written. A worker that dies
+      // here leaves the batch finalizing; the next one to claim it finds no line left and writes the files.
+      const now = this.now();
+      const entered = await updateLeased(db, 'batches', { id: batch.id, owner: this.owner }, {
+        where: { status: { in: ['in_progress', 'finalizing'] } },
+        data: { status: 'finalizing', finalizingAt: batch.finalizingAt ?? now, leaseUntil: new Date(now.getTime() + this.leaseMs) },
+      });
+      if (!entered) {
+        // A cancel that came after the last line began: the batch ends cancelled, not completed.
+        state.stop = await this.whyNotMine(batch);
+        if (state.stop.kind === 'lost') return;
+      } else if (this.onFinalizing) {
+        await this.onFinalizing(batch.id);
+      }
+    }
     const stop = state.stop;
     // The lines that will not run: in the error file with why.
     const why =
@@ -264,12 +239,29 @@ export class BatchRunner {
               ? { code: 'invalid_api_key', message: `The key that created this batch (${batch.keyId}) was revoked or has expired.` }
               : null;
     if (why) {
-      const rest = await db.batchLine.findMany({ where: { batchId: batch.id, status: { in: ['pending', 'started'] } }, select: { id: true, customId: true, status: true, costMicros: true, index: true, batchId: true, attempts: true, requestId: true, attemptStartedAt: true, result: true } });
-      for (const l of rest) await this.finishLine(l as BatchLine, 'failed', errorLine(l.id, l.customId, null, why), 0n);
+      const rest = await db.batchLine.findMany({ where: { batchId: batch.id, status: { in: ['pending', 'started'] } }, select: { id: true, customId: true, batchId: true } });
+      for (const l of rest) await this.finishLine(l, 'failed', errorLine(l.id, l.customId, null, why), 0n);
     }
-    const status = stop?.kind === 'expired' ? 'expired' : stop?.kind === 'cancelled' ? 'cancelled' : 'completed';
-    const fresh = (await db.batch.findUnique({ where: { id: batch.id } })) ?? batch;
-    const ended = await finishBatch(db, this.ports, fresh, this.owner, this.now(), status);
+    let status: 'completed' | 'expired' | 'cancelled' = stop?.kind === 'expired' ? 'expired' : stop?.kind === 'cancelled' ? 'cancelled' : 'completed';
+    // Writing the files of a long batch can take longer than the lease: it is renewed meanwhile, whatever the status.
+    const keepAlive = setInterval(
+      () => void renewLease(db, 'batches', { id: batch.id, owner: this.owner }, new Date(this.deps.clock.now() + this.leaseMs)).catch(() => undefined),
+      Math.max(250, Math.floor(this.leaseMs / 3)),
+    );
+    keepAlive.unref();
+    let ended: boolean;
+    try {
+      let fresh = (await db.batch.findUnique({ where: { id: batch.id } })) ?? batch;
+      ended = await finishBatch(db, this.ports, fresh, this.owner, this.now(), status);
+      if (!ended && status === 'completed' && (await this.whyNotMine(batch)).kind === 'cancelled') {
+        // Cancelled while finalizing: every line ran, and the batch ends cancelled with its files, as asked.
+        status = 'cancelled';
+        fresh = (await db.batch.findUnique({ where: { id: batch.id } })) ?? fresh;
+        ended = await finishBatch(db, this.ports, fresh, this.owner, this.now(), status);
+      }
+    } finally {
+      clearInterval(keepAlive);
+    }
     if (ended) this.deps.log.info({ batch_id: batch.id, status }, 'batch ended');
   }
 
@@ -284,13 +276,19 @@ export class BatchRunner {
     const endpoint = batch.endpoint as BatchEndpoint;
     const input = (endpoint === '/v1/responses' ? chatRequestOfResponse(body as ResponsesRequest) : body) as InferenceInput;
     const withProject = { ...input, project_id: batch.projectId } as InferenceInput;
-    const invoke =
+    type Invoke = NonNullable<Parameters<typeof inferOnce>[2]['invoke']>;
+    const invoke: Invoke =
       endpoint === '/v1/embeddings'
-        ? async (ctx: Parameters<NonNullable<Parameters<typeof inferOnce>[2]['invoke']>>[0], ticket: Parameters<NonNullable<Parameters<typeof inferOnce>[2]['invoke']>>[1]) => {
+        ? async (ctx, ticket) => {
             const r = await createEmbeddings(this.deps.ports.inference, ctx, ticket, { ...(body as EmbeddingsRequest), project_id: batch.projectId });
             return { ...r.result, content: JSON.stringify(r.vectors) };
           }
-        : undefined;
+        : async (ctx, ticket) => {
+            // The body a live call answers is what the line's result keeps (tool_calls, finish_reason, svc and all).
+            const r = await createInference(this.deps.ports.inference, ctx, ticket, withProject);
+            const live = endpoint === '/v1/responses' ? presentResponse(body as ResponsesRequest, r, r) : presentChatCompletion(r);
+            return { ...r, content: JSON.stringify({ [LIVE_BODY]: live }) };
+          };
     let resuming = line.status === 'started' && line.requestId !== null && line.requestId === lineRequestId(batch.id, line.index, line.attempts);
     let result: CallResult | null = null;
     for (;;) {
@@ -304,7 +302,7 @@ export class BatchRunner {
           resuming,
           ledger: this.ledger(batch, line),
           dropContent: zero,
-          ...(invoke ? { invoke } : {}),
+          invoke,
         });
         break;
       } catch (err) {
@@ -320,8 +318,11 @@ export class BatchRunner {
     if (!result.ok) {
       const http = isErrorCode(result.code) ? ERRORS[result.code].http : 500;
       const error = { code: result.code, message: result.message };
-      await this.finishLine(line, 'failed', errorLine(line.id, line.customId, { status_code: http, request_id: result.requestId, body: { error: { ...error, type: result.code } } }, error), 0n);
-      return result.code === 'budget_exceeded' ? { kind: 'budget', message: result.message } : null;
+      // The error body a live call answers (OpenAI's fields: message, type, param, code).
+      const body = { error: { ...error, type: result.code, param: result.param ?? null } };
+      await this.finishLine(line, 'failed', errorLine(line.id, line.customId, { status_code: http, request_id: result.requestId, body }, error), 0n);
+      // CONTRACT §22: an end customer's budget fails that customer's lines only; the key's or the project's stops the batch.
+      return result.code === 'budget_exceeded' && result.param !== 'customer' ? { kind: 'budget', message: result.message } : null;
     }
     const cost = BigInt(result.costMicros);
     if (result.dropped) {
@@ -345,6 +346,8 @@ export class BatchRunner {
 
   /** The body a live call would have answered, in OpenAI's shape for the endpoint. */
   private present(endpoint: BatchEndpoint, model: string, r: Extract<CallResult, { ok: true }>): unknown {
+    if (endpoint !== '/v1/embeddings' && r.content.startsWith(`{"${LIVE_BODY}":`)) return (JSON.parse(r.content) as Record<string, unknown>)[LIVE_BODY];
+    // A call recovered from its retained inference after a crash: its text, in the endpoint's shape.
     const created = Math.floor(this.deps.clock.now() / 1000);
     const id = r.inferenceId ?? r.requestId;
     if (endpoint === '/v1/embeddings') {

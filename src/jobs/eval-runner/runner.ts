@@ -1,10 +1,10 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import type { EvalCase, EvalRun } from '../../generated/prisma/client.ts';
 import type { Deps } from '../../deps.ts';
 import { SvcError } from '../../errors/svc-error.ts';
 import type { Caller } from '../../domain/context.ts';
-import { OPERATOR_KEY_ID } from '../../domain/auth/service.ts';
-import { SCOPES, type Scope } from '../../domain/keys/scopes.ts';
+import { OPERATOR_KEY_ID, keyCaller } from '../../domain/auth/service.ts';
+import { SCOPES } from '../../domain/keys/scopes.ts';
 import { keyStatus } from '../../domain/keys/service.ts';
 import { judgeLocally } from '../../domain/evals/assertions.ts';
 import { finishEvalRun, refreshCanceledSummary, type StoredCaseInput } from '../../domain/evals/service.ts';
@@ -14,6 +14,7 @@ import { inferOnce, type CallLedger, type CallResult, type OncePorts } from '../
 import type { InferenceInput } from '../../domain/inference/service.ts';
 import { judgeMessages, parseJudgeVerdict } from '../../domain/evals/judge.ts';
 import { oncePorts } from '../model-calls.ts';
+import { drainWithLease, LeasedPool } from '../leased-pool.ts';
 
 type RunnerDeps = Pick<Deps, 'db' | 'clock' | 'log' | 'limiter' | 'ports' | 'outcomes' | 'redis' | 'config' | 'webhooks'>;
 
@@ -63,82 +64,53 @@ const callKey = (runId: string, index: number, part: string) => `svc-eval:${runI
  * errored rather than paid twice. A finished case is never run again.
  */
 export class EvalRunner {
-  readonly owner = `wrk_${randomBytes(6).toString('hex')}`;
   private readonly leaseMs: number;
-  private readonly pollMs: number;
   private readonly sleep: (ms: number) => Promise<void>;
   private readonly once: OncePorts;
-  private timer: NodeJS.Timeout | null = null;
-  private readonly active = new Set<Promise<void>>();
-  private claiming = false;
-  /** The runs this process is working on. */
-  private readonly working = new Set<string>();
-  private readonly sleepers = new Set<() => void>();
-  private readonly maxRuns: number;
-  private stopped = false;
+  /** The claim-and-fill loop (jobs/leased-pool.ts): up to `maxRuns` runs at once, each with its own `concurrency`. */
+  private readonly pool: LeasedPool<EvalRun>;
 
   constructor(
     private readonly deps: RunnerDeps,
     opts: EvalRunnerOptions = {},
   ) {
     this.leaseMs = opts.leaseMs ?? deps.config.evalLeaseMs;
-    this.pollMs = opts.pollMs ?? 1_000;
-    this.maxRuns = opts.maxRuns ?? 4;
+    this.pool = new LeasedPool<EvalRun>(
+      deps.log,
+      {
+        name: 'eval runner',
+        idField: 'eval_id',
+        // A queued run, or a running one whose lease has passed (its worker died), leased to this worker.
+        claim: async (_limit, working) => {
+          const now = this.now();
+          const run = await claimRun(this.deps.db, now, new Date(now.getTime() + this.leaseMs), this.owner, [...working]);
+          return run ? [run] : [];
+        },
+        idOf: (run) => run.id,
+        work: (run) => this.work(run),
+      },
+      { pollMs: opts.pollMs ?? 1_000, maxActive: opts.maxRuns ?? 4 },
+    );
     // A shutdown ends a wait at once: the case stays unfinished and resumes on the next start.
-    this.sleep =
-      opts.sleep ??
-      ((ms) =>
-        new Promise<void>((resolve) => {
-          const wake = () => {
-            clearTimeout(timer);
-            this.sleepers.delete(wake);
-            resolve();
-          };
-          const timer = setTimeout(wake, ms);
-          timer.unref();
-          this.sleepers.add(wake);
-        }));
+    this.sleep = opts.sleep ?? ((ms) => this.pool.sleep(ms));
     this.once = oncePorts(deps, opts.idempotency);
   }
 
-  /**
-   * Polls for claimable runs and works on up to `maxRuns` at once (one tenant's long run does not hold the others
-   * back); each run has its own `concurrency`.
-   */
-  start(): void {
-    const fill = () => {
-      if (this.stopped || this.claiming) return;
-      this.claiming = true;
-      void (async () => {
-        try {
-          while (!this.stopped && this.active.size < this.maxRuns) {
-            const run = await this.claim();
-            if (!run) break;
-            const working: Promise<void> = this.runOne(run)
-              .catch((err) => this.deps.log.error({ err, eval_id: run.id }, 'eval runner: a run failed to proceed; it resumes once its lease passes'))
-              .finally(() => {
-                this.active.delete(working);
-                fill();
-              });
-            this.active.add(working);
-          }
-        } catch (err) {
-          this.deps.log.error({ err }, 'eval runner: claiming failed; retrying');
-        } finally {
-          this.claiming = false;
-        }
-      })();
-    };
-    this.timer = setInterval(fill, this.pollMs);
-    this.timer.unref();
-    fill();
+  get owner(): string {
+    return this.pool.owner;
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    if (this.timer) clearInterval(this.timer);
-    for (const wake of [...this.sleepers]) wake();
-    await Promise.all([...this.active]);
+  private get stopped(): boolean {
+    return this.pool.stopped;
+  }
+
+  /** Polls for claimable runs and works on up to `maxRuns` at once. */
+  start(): void {
+    this.pool.start();
+  }
+
+  stop(): Promise<void> {
+    return this.pool.stop();
   }
 
   private now(): Date {
@@ -147,20 +119,7 @@ export class EvalRunner {
 
   /** Runs every run it can claim until none is left; returns how many it ran. */
   async runPending(): Promise<number> {
-    let ran = 0;
-    for (;;) {
-      if (this.stopped) return ran;
-      const run = await this.claim();
-      if (!run) return ran;
-      await this.runOne(run);
-      ran++;
-    }
-  }
-
-  /** A queued run, or a running one whose lease has passed (its worker died), leased to this worker. */
-  private claim(): Promise<EvalRun | null> {
-    const now = this.now();
-    return claimRun(this.deps.db, now, new Date(now.getTime() + this.leaseMs), this.owner, [...this.working]);
+    return (await this.pool.runPending()).length;
   }
 
   /** Renews the lease; false when the run is no longer this worker's (canceled, or taken over). */
@@ -173,16 +132,7 @@ export class EvalRunner {
     if (run.keyId === OPERATOR_KEY_ID) return { kind: 'operator', keyId: OPERATOR_KEY_ID, projectId: null, scopes: SCOPES };
     const key = await this.deps.db.apiKey.findFirst({ where: { id: run.keyId, projectId: run.projectId } });
     if (!key || keyStatus(key, this.now()) !== 'active') return null;
-    return { kind: 'key', keyId: key.id, projectId: key.projectId, scopes: key.scopes as Scope[], budgetMicros: key.budgetMicros };
-  }
-
-  private async runOne(run: EvalRun): Promise<void> {
-    this.working.add(run.id);
-    try {
-      await this.work(run);
-    } finally {
-      this.working.delete(run.id);
-    }
+    return keyCaller(key);
   }
 
   private async work(run: EvalRun): Promise<void> {
@@ -193,11 +143,13 @@ export class EvalRunner {
       error: { code: 'invalid_api_key', message: `The key that created this run (${run.keyId}) was revoked or has expired.` },
     });
     const queue = await db.evalCase.findMany({ where: { runId: run.id, status: { in: ['pending', 'started'] } }, orderBy: { index: 'asc' } });
-    const worker = async () => {
-      for (;;) {
-        if (state.stop || this.stopped) return;
-        const c = queue.shift();
-        if (!c) return;
+    // The lease is also renewed on a timer: one slow case (a provider near its timeout, then a judge call) must not let
+    // it pass while this worker is alive, or another worker would take the run over and make the same calls.
+    await drainWithLease(
+      queue,
+      run.concurrency,
+      () => state.stop !== null || this.stopped,
+      async (c) => {
         // Before each case: still this worker's and not canceled (renewing the lease), and the key still valid.
         if (!(await this.renew(run))) {
           const current = await db.evalRun.findUnique({ where: { id: run.id }, select: { status: true } });
@@ -211,17 +163,9 @@ export class EvalRunner {
         }
         const result = await this.runCase(run, c, caller, () => state.stop !== null || this.stopped);
         if (result) state.stop ??= result;
-      }
-    };
-    // The lease is also renewed on a timer: one slow case (a provider near its timeout, then a judge call) must not let
-    // it pass while this worker is alive, or another worker would take the run over and make the same calls.
-    const keepAlive = setInterval(() => void this.renew(run).catch(() => undefined), Math.max(250, Math.floor(this.leaseMs / 3)));
-    keepAlive.unref();
-    try {
-      await Promise.all(Array.from({ length: Math.max(1, run.concurrency) }, worker));
-    } finally {
-      clearInterval(keepAlive);
-    }
+      },
+      { everyMs: Math.floor(this.leaseMs / 3), renew: () => this.renew(run) },
+    );
     if (this.stopped && !state.stop) return; // shutting down: the lease passes and a worker resumes the run
     if (state.stop?.kind === 'lost') return;
     if (state.stop?.kind === 'canceled') {

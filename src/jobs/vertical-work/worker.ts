@@ -1,9 +1,11 @@
 import type { Deps } from '../../deps.ts';
 import type { IdempotencyStore } from '../../domain/idempotency/store.ts';
 import { projectTemplates, type PromptSource, type VerticalPorts } from '../../domain/verticals/ports.ts';
-import { runDueJobs, type JobOutcome } from '../../domain/verticals/runner.ts';
+import { runJob, type JobOutcome } from '../../domain/verticals/runner.ts';
+import { claimDue } from '../../domain/verticals/store.ts';
+import type { VerticalJob } from '../../generated/prisma/client.ts';
 import { oncePorts } from '../model-calls.ts';
-import { yieldToEventLoop } from '../sweep.ts';
+import { LeasedPool } from '../leased-pool.ts';
 
 type WorkerDeps = Pick<Deps, 'db' | 'clock' | 'log' | 'limiter' | 'ports' | 'redis' | 'config' | 'webhooks' | 'outcomes'>;
 
@@ -26,47 +28,43 @@ export interface VerticalWorkerOptions {
  * crash replays the stored answer rather than pay again). Tests drive it with runDue(); main.ts starts it.
  */
 export class VerticalWorker {
-  private timer: NodeJS.Timeout | null = null;
-  private running: Promise<unknown> | null = null;
   private readonly ports: VerticalPorts;
-  private readonly opts: Required<Omit<VerticalWorkerOptions, 'prompts' | 'idempotency'>>;
+  /** The claim-and-fill loop (jobs/leased-pool.ts): `batch` jobs leased per claim, run one after the other. */
+  private readonly pool: LeasedPool<VerticalJob, JobOutcome>;
 
   constructor(
     private readonly deps: WorkerDeps,
     opts: VerticalWorkerOptions = {},
   ) {
-    this.opts = { leaseMs: opts.leaseMs ?? deps.config.verticalLeaseMs, pollMs: opts.pollMs ?? 1_000, batch: opts.batch ?? 10 };
+    const leaseMs = opts.leaseMs ?? deps.config.verticalLeaseMs;
     this.ports = { ...oncePorts(deps, opts.idempotency), prompts: opts.prompts ?? projectTemplates };
+    this.pool = new LeasedPool<VerticalJob, JobOutcome>(
+      deps.log,
+      {
+        name: 'vertical work',
+        idField: 'job_id',
+        claim: (limit) => {
+          const now = new Date(deps.clock.now());
+          return claimDue(deps.db, now, new Date(now.getTime() + leaseMs), limit);
+        },
+        idOf: (job) => job.id,
+        work: (job) => runJob(this.ports, deps, job),
+      },
+      { pollMs: opts.pollMs ?? 1_000, maxActive: 1, claimSize: opts.batch ?? 10 },
+    );
   }
 
   /** Runs every job due now (on the injected clock) until none is left; returns the outcomes. */
-  async runDue(): Promise<JobOutcome[]> {
-    const all: JobOutcome[] = [];
-    for (;;) {
-      const outcomes = await runDueJobs(this.ports, this.deps, { leaseMs: this.opts.leaseMs, batch: this.opts.batch });
-      all.push(...outcomes);
-      if (outcomes.length < this.opts.batch) return all;
-      await yieldToEventLoop();
-    }
+  runDue(): Promise<JobOutcome[]> {
+    return this.pool.runPending();
   }
 
   start(): void {
-    if (this.timer) return;
-    const tick = () => {
-      if (this.running) return;
-      this.running = this.runDue()
-        .catch((err: unknown) => this.deps.log.error({ err }, 'vertical work failed; retrying'))
-        .finally(() => (this.running = null));
-    };
-    this.timer = setInterval(tick, this.opts.pollMs);
-    this.timer.unref();
-    tick();
+    this.pool.start();
   }
 
   /** Stops polling and waits for the job in hand (an unfinished one is resumed by the next start, after its lease). */
-  async stop(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = null;
-    await this.running;
+  stop(): Promise<void> {
+    return this.pool.stop();
   }
 }
