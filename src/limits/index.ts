@@ -11,4 +11,4 @@
  */
 export { RateLimitTicket, isRequestWindowRefusal, rateLimitHeaders, type TicketCaller, type TicketLimiter } from './requests.ts';
 export { estimateTokens, DEFAULT_COMPLETION_TOKENS, countPromptTokens, countTextTokens } from './tokens.ts';
-export { Limiter, type RateLimitState } from './limiter.ts';
+export { Limiter, type RateLimitState, type CustomerWindows } from './limiter.ts';

@@ -21,8 +21,8 @@ export interface RateLimitState {
   resource: Resource;
   /** Seconds, only on a refusal. */
   retryAfter?: number;
-  /** Which window binds, for error messages: `key` or `project` (or `operator`). */
-  owner: 'key' | 'project' | 'operator';
+  /** Which window binds, for error messages: `key`, `project`, `customer` (CONTRACT §22) or `operator`. */
+  owner: 'key' | 'project' | 'operator' | 'customer';
 }
 
 export interface Decision {
@@ -36,7 +36,24 @@ export interface Decision {
  * Whose windows: a project key (its own windows and its project's), the operator (its own request window), or a
  * project alone (the operator's inference on that project: the project's request and token windows).
  */
-export type WindowOwner = { kind: 'key'; keyId: string; projectId: string } | { kind: 'operator' } | { kind: 'project'; projectId: string };
+export type WindowOwner =
+  | { kind: 'key'; keyId: string; projectId: string; customer?: CustomerWindows }
+  | { kind: 'operator' }
+  | { kind: 'project'; projectId: string; customer?: CustomerWindows };
+
+/**
+ * An end customer's own windows in its project (CONTRACT §22), beside the key's and the project's in the same call: a
+ * null rate is no window. `version` (the limits' update time in ms) starts the windows afresh when the limits change.
+ */
+export interface CustomerWindows {
+  id: string;
+  requestsPerMinute: number | null;
+  tokensPerMinute: number | null;
+  version: number;
+}
+
+/** A customer without a rate of its own has a window it never fills (both halves of the bucket list stay equal). */
+const UNBOUNDED_PER_MINUTE = 1_000_000_000;
 /** The owners with token windows. */
 export type TokenOwner = Exclude<WindowOwner, { kind: 'operator' }>;
 
@@ -178,6 +195,15 @@ export class Limiter {
         { id: 'p:t', resource: 'tokens', cost: tokens, owner: 'project' },
       ];
     }
+    // The customer's windows in the same call (one script operation, the project's hash tag): requests after the
+    // request windows, tokens after the token windows, so the list stays requests first, tokens second.
+    const customer = owner.kind === 'operator' ? undefined : owner.customer;
+    if (customer) {
+      const half = buckets.length / 2;
+      const perMinute = (n: number | null) => ({ perMinute: n ?? UNBOUNDED_PER_MINUTE, version: customer.version });
+      buckets.splice(half, 0, { id: `c:${customer.id}:r`, resource: 'requests', cost: requests, owner: 'customer', own: perMinute(customer.requestsPerMinute) });
+      buckets.push({ id: `c:${customer.id}:t`, resource: 'tokens', cost: tokens, owner: 'customer', own: perMinute(customer.tokensPerMinute) });
+    }
     // The stores read id, resource and cost; the owner rides along for the headers.
     const result = await this.opts.store.apply({ scope, limits, mode, nowMs, buckets });
     if (result.limits.version > limits.version && owner.kind !== 'operator') {
@@ -198,7 +224,7 @@ type OwnedBucket = BucketSpec & { owner: RateLimitState['owner'] };
  * key-requests, project-requests, key-tokens, project-tokens order.
  */
 export function bindingWindow(
-  buckets: readonly { resource: Resource; owner: RateLimitState['owner'] }[],
+  buckets: readonly { resource: Resource; owner: RateLimitState['owner']; own?: BucketSpec['own'] }[],
   result: ApplyResult,
   nowMs: number,
 ): RateLimitState {
@@ -207,7 +233,7 @@ export function bindingWindow(
   let bestScore = Infinity;
   let bestRetryAtMs = nowMs;
   for (let i = 0; i < buckets.length; i++) {
-    const { capacity, rate } = bucketShape(buckets[i]!.resource, result.limits);
+    const { capacity, rate } = bucketShape(buckets[i]!.resource, result.limits, buckets[i]!.own);
     const { used, applied } = result.buckets[i]!;
     if (!result.allowed) {
       const missing = used + applied * SCALE - capacity;
@@ -229,7 +255,7 @@ export function bindingWindow(
     }
   }
   const spec = buckets[best]!;
-  const { capacity, rate } = bucketShape(spec.resource, result.limits);
+  const { capacity, rate } = bucketShape(spec.resource, result.limits, spec.own);
   const used = result.buckets[best]!.used;
   const state: RateLimitState = {
     limit: capacity / SCALE,

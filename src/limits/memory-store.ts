@@ -33,12 +33,13 @@ export class MemoryLimitStore implements LimitStore {
     else if (limits.version > 0) this.published.set(req.scope, { ...limits });
 
     const state = req.buckets.map((spec) => {
-      const { capacity, rate } = bucketShape(spec.resource, limits);
+      const { capacity, rate } = bucketShape(spec.resource, limits, spec.own);
+      const version = spec.own ? spec.own.version : limits.version;
       const key = `${req.scope}:${spec.id}`;
       const stored = this.buckets.get(key);
       let used = 0;
       let at = now;
-      if (stored && stored.version === limits.version) {
+      if (stored && stored.version === version) {
         used = stored.used;
         at = stored.at;
         if (now > at) {
@@ -48,7 +49,7 @@ export class MemoryLimitStore implements LimitStore {
       }
       let cost = Math.trunc(spec.cost);
       if (!force && cost > capacity / SCALE) cost = capacity / SCALE;
-      return { key, stored, capacity, rate, used, at, cost };
+      return { key, stored, capacity, rate, used, at, cost, version };
     });
     const allowed = force || state.every((s) => s.cost <= 0 || s.used + s.cost * SCALE <= s.capacity);
 
@@ -63,9 +64,9 @@ export class MemoryLimitStore implements LimitStore {
         if (b) {
           b.used = used;
           b.at = s.at;
-          b.version = limits.version;
+          b.version = s.version;
           b.expiresAt = expiresAt;
-        } else this.buckets.set(s.key, { used, at: s.at, version: limits.version, expiresAt });
+        } else this.buckets.set(s.key, { used, at: s.at, version: s.version, expiresAt });
       }
       return { used, applied: s.cost };
     });
@@ -88,14 +89,15 @@ export class MemoryLimitStore implements LimitStore {
       const spec = req.buckets[i]!;
       const used = result.buckets[i]!.used;
       const key = `${req.scope}:${spec.id}`;
-      const expiresAt = req.nowMs + Math.ceil(used / bucketShape(spec.resource, result.limits).rate) + 60_000;
+      const expiresAt = req.nowMs + Math.ceil(used / bucketShape(spec.resource, result.limits, spec.own).rate) + 60_000;
+      const bv = spec.own ? spec.own.version : v;
       const b = this.buckets.get(key);
       if (b) {
         b.used = used;
         b.at = req.nowMs;
-        b.version = v;
+        b.version = bv;
         b.expiresAt = expiresAt;
-      } else if (used > 0) this.buckets.set(key, { used, at: req.nowMs, version: v, expiresAt });
+      } else if (used > 0) this.buckets.set(key, { used, at: req.nowMs, version: bv, expiresAt });
     }
   }
 

@@ -1,5 +1,5 @@
 import { SvcError } from '../errors/svc-error.ts';
-import type { Decision, Limiter, RateLimitState, TokenOwner, WindowOwner } from './limiter.ts';
+import type { CustomerWindows, Decision, Limiter, RateLimitState, TokenOwner, WindowOwner } from './limiter.ts';
 
 /** The limiter calls a ticket makes. */
 export type TicketLimiter = Pick<Limiter, 'takeRequest' | 'takeTokens' | 'takeRequestAndTokens' | 'adjustTokens'>;
@@ -25,15 +25,22 @@ export function rateLimitHeaders(state: RateLimitState): Record<string, string> 
   return headers;
 }
 
-/** Of a request-and-tokens decision: the tokens taken from the token windows (the second half of the buckets). */
-const tokensTaken = (d: Decision) => Math.max(0, ...d.applied.slice(d.applied.length / 2));
+/**
+ * Of a decision: the tokens taken from the token windows (the second half of the buckets). A take larger than a window
+ * is cut to its capacity, so windows of different sizes (an end customer's beside the key's) may have taken different
+ * amounts: the smallest is what the settlement corrects from, so no window is given back more than it took.
+ */
+const tokensTaken = (d: Decision) => Math.max(0, Math.min(...d.applied.slice(d.applied.length / 2)));
 
 function refused(decision: Decision): SvcError {
   const s = decision.state;
-  const whose = s.owner === 'operator' ? "The operator key's" : s.owner === 'key' ? "The key's" : "The project's";
+  const whose =
+    s.owner === 'operator' ? "The operator key's" : s.owner === 'key' ? "The key's" : s.owner === 'customer' ? "The customer's" : "The project's";
   return new SvcError('rate_limit_exceeded', {
     message: `${whose} ${s.resource} window is exhausted (limit ${s.limit}); retry after ${s.retryAfter} s.`,
     headers: rateLimitHeaders(s),
+    // CONTRACT §22: an end customer's window names the customer.
+    ...(s.owner === 'customer' ? { param: 'customer' } : {}),
   });
 }
 
@@ -64,6 +71,8 @@ export class RateLimitTicket {
   private beforeReserve: RateLimitState | undefined;
   /** After a reservation refused for its tokens: the state once the request alone was taken. */
   private requestTaken: RateLimitState | undefined;
+  /** The end customer the inference names, with windows of its own (CONTRACT §22): drawn on beside the key's. */
+  private customer: CustomerWindows | undefined;
 
   constructor(
     private readonly limiter: TicketLimiter,
@@ -86,6 +95,14 @@ export class RateLimitTicket {
     return this.reservation?.tokens ?? 0;
   }
 
+  /**
+   * The inference names an end customer with windows of its own (CONTRACT §22): from now on (the deferred request, the
+   * reservation, the settlement) its windows are taken in the same call as the key's and the project's.
+   */
+  bindCustomer(windows: CustomerWindows): void {
+    this.customer = windows;
+  }
+
   /** The operator's inference names its project: from now on the project's windows bind it too. */
   address(projectId: string): void {
     if (this.caller.kind === 'operator') this.project = projectId;
@@ -95,13 +112,14 @@ export class RateLimitTicket {
     // A console session addressing no project (its project list) draws on the operator's own window.
     return this.caller.kind === 'operator' || this.caller.projectId === null
       ? { kind: 'operator' }
-      : { kind: 'key', keyId: this.caller.keyId, projectId: this.caller.projectId! };
+      : { kind: 'key', keyId: this.caller.keyId, projectId: this.caller.projectId!, ...(this.customer ? { customer: this.customer } : {}) };
   }
 
   /** The token windows: a key's (its own and its project's); the operator's addressed project's; else none. */
   private tokenOwner(): TokenOwner | null {
-    if (this.caller.kind !== 'operator' && this.caller.projectId !== null) return { kind: 'key', keyId: this.caller.keyId, projectId: this.caller.projectId };
-    return this.project ? { kind: 'project', projectId: this.project } : null;
+    const customer = this.customer ? { customer: this.customer } : {};
+    if (this.caller.kind !== 'operator' && this.caller.projectId !== null) return { kind: 'key', keyId: this.caller.keyId, projectId: this.caller.projectId, ...customer };
+    return this.project ? { kind: 'project', projectId: this.project, ...customer } : null;
   }
 
   private apply(decision: Decision): void {
@@ -163,7 +181,7 @@ export class RateLimitTicket {
     }
     const decision = await this.limiter.takeTokens(windows, this.clock.now(), tokens);
     this.apply(decision);
-    this.reservation = { tokens: Math.max(...decision.applied), settled: false };
+    this.reservation = { tokens: tokensTaken(decision), settled: false };
     return this.reservation.tokens;
   }
 

@@ -32,6 +32,18 @@ export interface BucketSpec {
    * `force`: applied unconditionally, negative amounts give back (settling a token reservation).
    */
   cost: number;
+  /**
+   * A window with its own per-minute rate and version instead of the scope's limits (an end customer's, CONTRACT §22):
+   * capacity `perMinute` (no burst), refilled at `perMinute` a minute; a bucket last written under another version
+   * starts afresh.
+   */
+  own?: OwnWindow;
+}
+
+/** An own window's shape: see BucketSpec.own. */
+export interface OwnWindow {
+  perMinute: number;
+  version: number;
 }
 
 export interface ApplyRequest {
@@ -67,8 +79,9 @@ export interface LimitStore {
 
 export type LimiterHealth = 'ok' | 'degraded';
 
-/** Capacity and rate (scaled units per ms) of a bucket under the given limits. */
-export function bucketShape(resource: Resource, limits: RateLimits): { capacity: number; rate: number } {
+/** Capacity and rate (scaled units per ms) of a bucket under the given limits (or its own window's). */
+export function bucketShape(resource: Resource, limits: RateLimits, own?: OwnWindow): { capacity: number; rate: number } {
+  if (own) return { capacity: own.perMinute * SCALE, rate: own.perMinute };
   return resource === 'requests'
     ? { capacity: (limits.requestsPerMinute + limits.burst) * SCALE, rate: limits.requestsPerMinute }
     : { capacity: limits.tokensPerMinute * SCALE, rate: limits.tokensPerMinute };

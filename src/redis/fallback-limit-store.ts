@@ -13,7 +13,7 @@ const MAX_OWED_SCOPES = 10_000;
 /** What this replica took from its own windows while Redis was down: applied to Redis (force) when it answers again. */
 interface Owed {
   limits: VersionedLimits;
-  buckets: Map<string, { resource: BucketSpec['resource']; cost: number }>;
+  buckets: Map<string, { resource: BucketSpec['resource']; cost: number; own?: BucketSpec['own'] }>;
 }
 
 /**
@@ -55,6 +55,7 @@ export class FallbackLimitStore implements LimitStore {
   async apply(req: ApplyRequest): Promise<ApplyResult> {
     if (req.nowMs > this.lastNowMs) this.lastNowMs = req.nowMs;
     if (this.redisHealth.usable) {
+      if (req.mode === 'force') return this.applyPosted(req);
       try {
         // One operation of the turn's batch (batch.ts): the batch's call is watched by the health state and bounded
         // by the client's commandTimeout, so no timer of its own here.
@@ -63,18 +64,60 @@ export class FallbackLimitStore implements LimitStore {
         this.recovered();
         return result;
       } catch (err) {
-        if (isScriptError(err)) throw err;
-        this.redisHealth.report(err);
-        // Redis answered with an error of the command itself: not an outage, so no per-replica windows (CONTRACT §18).
-        if (!isRedisOutage(err)) throw err;
-        this.failed(err);
+        return this.refused(req, err);
       }
-    } else {
-      this.failed(null);
     }
+    this.failed(null);
+    return this.applyLocally(req);
+  }
+
+  /** Redis refused or did not answer `req`: an outage falls back to this replica's windows; anything else is thrown. */
+  private refused(req: ApplyRequest, err: unknown): ApplyResult {
+    if (isScriptError(err)) throw err;
+    this.redisHealth.report(err);
+    // Redis answered with an error of the command itself: not an outage, so no per-replica windows (CONTRACT §18).
+    if (!isRedisOutage(err)) throw err;
+    this.failed(err);
+    return this.applyLocally(req);
+  }
+
+  private applyLocally(req: ApplyRequest): ApplyResult {
     const result = this.local.applySync(req);
     if (result.allowed) this.owe(req, result);
     return result;
+  }
+
+  /**
+   * A settlement (force: never refused) after the provider call: done for the caller once its call is in the kernel's
+   * socket buffer (batch.ts post()), so the response does not wait for Redis's answer. The result returned then (the
+   * response's X-Svc-RateLimit-* headers) is the script's arithmetic run on this replica's mirror of the windows, which
+   * is what Redis computes unless another replica moved them meanwhile; Redis's answer, when it comes, replaces the
+   * mirror. Refused or unanswered after the response, the settlement is owed to Redis like a fallback take.
+   */
+  private async applyPosted(req: ApplyRequest): Promise<ApplyResult> {
+    const posted = this.primary.post(req);
+    let predicted: ApplyResult | null = null;
+    const answered = posted.answer.then(
+      (result) => {
+        this.local.mirror(req, result);
+        this.recovered();
+        return result;
+      },
+      (err: unknown) => {
+        if (predicted === null) return this.refused(req, err);
+        if (isScriptError(err) || !isRedisOutage(err)) {
+          this.log.error({ err: (err as Error).message }, 'Redis refused a settlement of the rate-limit windows');
+        } else {
+          this.redisHealth.report(err);
+          this.failed(err);
+          this.owe(req, predicted);
+        }
+        return predicted;
+      },
+    );
+    if ((await posted.durable) === 'answered') return answered;
+    predicted = this.local.applySync(req);
+    return predicted;
   }
 
   private owe(req: ApplyRequest, result: ApplyResult): void {
@@ -91,7 +134,7 @@ export class FallbackLimitStore implements LimitStore {
       if (applied === 0) continue;
       const b = o.buckets.get(spec.id);
       if (b) b.cost += applied;
-      else o.buckets.set(spec.id, { resource: spec.resource, cost: applied });
+      else o.buckets.set(spec.id, { resource: spec.resource, cost: applied, ...(spec.own ? { own: spec.own } : {}) });
     }
   }
 
@@ -103,7 +146,7 @@ export class FallbackLimitStore implements LimitStore {
     const nowMs = this.lastNowMs;
     await Promise.all(
       [...owed].map(async ([scope, o]) => {
-        const buckets = [...o.buckets].map(([id, b]) => ({ id, resource: b.resource, cost: b.cost }));
+        const buckets = [...o.buckets].map(([id, b]) => ({ id, resource: b.resource, cost: b.cost, ...(b.own ? { own: b.own } : {}) }));
         if (buckets.length === 0) return;
         const req: ApplyRequest = { scope, limits: o.limits, mode: 'force', nowMs, buckets };
         try {

@@ -1,5 +1,5 @@
 import type { Redis } from './connection.ts';
-import { redisBatchOf, type RedisBatch } from './batch.ts';
+import { redisBatchOf, type Posted, type RedisBatch } from './batch.ts';
 import type { ApplyRequest, ApplyResult, BucketOutcome, LimitStore, VersionedLimits } from '../limits/types.ts';
 
 const MAX_MEMO_KEYS = 100_000;
@@ -83,6 +83,24 @@ export class RedisLimitStore implements LimitStore {
   private readonly limitsText = new WeakMap<VersionedLimits, string>();
 
   async apply(req: ApplyRequest): Promise<ApplyResult> {
+    const { keys, packed } = this.encode(req);
+    return this.decode(req, await this.batch.run<string>('L', keys, [packed]));
+  }
+
+  /**
+   * apply() as a posted operation of the batch (batch.ts): `durable` once the call is in the kernel's socket buffer,
+   * Redis's answer in `answer` after. For a settlement (mode force, never refused) whose answer the response need not
+   * wait for.
+   */
+  post(req: ApplyRequest): Posted<ApplyResult> {
+    const { keys, packed } = this.encode(req);
+    const posted = this.batch.post<string>('L', keys, [packed]);
+    const answer = posted.answer.then((out) => this.decode(req, out));
+    answer.catch(() => {});
+    return { durable: posted.durable, answer };
+  }
+
+  private encode(req: ApplyRequest): { keys: string[]; packed: string } {
     const l = req.limits;
     const buckets = req.buckets;
     const keys: string[] = new Array(buckets.length + 1);
@@ -97,9 +115,17 @@ export class RedisLimitStore implements LimitStore {
     for (let i = 0; i < buckets.length; i++) {
       const b = buckets[i]!;
       keys[i + 1] = this.memoKey(req.scope, b.id);
-      packed += b.resource === 'requests' ? `,r,${Math.trunc(b.cost)}` : `,t,${Math.trunc(b.cost)}`;
+      // An own window (an end customer's) names its rate and version in its kind: R<rate>v<version>, T<rate>v<version>.
+      if (b.own) packed += `,${b.resource === 'requests' ? 'R' : 'T'}${b.own.perMinute}v${b.own.version},${Math.trunc(b.cost)}`;
+      else packed += b.resource === 'requests' ? `,r,${Math.trunc(b.cost)}` : `,t,${Math.trunc(b.cost)}`;
     }
-    const out = (await this.batch.run<string>('L', keys, [packed])).split(',');
+    return { keys, packed };
+  }
+
+  private decode(req: ApplyRequest, answer: string): ApplyResult {
+    const l = req.limits;
+    const buckets = req.buckets;
+    const out = answer.split(',');
     const outcomes: BucketOutcome[] = new Array(buckets.length);
     for (let i = 0; i < buckets.length; i++) outcomes[i] = { used: Number(out[5 + 2 * i]), applied: Number(out[6 + 2 * i]) };
     const rpm = Number(out[1]);

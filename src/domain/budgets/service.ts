@@ -13,6 +13,7 @@ import { requireProjectId } from '../tenancy.ts';
 import { ownTransaction, type Checked } from '../transact.ts';
 import type { BudgetAlert } from './types.ts';
 import { addSpendBatch, budgetsOf, markThresholds, spentIn, type SpendRow } from './store.ts';
+import { customerScope, type BudgetedCustomer } from '../customers/scope.ts';
 
 export type { BudgetAlert };
 
@@ -116,15 +117,26 @@ const usdText = (m: bigint) => `$${microsToUsd(m).toFixed(2)}`;
  * counters (one MGET, none at all when neither has a budget). Exact for a sequential client: a request's spend is
  * added to the counters before its response is sent.
  */
-export async function assertWithinBudget(ports: BudgetPorts, ctx: Ctx, projectBudgetMicros?: bigint | null): Promise<void> {
+export async function assertWithinBudget(
+  ports: BudgetPorts,
+  ctx: Ctx,
+  projectBudgetMicros?: bigint | null,
+  /** CONTRACT §22: the end customer the inference names; its hard-stop budget is read in the same MGET. */
+  customer?: BudgetedCustomer | null,
+): Promise<void> {
   const { keyId, projectId } = spendOwner(ctx);
   if (!projectId) return;
   const keyBudget = keyId ? (ctx.caller.budgetMicros ?? null) : null;
   const projectBudget =
     projectBudgetMicros !== undefined ? projectBudgetMicros : ((await ports.projects.get(projectId))?.budgetMicros ?? null);
-  if (keyBudget === null && projectBudget === null) return;
+  const customerBudget = customer?.hardStop ? customer.budgetMicros : null;
+  if (keyBudget === null && projectBudget === null && customerBudget === null) return;
   const period = periodOf(ctx.now());
-  const scopes = [...(keyBudget !== null ? [`key:${keyId}`] : []), ...(projectBudget !== null ? [`project:${projectId}`] : [])];
+  const scopes = [
+    ...(keyBudget !== null ? [`key:${keyId}`] : []),
+    ...(projectBudget !== null ? [`project:${projectId}`] : []),
+    ...(customerBudget !== null ? [customerScope(projectId, customer!.id)] : []),
+  ];
   const spent = await ports.counters.read(projectId, scopes, period);
   let i = 0;
   if (keyBudget !== null) {
@@ -136,10 +148,19 @@ export async function assertWithinBudget(ports: BudgetPorts, ctx: Ctx, projectBu
     }
   }
   if (projectBudget !== null) {
-    const projectSpent = spent[i]!;
+    const projectSpent = spent[i++]!;
     if (projectSpent >= projectBudget) {
       throw new SvcError('budget_exceeded', {
         message: `The project's monthly budget of ${usdText(projectBudget)} is exhausted for ${period} (spent ${usdText(projectSpent)}).`,
+      });
+    }
+  }
+  if (customerBudget !== null) {
+    const customerSpent = spent[i]!;
+    if (customerSpent >= customerBudget) {
+      throw new SvcError('budget_exceeded', {
+        param: 'customer',
+        message: `The customer's monthly budget of ${usdText(customerBudget)} is exhausted for ${period} (spent ${usdText(customerSpent)}).`,
       });
     }
   }
@@ -150,6 +171,10 @@ export interface SpendCharge {
   keyId: string | null;
   period: string;
 }
+
+/** One hard-stop customer budget's counter is kept (and added to) on the request path; alert-only ones are not. */
+const countedCustomer = (customer: BudgetedCustomer | null | undefined): customer is BudgetedCustomer =>
+  !!customer && customer.hardStop && customer.budgetMicros !== null;
 
 /**
  * After a request: adds its cost to the month counters of the key and of the project when they have a budget (request
@@ -163,6 +188,7 @@ export function chargeSpend(
   projectId: string,
   costMicros: bigint,
   projectBudgetMicros: bigint | null,
+  customer?: BudgetedCustomer | null,
 ): { charge: SpendCharge | null; added: Promise<void> } {
   if (costMicros <= 0n) return { charge: null, added: Promise.resolve() };
   const keyId = ctx.caller.kind === 'key' ? ctx.caller.keyId : null;
@@ -170,6 +196,7 @@ export function chargeSpend(
   const scopes = [
     ...(keyId && (ctx.caller.budgetMicros ?? null) !== null ? [`key:${keyId}`] : []),
     ...(projectBudgetMicros !== null ? [`project:${projectId}`] : []),
+    ...(countedCustomer(customer) ? [customerScope(projectId, customer.id)] : []),
   ];
   const added = scopes.length > 0 ? ports.counters.add(projectId, scopes, period, costMicros) : Promise.resolve();
   return { charge: { keyId, period }, added };
@@ -179,6 +206,8 @@ export function chargeSpend(
 export interface SpendEntry {
   projectId: string;
   keyId: string | null;
+  /** CONTRACT §22: the end customer the inference named, whose scope is charged too. */
+  customer?: string | null;
   period: string;
   micros: bigint;
 }
@@ -190,15 +219,19 @@ export interface SpendEntry {
  * commit), all that the batch crosses, in that order. Returns the alerts to e-mail after commit (BudgetAlertSender).
  */
 export async function applySpend(tx: RawSql, entries: readonly SpendEntry[], now: Date): Promise<BudgetAlert[]> {
-  const rows = new Map<string, SpendRow & { keyId: string | null }>();
+  const rows = new Map<string, SpendRow & { keyId: string | null; customer: string | null }>();
   for (const e of entries) {
     if (e.micros <= 0n) continue;
-    const scopes = [...(e.keyId ? [{ scope: `key:${e.keyId}`, keyId: e.keyId }] : []), { scope: `project:${e.projectId}`, keyId: null }];
+    const scopes = [
+      ...(e.keyId ? [{ scope: `key:${e.keyId}`, keyId: e.keyId, customer: null }] : []),
+      { scope: `project:${e.projectId}`, keyId: null, customer: null },
+      ...(e.customer ? [{ scope: customerScope(e.projectId, e.customer), keyId: null, customer: e.customer }] : []),
+    ];
     for (const s of scopes) {
       const id = `${s.scope}|${e.period}`;
       const row = rows.get(id);
       if (row) row.micros += e.micros;
-      else rows.set(id, { scope: s.scope, period: e.period, projectId: e.projectId, micros: e.micros, keyId: s.keyId });
+      else rows.set(id, { scope: s.scope, period: e.period, projectId: e.projectId, micros: e.micros, keyId: s.keyId, customer: s.customer });
     }
   }
   if (rows.size === 0) return [];
@@ -207,7 +240,8 @@ export async function applySpend(tx: RawSql, entries: readonly SpendEntry[], now
   const budgets = await budgetsOf(
     tx,
     [...new Set(all.flatMap((r) => (r.keyId ? [r.keyId] : [])))],
-    [...new Set(all.filter((r) => !r.keyId).map((r) => r.projectId))],
+    [...new Set(all.filter((r) => !r.keyId && !r.customer).map((r) => r.projectId))],
+    all.flatMap((r) => (r.customer ? [{ projectId: r.projectId, customer: r.customer }] : [])),
   );
   const fired: BudgetAlert[] = [];
   const events: NewEvent[] = [];
@@ -222,6 +256,7 @@ export async function applySpend(tx: RawSql, entries: readonly SpendEntry[], now
       const alert: BudgetAlert = {
         type: level.type,
         keyId: row.keyId,
+        ...(row.customer ? { customer: row.customer } : {}),
         projectId: row.projectId,
         budgetUsd: microsToUsd(budget),
         spentUsd: microsToUsd(t.spent),
@@ -234,6 +269,8 @@ export async function applySpend(tx: RawSql, entries: readonly SpendEntry[], now
         createdAt: now,
         data: {
           key_id: alert.keyId,
+          // CONTRACT §22: a customer's budget names the customer.
+          ...(row.customer ? { customer: row.customer } : {}),
           project_id: alert.projectId,
           budget_usd: alert.budgetUsd,
           spent_usd: alert.spentUsd,

@@ -53,11 +53,25 @@ export async function addSpendBatch(
   return out.map((r) => ({ scope: r.scope, period: r.period, spent: BigInt(String(r.spent_micros)), thresholdsSent: r.thresholds_sent ?? [] }));
 }
 
-/** Current budgets of keys and projects (only those that have one), by scope `key:<id>` / `project:<id>`: one statement. */
-export async function budgetsOf(tx: RawSql, keyIds: readonly string[], projectIds: readonly string[]): Promise<Map<string, bigint>> {
+/**
+ * Current budgets of keys, projects and end customers (only those that have one), by scope `key:<id>` /
+ * `project:<id>` / `customer:<project>:<customer>` (customers/scope.ts): one statement.
+ */
+export async function budgetsOf(
+  tx: RawSql,
+  keyIds: readonly string[],
+  projectIds: readonly string[],
+  customers: readonly { projectId: string; customer: string }[] = [],
+): Promise<Map<string, bigint>> {
   const rows = await tx.$queryRaw<{ scope: string; budget_micros: unknown }[]>`
     SELECT 'key:' || id AS scope, budget_micros FROM api_keys WHERE id = ANY(${[...keyIds]}::text[]) AND budget_micros IS NOT NULL
     UNION ALL
-    SELECT 'project:' || id AS scope, budget_micros FROM projects WHERE id = ANY(${[...projectIds]}::text[]) AND budget_micros IS NOT NULL`;
+    SELECT 'project:' || id AS scope, budget_micros FROM projects WHERE id = ANY(${[...projectIds]}::text[]) AND budget_micros IS NOT NULL
+    UNION ALL
+    SELECT 'customer:' || c.project_id || ':' || c.customer AS scope, c.budget_micros
+      FROM customers c
+      JOIN unnest(${customers.map((c) => c.projectId)}::text[], ${customers.map((c) => c.customer)}::text[]) AS w(project_id, customer)
+        ON c.project_id = w.project_id AND c.customer = w.customer
+     WHERE c.budget_micros IS NOT NULL`;
   return new Map(rows.map((r) => [r.scope, BigInt(String(r.budget_micros))]));
 }

@@ -2,6 +2,8 @@
 export interface BudgetAlert {
   type: 'budget.threshold' | 'budget.exceeded';
   keyId: string | null;
+  /** CONTRACT §22: set when the budget is an end customer's. */
+  customer?: string;
   projectId: string;
   budgetUsd: number;
   spentUsd: number;
