@@ -4,50 +4,11 @@ import { auth, gql } from './api.ts';
 import { CATALOG, scopesFor, type Catalog } from './catalog.ts';
 import { session, sso } from './session.ts';
 import { Card, ErrorBox, Pager, Status, fmtTime, html, usePager, useQuery } from './ui.ts';
-import { AuditScreen } from './screens/audit.ts';
-import { KeysScreen } from './screens/keys.ts';
-import { LimitsScreen } from './screens/limits.ts';
-import { OverviewScreen } from './screens/overview.ts';
-import { WebhooksScreen } from './screens/webhooks.ts';
-import { McpScreen } from './screens/mcp.ts';
-import { ApprovalsScreen } from './screens/approvals.ts';
-import { DocumentsScreen } from './screens/documents.ts';
-import { EvalsScreen } from './screens/evals.ts';
-import { BatchesScreen } from './screens/batches.ts';
-import { PrivacyScreen } from './screens/privacy.ts';
-import { TemplatesScreen } from './screens/templates.ts';
-import { OpsScreen } from './screens/ops.ts';
-import { DevScreen } from './screens/dev.ts';
-import { RiskScreen } from './screens/risk.ts';
-import { LegalScreen } from './screens/legal.ts';
-import { VIEWER, type ScreenProps, type Viewer } from './viewer.ts';
-
-interface Screen {
-  path: string;
-  title: string;
-  /** The actions the screen shows (their scopes, any one, open it: the API's catalog says which); none: any key. */
-  actions: string[];
-  view: (props: ScreenProps) => unknown;
-}
-
-const SCREENS: Screen[] = [
-  { path: 'overview', title: 'Overview', actions: [], view: OverviewScreen },
-  { path: 'keys', title: 'Keys', actions: ['key.list'], view: KeysScreen },
-  { path: 'webhooks', title: 'Webhooks', actions: ['webhook.list'], view: WebhooksScreen },
-  { path: 'mcp', title: 'MCP servers', actions: ['mcp_server.list'], view: McpScreen },
-  { path: 'limits', title: 'Rate limits', actions: ['rate_limits.read'], view: LimitsScreen },
-  { path: 'audit', title: 'Audit log', actions: ['audit.read'], view: AuditScreen },
-  { path: 'approvals', title: 'Approvals', actions: ['approval.list'], view: ApprovalsScreen },
-  { path: 'documents', title: 'Documents', actions: ['rag_document.list'], view: DocumentsScreen },
-  { path: 'evals', title: 'Evals', actions: ['eval_run.list'], view: EvalsScreen },
-  { path: 'batches', title: 'Batches', actions: ['batch.list'], view: BatchesScreen },
-  { path: 'privacy', title: 'Privacy', actions: ['privacy.read', 'inference.read'], view: PrivacyScreen },
-  { path: 'templates', title: 'Templates', actions: ['template.list'], view: TemplatesScreen },
-  { path: 'risk', title: 'Risk', actions: ['risk_case.list'], view: RiskScreen },
-  { path: 'ops', title: 'Ops', actions: ['ops_incident.list'], view: OpsScreen },
-  { path: 'legal', title: 'Legal', actions: ['legal_matter.list'], view: LegalScreen },
-  { path: 'dev', title: 'Dev', actions: ['dev_repository.list'], view: DevScreen },
-];
+import { SCREENS, type Screen } from './nav.ts';
+import { ProjectSwitcher, Shell, SideNav, ThemeToggle, type HiddenScreen } from './layout.ts';
+import { applyTheme, useTheme } from './theme.ts';
+import type { Viewer } from './viewer.ts';
+import { VIEWER } from './viewer.ts';
 
 /** The product's mark and name: the sign-in page and the top bar. */
 function Brand({ tag }: { tag: 'h1' | 'div' }) {
@@ -218,6 +179,7 @@ function App() {
   const [ssoChecked, setSsoChecked] = useState(false);
   const [methods, setMethods] = useState<string[]>(['api_key']);
   const [notice, setNotice] = useState<string | null>(readSignInError);
+  const [theme, toggleTheme] = useTheme();
 
   useEffect(() => {
     if (key) return;
@@ -299,42 +261,46 @@ function App() {
     setProject(null);
   };
   const projectId = viewer.projectId ?? project;
-  const screen = SCREENS.find((s) => s.path === route) ?? SCREENS[0]!;
   // The scopes a screen needs, any one (Approvals: governance:manage or risk:approve); [] any key; null: none.
   const needs = (s: Screen) => (s.actions.length === 0 ? [] : catalog ? scopesFor(catalog, s.actions) : null);
   const allowed = (s: Screen) => {
     const scopes = needs(s);
     return scopes !== null && (scopes.length === 0 || scopes.some((scope) => viewer.scopes.includes(scope)));
   };
-  const scopeWords = (s: Screen) => needs(s)?.join(' or ') ?? 'unknown';
+  const shown = SCREENS.filter(allowed);
+  const hidden: HiddenScreen[] = SCREENS.filter((s) => !allowed(s)).map((s) => ({ screen: s, scopes: needs(s) ?? [] }));
+  const screen = shown.find((s) => s.path === route) ?? shown[0] ?? SCREENS[0]!;
+  const switchable = viewer.kind === 'operator' || (ssoSession !== null && ssoSession.projects.length > 1);
+  const switchProject = (id: string | null) => {
+    session.setProject(id);
+    setProject(id);
+  };
 
-  return html`
-    <header class="top">
-      <${Brand} tag="h1" />
+  const top = html`<header class="top">
+      <${Brand} tag="div" />
+      ${projectId ? html`<${ProjectSwitcher} projectId=${projectId} switchable=${switchable} onSwitch=${switchProject} />` : null}
       <span class="who">${ssoSession
         ? html`operator <code>${ssoSession.operator.user_name}</code>`
-        : html`key <code>${viewer.keyId}</code>`}${projectId ? html` · project <code>${projectId}</code>` : null}</span>
-      ${(viewer.kind === 'operator' || (ssoSession && ssoSession.projects.length > 1)) && projectId ? html`<button type="button" onClick=${() => { session.setProject(null); setProject(null); }}>Switch project</button>` : null}
+        : html`key <code>${viewer.keyId}</code>`}</span>
+      <${ThemeToggle} theme=${theme} onToggle=${toggleTheme} />
       <button type="button" onClick=${signOut}>Sign out</button>
-    </header>
-    <nav class="tabs" aria-label="Screens">
-      ${SCREENS.map((s) =>
-        allowed(s)
-          ? html`<a href=${`#/${s.path}`} aria-current=${s === screen ? 'page' : undefined}>${s.title}</a>`
-          : html`<span class="disabled" aria-disabled="true" title=${`Needs the ${scopeWords(s)} scope`}>${s.title} <small>(needs ${scopeWords(s)})</small></span>`,
-      )}
-    </nav>
-    <main>
+    </header>`;
+  const nav = html`<${SideNav} screens=${shown} current=${screen} hidden=${hidden} />`;
+  // An unknown route, or one this key cannot use, shows the first screen it can (hidden screens are not linked).
+  const unknownRoute = route !== screen.path && SCREENS.some((s) => s.path === route);
+
+  return html`<${Shell} top=${top} nav=${nav}>
       ${!catalog
-        ? html`<section class="card"><h2>${screen.title}</h2><${ErrorBox} error=${catalogError} /></section>`
+        ? html`<section class="card"><h1 class="screen-title">${screen.title}</h1><${ErrorBox} error=${catalogError} /></section>`
         : !projectId
-        ? html`<${ProjectPicker} kind=${viewer.kind} onPick=${(id: string) => { session.setProject(id); setProject(id); }} />`
-        : allowed(screen)
-          ? html`<${screen.view} viewer=${viewer} projectId=${projectId} catalog=${catalog} />`
-          : html`<section class="card"><h2>${screen.title}</h2><p>This screen needs the <code>${scopeWords(screen)}</code> scope, which this key does not hold.</p></section>`}
-    </main>`;
+        ? html`<${ProjectPicker} kind=${viewer.kind} onPick=${switchProject} />`
+        : html`${unknownRoute ? html`<p class="notice" role="status">That screen needs a scope this key does not hold.</p>` : null}
+          <h1 class="screen-title">${screen.title}</h1>
+          <${screen.view} key=${`${projectId}/${screen.path}`} viewer=${viewer} projectId=${projectId} catalog=${catalog} />`}
+    <//>`;
 }
 
+applyTheme();
 const root = document.getElementById('app')!;
 root.textContent = ''; // the static "Loading…" placeholder
 render(html`<${App} />`, root);

@@ -116,7 +116,7 @@ describe('the console signed in through OpenID Connect (chromium, oidc-provider)
     await screenshot(page, 'sso-02-viewer-audit');
 
     // Search: an admin role, but only from 10.0.0.0/8; the browser is at 127.0.0.1.
-    await page.getByRole('button', { name: 'Switch project' }).click();
+    await page.getByRole('combobox', { name: 'Project' }).selectOption('');
     await page.getByRole('button', { name: 'Open Search' }).click();
     const refusal = page.getByRole('alert').filter({ hasText: "not in the project's console IP allowlist" });
     await refusal.first().waitFor();
@@ -125,7 +125,7 @@ describe('the console signed in through OpenID Connect (chromium, oidc-provider)
     // Idle: the gateway's clock moves past the idle timeout; the next call finds the session ended.
     // The picker loads its projects with the session: the clock moves only once they are shown, or that load itself
     // would find the session idle and the button would never appear.
-    await page.getByRole('button', { name: 'Switch project' }).click();
+    await page.getByRole('combobox', { name: 'Project' }).selectOption('');
     const openPayments = page.getByRole('button', { name: 'Open Payments' });
     await openPayments.waitFor();
     t.clock.advance((IDLE_S + 1) * 1000);

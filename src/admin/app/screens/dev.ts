@@ -1,4 +1,6 @@
 import { useState } from 'preact/hooks';
+import { NewVerticalObject, VERTICAL_CREATES } from './verticals-create.ts';
+import type { Viewer } from '../viewer.ts';
 import { gql } from '../api.ts';
 import { Card, ErrorBox, Pager, Status, fmtTime, html, usePager, useQuery } from '../ui.ts';
 
@@ -79,7 +81,7 @@ function ReviewView({ id, repositories, onBack }: { id: string; repositories: Ma
 }
 
 /** The Dev vertical (CONTRACT §16): repositories with their index status, and reviews with their line comments. */
-export function DevScreen({ projectId }: { projectId: string }) {
+export function DevScreen({ projectId, viewer }: { projectId: string; viewer: Viewer }) {
   const repoPager = usePager();
   const reviewPager = usePager();
   const [open, setOpen] = useState<string | null>(null);
@@ -92,8 +94,9 @@ export function DevScreen({ projectId }: { projectId: string }) {
   const reviewRows = reviews.data?.devReviews.edges.map((e) => e.node) ?? [];
   const filtered = repositoryId ? byId.get(repositoryId) : undefined;
   return html`<${Card} title="Dev repositories">
+      <${NewVerticalObject} spec=${VERTICAL_CREATES.dev} projectId=${projectId} scopes=${viewer.scopes} onCreated=${repos.reload} />
       <${ErrorBox} error=${repos.error} />
-      ${repos.data && repoRows.length === 0 ? html`<p class="empty">No repositories (POST /v1/dev/repositories, then POST its files).</p>` : null}
+      ${repos.data && repoRows.length === 0 ? html`<p class="empty">No repositories. Create one, then post its files (POST /v1/dev/repositories/{id}/files) to index it.</p>` : null}
       ${repoRows.length
         ? html`<table aria-label="Repositories"><thead><tr><th>Name</th><th>Host</th><th>Status</th><th>Files</th><th>Comments</th><th>Created</th></tr></thead>
             <tbody>${repoRows.map((r) => html`<tr data-repository-id=${r.id}>

@@ -2,7 +2,8 @@ import { useState } from 'preact/hooks';
 import { gql } from '../api.ts';
 import { SCOPE_GROUPS, groupsFor, type Catalog } from '../catalog.ts';
 import type { ScreenProps, Viewer } from '../viewer.ts';
-import { Card, Copy, ErrorBox, GroupedChecks, Pager, Status, fmtTime, fmtUsd, html, usePager, useQuery } from '../ui.ts';
+import { SidePanel } from '../panel.ts';
+import { Copy, ErrorBox, GroupedChecks, Pager, Status, fmtTime, fmtUsd, html, usePager, useQuery } from '../ui.ts';
 
 interface Key {
   id: string;
@@ -119,21 +120,30 @@ function KeyRow({ k, onChanged, onSecret }: { k: Key; onChanged: () => void; onS
 export function KeysScreen({ viewer, projectId, catalog }: ScreenProps) {
   const pager = usePager();
   const [secret, setSecret] = useState<{ title: string; secret: string; note?: string } | null>(null);
+  const [creating, setCreating] = useState(false);
   const q = useQuery(
     () => gql<{ keys: { edges: { node: Key }[]; pageInfo: { hasNextPage: boolean; endCursor: string | null } } }>(LIST, { projectId, after: pager.after }),
     [projectId, pager.after],
   );
+  const rows = q.data?.keys.edges ?? [];
   return html`
     ${secret ? html`<${OnceSecret} ...${secret} onDone=${() => setSecret(null)} />` : null}
-    <${Card} title="Create a key">
-      <${CreateKeyForm} viewer=${viewer} projectId=${projectId} catalog=${catalog} onCreated=${(name: string, s: string) => { setSecret({ title: `Secret of ${name}`, secret: s }); pager.reset(); q.reload(); }} />
-    <//>
-    <${Card} title="Keys">
+    <section class="card" aria-label="Keys">
+      <div class="card-head"><h2>Keys</h2><button type="button" class="primary" onClick=${() => setCreating(true)}>New key</button></div>
       <${ErrorBox} error=${q.error} />
       <table>
         <thead><tr><th>Name</th><th>Secret</th><th>Scopes</th><th>Status</th><th>Budget</th><th>Expires</th><th>Last used</th><th>Actions</th></tr></thead>
-        <tbody>${q.data?.keys.edges.map(({ node }) => html`<${KeyRow} key=${node.id} k=${node} onChanged=${q.reload} onSecret=${(title: string, s: string, note?: string) => setSecret({ title, secret: s, note })} />`)}</tbody>
+        <tbody>${rows.map(({ node }) => html`<${KeyRow} key=${node.id} k=${node} onChanged=${q.reload} onSecret=${(title: string, s: string, note?: string) => setSecret({ title, secret: s, note })} />`)}</tbody>
       </table>
+      ${q.data && rows.length === 0 ? html`<p class="empty">No keys on this page.</p>` : null}
       <${Pager} pager=${pager} hasNext=${q.data?.keys.pageInfo.hasNextPage ?? false} endCursor=${q.data?.keys.pageInfo.endCursor ?? null} />
+    </section>
+    <${SidePanel} title="Create a key" open=${creating} onClose=${() => setCreating(false)}>
+      <${CreateKeyForm} viewer=${viewer} projectId=${projectId} catalog=${catalog} onCreated=${(name: string, s: string) => {
+        setCreating(false);
+        setSecret({ title: `Secret of ${name}`, secret: s });
+        pager.reset();
+        q.reload();
+      }} />
     <//>`;
 }

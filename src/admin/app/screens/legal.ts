@@ -1,4 +1,6 @@
 import { useState } from 'preact/hooks';
+import { NewVerticalObject, VERTICAL_CREATES } from './verticals-create.ts';
+import type { Viewer } from '../viewer.ts';
 import { gql } from '../api.ts';
 import { patchLines } from '../template-diff.ts';
 import { Card, ErrorBox, Pager, Status, fmtTime, html, usePager, useQuery } from '../ui.ts';
@@ -182,7 +184,7 @@ function MatterScreen({ id, onBack, onContract }: { id: string; onBack: () => vo
 }
 
 /** The Legal vertical (CONTRACT §16): matters newest first, a matter's contracts, a contract's mappings and redlines. */
-export function LegalScreen({ projectId }: { projectId: string }) {
+export function LegalScreen({ projectId, viewer }: { projectId: string; viewer: Viewer }) {
   const pager = usePager();
   const [status, setStatus] = useState('');
   const [matter, setMatter] = useState<string | null>(null);
@@ -192,11 +194,12 @@ export function LegalScreen({ projectId }: { projectId: string }) {
   if (matter) return html`<${MatterScreen} id=${matter} onBack=${() => setMatter(null)} onContract=${setContract} />`;
   const rows = list.data?.legalMatters.edges.map((e) => e.node) ?? [];
   return html`<${Card} title="Legal matters">
+    <${NewVerticalObject} spec=${VERTICAL_CREATES.legal} projectId=${projectId} scopes=${viewer.scopes} onCreated=${list.reload} />
     <label class="filter">Status <select value=${status} onChange=${(e: Event) => (setStatus((e.target as HTMLSelectElement).value), pager.reset())}>
       <option value="">all</option><option value="open">open</option><option value="closed">closed</option>
     </select></label>
     <${ErrorBox} error=${list.error} />
-    ${list.data && rows.length === 0 ? html`<p class="empty">No matters yet (POST /v1/legal/matters).</p>` : null}
+    ${list.data && rows.length === 0 ? html`<p class="empty">No matters yet.</p>` : null}
     ${rows.length
       ? html`<table aria-label="Legal matters"><thead><tr><th>Name</th><th>Client</th><th>Status</th><th>Opened</th></tr></thead>
           <tbody>${rows.map((m) => html`<tr data-matter-id=${m.id}>

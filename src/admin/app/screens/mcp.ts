@@ -1,5 +1,6 @@
 import { useState } from 'preact/hooks';
 import { gql } from '../api.ts';
+import { SidePanel } from '../panel.ts';
 import type { ScreenProps } from '../viewer.ts';
 import { Card, ErrorBox, Pager, Status, fmtTime, html, usePager, useQuery } from '../ui.ts';
 
@@ -69,6 +70,7 @@ export function McpScreen({ projectId }: Pick<ScreenProps, 'projectId'>) {
   const [form, setForm] = useState({ name: '', url: '', headerName: '', headerValue: '', tools: '', price: '0' });
   const [error, setError] = useState<unknown>(null);
   const [open, setOpen] = useState<string | null>(null);
+  const [creating, setCreating] = useState(false);
   const q = useQuery(
     () => gql<{ mcpServers: { edges: { node: McpServer }[]; pageInfo: { hasNextPage: boolean; endCursor: string | null } } }>(LIST, { projectId, after: pager.after }),
     [projectId, pager.after],
@@ -83,6 +85,7 @@ export function McpScreen({ projectId }: Pick<ScreenProps, 'projectId'>) {
         headers: form.headerName ? [{ name: form.headerName, value: form.headerValue }] : null,
       });
       setForm({ name: '', url: '', headerName: '', headerValue: '', tools: '', price: '0' });
+      setCreating(false);
       setError(null);
       q.reload();
     } catch (err) {
@@ -99,19 +102,8 @@ export function McpScreen({ projectId }: Pick<ScreenProps, 'projectId'>) {
     }
   };
   return html`
-    <${Card} title="Register an MCP server">
-      <form onSubmit=${create} aria-label="Register an MCP server">
-        <label>Name <input name="name" required value=${form.name} placeholder="files" onInput=${set('name')} /></label>
-        <label>HTTPS URL <input name="url" type="url" required value=${form.url} placeholder="https://mcp.example.com/mcp" onInput=${set('url')} /></label>
-        <label>Header name <input name="headerName" value=${form.headerName} placeholder="Authorization" onInput=${set('headerName')} /></label>
-        <label>Header value (sealed, never shown again) <input name="headerValue" type="password" value=${form.headerValue} onInput=${set('headerValue')} /></label>
-        <label>Tools allowed (comma-separated; empty: all) <input name="tools" value=${form.tools} onInput=${set('tools')} /></label>
-        <label>Price per call (USD) <input name="price" type="number" min="0" step="0.000001" value=${form.price} onInput=${set('price')} /></label>
-        <p><button class="primary" type="submit">Register server</button></p>
-        <${ErrorBox} error=${error} />
-      </form>
-    <//>
-    <${Card} title="MCP servers">
+    <section class="card" aria-label="MCP servers">
+      <div class="card-head"><h2>MCP servers</h2><button type="button" class="primary" onClick=${() => setCreating(true)}>Register a server</button></div>
       <${ErrorBox} error=${q.error} />
       <table>
         <thead><tr><th>Server</th><th>Name</th><th>URL</th><th>Headers</th><th>Tools allowed</th><th>Price/call</th><th>Created</th><th></th></tr></thead>
@@ -123,7 +115,20 @@ export function McpScreen({ projectId }: Pick<ScreenProps, 'projectId'>) {
             <button type="button" class="danger" onClick=${() => remove(s.id)}>Delete</button></td>
         </tr>`)}</tbody>
       </table>
+      ${q.data && q.data.mcpServers.edges.length === 0 ? html`<p class="empty">No MCP servers yet.</p>` : null}
       <${Pager} pager=${pager} hasNext=${q.data?.mcpServers.pageInfo.hasNextPage ?? false} endCursor=${q.data?.mcpServers.pageInfo.endCursor ?? null} />
+    </section>
+    <${SidePanel} title="Register an MCP server" open=${creating} onClose=${() => setCreating(false)}>
+      <form onSubmit=${create} aria-label="Register an MCP server">
+        <label>Name <input name="name" required value=${form.name} placeholder="files" onInput=${set('name')} /></label>
+        <label>HTTPS URL <input name="url" type="url" required value=${form.url} placeholder="https://mcp.example.com/mcp" onInput=${set('url')} /></label>
+        <label>Header name <input name="headerName" value=${form.headerName} placeholder="Authorization" onInput=${set('headerName')} /></label>
+        <label>Header value (sealed, never shown again) <input name="headerValue" type="password" value=${form.headerValue} onInput=${set('headerValue')} /></label>
+        <label>Tools allowed (comma-separated; empty: all) <input name="tools" value=${form.tools} onInput=${set('tools')} /></label>
+        <label>Price per call (USD) <input name="price" type="number" min="0" step="0.000001" value=${form.price} onInput=${set('price')} /></label>
+        <p><button class="primary" type="submit">Register server</button></p>
+        <${ErrorBox} error=${error} />
+      </form>
     <//>
     ${open ? html`<${ServerDetail} key=${open} serverId=${open} />` : null}`;
 }

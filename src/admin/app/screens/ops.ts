@@ -1,4 +1,6 @@
 import { useState } from 'preact/hooks';
+import { NewVerticalObject, VERTICAL_CREATES } from './verticals-create.ts';
+import type { Viewer } from '../viewer.ts';
 import { gql } from '../api.ts';
 import { Card, ErrorBox, Pager, Status, fmtTime, html, usePager, useQuery } from '../ui.ts';
 
@@ -70,15 +72,16 @@ function IncidentView({ id, onBack }: { id: string; onBack: () => void }) {
 }
 
 /** The Ops vertical (CONTRACT §16): incidents newest first, and one incident's timeline. */
-export function OpsScreen({ projectId }: { projectId: string }) {
+export function OpsScreen({ projectId, viewer }: { projectId: string; viewer: Viewer }) {
   const pager = usePager();
   const [open, setOpen] = useState<string | null>(null);
   const list = useQuery(() => gql<IncidentPage>(LIST, { projectId, after: pager.after }), [projectId, pager.after]);
   if (open) return html`<${IncidentView} id=${open} onBack=${() => setOpen(null)} />`;
   const rows = list.data?.opsIncidents.edges.map((e) => e.node) ?? [];
   return html`<${Card} title="Ops incidents">
+    <${NewVerticalObject} spec=${VERTICAL_CREATES.ops} projectId=${projectId} scopes=${viewer.scopes} onCreated=${list.reload} />
     <${ErrorBox} error=${list.error} />
-    ${list.data && rows.length === 0 ? html`<p class="empty">No incidents (POST /v1/ops/incidents).</p>` : null}
+    ${list.data && rows.length === 0 ? html`<p class="empty">No incidents.</p>` : null}
     ${rows.length
       ? html`<table aria-label="Incidents"><thead><tr><th>Title</th><th>Severity</th><th>Status</th><th>Service</th><th>Opened</th></tr></thead>
           <tbody>${rows.map((i) => html`<tr data-incident-id=${i.id}>

@@ -1,4 +1,6 @@
 import { useState } from 'preact/hooks';
+import { NewVerticalObject, VERTICAL_CREATES } from './verticals-create.ts';
+import type { Viewer } from '../viewer.ts';
 import { ApiError, gql } from '../api.ts';
 import { Card, ErrorBox, Pager, QueuedBanner, Status, fmtTime, html, usePager, useQuery } from '../ui.ts';
 
@@ -143,15 +145,16 @@ function ReportView({ content }: { content: Json }) {
 }
 
 /** The Risk vertical (CONTRACT §16): cases newest first, and one case with its evidence hashes and approval state. */
-export function RiskScreen({ projectId }: { projectId: string }) {
+export function RiskScreen({ projectId, viewer }: { projectId: string; viewer: Viewer }) {
   const pager = usePager();
   const [open, setOpen] = useState<string | null>(null);
   const list = useQuery(() => gql<CasePage>(LIST, { projectId, after: pager.after }), [projectId, pager.after]);
   if (open) return html`<${CaseView} id=${open} onBack=${() => setOpen(null)} />`;
   const rows = list.data?.riskCases.edges.map((e) => e.node) ?? [];
   return html`<${Card} title="Risk cases">
+    <${NewVerticalObject} spec=${VERTICAL_CREATES.risk} projectId=${projectId} scopes=${viewer.scopes} onCreated=${list.reload} />
     <${ErrorBox} error=${list.error} />
-    ${list.data && rows.length === 0 ? html`<p class="empty">No cases yet (POST /v1/risk/cases).</p>` : null}
+    ${list.data && rows.length === 0 ? html`<p class="empty">No cases yet.</p>` : null}
     ${rows.length
       ? html`<table aria-label="Risk cases"><thead><tr><th>Title</th><th>Status</th><th>Assignee</th><th>Reviewer</th><th>Opened</th></tr></thead>
           <tbody>${rows.map((c) => html`<tr data-case-id=${c.id}>

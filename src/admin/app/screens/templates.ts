@@ -3,6 +3,8 @@ import { gql } from '../api.ts';
 import type { Viewer } from '../viewer.ts';
 import { Card, ErrorBox, Pager, fmtTime, html, usePager, useQuery } from '../ui.ts';
 import { lineDiff, versionLines, type Version } from '../template-diff.ts';
+import { SidePanel } from '../panel.ts';
+import { VersionEditor } from './templates-editor.ts';
 
 interface Template {
   id: string;
@@ -38,7 +40,7 @@ function VersionDiff({ versions }: { versions: Version[] }) {
     </select></label>`;
   const diff = a && b ? lineDiff(versionLines(a), versionLines(b)) : [];
   return html`<div class="template-diff">
-    <div class="inline">${pick(left, setLeft, 'From')} ${pick(right, setRight, 'To')}</div>
+    <form class="inline" aria-label="Versions to compare" onSubmit=${(e: Event) => e.preventDefault()}>${pick(left, setLeft, 'From')} ${pick(right, setRight, 'To')}</form>
     <pre class="diff mono" aria-label="Version diff">${diff.map(
       (d) => html`<div class=${d.op === '+' ? 'added' : d.op === '-' ? 'removed' : ''}>${d.op} ${d.line}</div>`,
     )}</pre>
@@ -46,7 +48,7 @@ function VersionDiff({ versions }: { versions: Version[] }) {
 }
 
 function RenderPreview({ template, versions }: { template: Template; versions: Version[] }) {
-  const [version, setVersion] = useState(template.latestVersion);
+  const [version, setVersion] = useState(versions[0]?.version ?? template.latestVersion);
   const [values, setValues] = useState('{}');
   const [result, setResult] = useState<{ version: number; messages: { role: string; content: string }[] } | null>(null);
   const [error, setError] = useState<unknown>(null);
@@ -80,11 +82,22 @@ function RenderPreview({ template, versions }: { template: Template; versions: V
   </div>`;
 }
 
-function TemplateDetail({ template }: { template: Template }) {
-  const versions = useQuery(() => gql<{ templateVersions: { edges: { node: Version }[] } }>(VERSIONS, { id: template.id }), [template.id]);
+function TemplateDetail({ template, onPublished }: { template: Template; onPublished: () => void }) {
+  const [refresh, setRefresh] = useState(0);
+  const [editing, setEditing] = useState(false);
+  const [published, setPublished] = useState<number | null>(null);
+  const versions = useQuery(() => gql<{ templateVersions: { edges: { node: Version }[] } }>(VERSIONS, { id: template.id }), [template.id, refresh]);
   const list = versions.data?.templateVersions.edges.map((e) => e.node) ?? [];
   return html`<div class="template-detail" data-template-id=${template.id}>
     <${ErrorBox} error=${versions.error} />
+    <p><button type="button" class="primary" disabled=${list.length === 0} onClick=${() => { setPublished(null); setEditing(true); }}>New version</button>
+      <span class="muted"> Published versions never change: an edit becomes the next version.</span></p>
+    ${published !== null ? html`<div class="notice" role="status">Published v${published}.</div>` : null}
+    <${SidePanel} title=${`New version of ${template.name}`} wide open=${editing} onClose=${() => setEditing(false)}>
+      ${editing && list[0]
+        ? html`<${VersionEditor} templateId=${template.id} base=${list[0]} onPublished=${(v: number) => { setEditing(false); setPublished(v); setRefresh(refresh + 1); onPublished(); }} />`
+        : null}
+    <//>
     <h3>Versions</h3>
     <table aria-label="Versions">
       <thead><tr><th>Version</th><th>Model</th><th>Messages</th><th>Variables</th><th>Published</th></tr></thead>
@@ -93,8 +106,8 @@ function TemplateDetail({ template }: { template: Template }) {
           <td>${v.variables.map((x) => x.name).join(', ') || '—'}</td><td>${fmtTime(v.createdAt)}</td></tr>`,
       )}</tbody>
     </table>
-    ${list.length > 0 ? html`<h3>Diff</h3><${VersionDiff} key=${template.id} versions=${list} />` : null}
-    ${list.length > 0 ? html`<h3>Render preview</h3><${RenderPreview} key=${template.id} template=${template} versions=${list} />` : null}
+    ${list.length > 0 ? html`<h3>Diff</h3><${VersionDiff} key=${`${template.id}-${list.length}`} versions=${list} />` : null}
+    ${list.length > 0 ? html`<h3>Render preview</h3><${RenderPreview} key=${`${template.id}-${list.length}`} template=${template} versions=${list} />` : null}
   </div>`;
 }
 
@@ -102,6 +115,7 @@ function TemplateDetail({ template }: { template: Template }) {
 export function TemplatesScreen({ projectId }: { viewer: Viewer; projectId: string }) {
   const pager = usePager();
   const [open, setOpen] = useState<Template | null>(null);
+  const [creating, setCreating] = useState(false);
   const page = useQuery(
     () => gql<{ templates: { edges: { node: Template }[]; pageInfo: { hasNextPage: boolean; endCursor: string | null } } }>(LIST, { projectId, after: pager.after }),
     [projectId, pager.after],
@@ -109,7 +123,11 @@ export function TemplatesScreen({ projectId }: { viewer: Viewer; projectId: stri
   const rows = page.data?.templates.edges.map((e) => e.node) ?? [];
   return html`
     <${Card} title="Prompt templates">
-      <p class="muted">Templates are created and published through the API (POST /v1/templates); versions never change once published.</p>
+      <p class="muted">Versions never change once published: edit a template by publishing its next version, with the diff
+        against the current one. <button type="button" onClick=${() => setCreating(true)}>New template</button></p>
+      <${SidePanel} title="New template" wide open=${creating} onClose=${() => setCreating(false)}>
+        ${creating ? html`<${VersionEditor} templateId=${null} base=${null} onPublished=${() => { setCreating(false); page.reload(); }} />` : null}
+      <//>
       <${ErrorBox} error=${page.error} />
       ${page.data && rows.length === 0 ? html`<p class="empty">No templates yet.</p>` : null}
       ${rows.length > 0
@@ -124,6 +142,6 @@ export function TemplatesScreen({ projectId }: { viewer: Viewer; projectId: stri
         : null}
       <${Pager} pager=${pager} hasNext=${page.data?.templates.pageInfo.hasNextPage ?? false} endCursor=${page.data?.templates.pageInfo.endCursor ?? null} />
     <//>
-    ${open ? html`<${Card} title=${`Template ${open.name}`}><${TemplateDetail} key=${open.id} template=${open} /><//>` : null}
+    ${open ? html`<${Card} title=${`Template ${open.name}`}><${TemplateDetail} key=${open.id} template=${open} onPublished=${page.reload} /><//>` : null}
   `;
 }

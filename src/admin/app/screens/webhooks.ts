@@ -2,6 +2,7 @@ import { useState } from 'preact/hooks';
 import { gql } from '../api.ts';
 import { EVENT_GROUPS, groupsFor } from '../catalog.ts';
 import type { ScreenProps } from '../viewer.ts';
+import { SidePanel } from '../panel.ts';
 import { Card, Copy, ErrorBox, GroupedChecks, Pager, Status, fmtTime, html, usePager, useQuery } from '../ui.ts';
 
 interface Attempt {
@@ -87,6 +88,7 @@ export function WebhooksScreen({ projectId, catalog }: Pick<ScreenProps, 'projec
   const [error, setError] = useState<unknown>(null);
   const [secret, setSecret] = useState<string | null>(null);
   const [open, setOpen] = useState<string | null>(null);
+  const [creating, setCreating] = useState(false);
   const q = useQuery(
     () => gql<{ webhooks: { edges: { node: Webhook }[]; pageInfo: { hasNextPage: boolean; endCursor: string | null } } }>(LIST, { projectId, after: pager.after }),
     [projectId, pager.after],
@@ -96,6 +98,7 @@ export function WebhooksScreen({ projectId, catalog }: Pick<ScreenProps, 'projec
     try {
       const r = await gql<{ createWebhook: { secret: string } }>(CREATE, { input: { projectId, url, events } });
       setSecret(r.createWebhook.secret);
+      setCreating(false);
       setUrl('');
       setError(null);
       q.reload();
@@ -129,16 +132,8 @@ export function WebhooksScreen({ projectId, catalog }: Pick<ScreenProps, 'projec
     ${secret ? html`<div class="notice" role="status"><strong>Signing secret</strong> — shown once.
       <div class="secret"><code data-testid="webhook-secret">${secret}</code><${Copy} text=${secret} label="Copy secret" /></div>
       <p><button type="button" onClick=${() => setSecret(null)}>I have stored it</button></p></div>` : null}
-    <${Card} title="Create a webhook">
-      <form onSubmit=${create} aria-label="Create a webhook">
-        <label>HTTPS URL <input name="url" type="url" required value=${url} placeholder="https://example.com/hooks/svc" onInput=${(e: Event) => setUrl((e.target as HTMLInputElement).value)} /></label>
-        <${GroupedChecks} legend="Events" name="event" groups=${groupsFor(EVENT_GROUPS, catalog.events)} selected=${events}
-          onToggle=${(t: string) => setEvents(events.includes(t) ? events.filter((x) => x !== t) : [...events, t])} />
-        <p><button class="primary" type="submit">Create webhook</button></p>
-        <${ErrorBox} error=${error} />
-      </form>
-    <//>
-    <${Card} title="Webhooks">
+    <section class="card" aria-label="Webhooks">
+      <div class="card-head"><h2>Webhooks</h2><button type="button" class="primary" onClick=${() => setCreating(true)}>New webhook</button></div>
       <${ErrorBox} error=${q.error ?? actionError} />
       ${sent ? html`<p class="notice" role="status" data-testid="webhook-test-sent">Sent <code>webhook.test</code> <span class="mono">${sent.eventId}</span> to <span class="mono">${sent.webhookId}</span>: its delivery is listed below.</p>` : null}
       <table>
@@ -151,7 +146,17 @@ export function WebhooksScreen({ projectId, catalog }: Pick<ScreenProps, 'projec
             ${w.status === 'active' ? html`<button type="button" class="danger" onClick=${() => disable(w.id)}>Disable</button>` : null}</td>
         </tr>`)}</tbody>
       </table>
+      ${q.data && q.data.webhooks.edges.length === 0 ? html`<p class="empty">No webhooks yet.</p>` : null}
       <${Pager} pager=${pager} hasNext=${q.data?.webhooks.pageInfo.hasNextPage ?? false} endCursor=${q.data?.webhooks.pageInfo.endCursor ?? null} />
+    </section>
+    <${SidePanel} title="Create a webhook" open=${creating} onClose=${() => setCreating(false)}>
+      <form onSubmit=${create} aria-label="Create a webhook">
+        <label>HTTPS URL <input name="url" type="url" required value=${url} placeholder="https://example.com/hooks/svc" onInput=${(e: Event) => setUrl((e.target as HTMLInputElement).value)} /></label>
+        <${GroupedChecks} legend="Events" name="event" groups=${groupsFor(EVENT_GROUPS, catalog.events)} selected=${events}
+          onToggle=${(t: string) => setEvents(events.includes(t) ? events.filter((x) => x !== t) : [...events, t])} />
+        <p><button class="primary" type="submit">Create webhook</button></p>
+        <${ErrorBox} error=${error} />
+      </form>
     <//>
     ${open ? html`<${Deliveries} key=${`${open}:${sent?.eventId ?? ''}`} webhookId=${open} />` : null}`;
 }
