@@ -4,6 +4,7 @@ import { BATCH_LUA } from '../../src/redis/batch.ts';
 import { keySlot } from '../../src/redis/slot.ts';
 import { seedProject, type Seeded } from '../helpers/app.ts';
 import { pollUntil, type Answer, type GatewayProcess } from '../helpers/gateway-process.ts';
+import { startReplica } from '../helpers/processes.ts';
 import { startReceiver, testPki, type Receiver } from '../helpers/https-receiver.ts';
 import { openServices, type TestServices } from '../helpers/private-services.ts';
 import { HAVE_REDIS_ENGINES, REQUIRE_ENGINES, RedisClusterEngine, type ClusterMaster } from '../helpers/redis-engines.ts';
@@ -70,13 +71,13 @@ describe.runIf(RUN)('two gateway processes on a Redis Cluster (3 masters + 3 rep
       NODE_EXTRA_CA_CERTS: testPki().caFile,
       SVC_OUTCOME_LEASE_MS: '2000',
     });
-    [a, b] = await Promise.all([d.start(), d.start()]);
+    [a, b] = await Promise.all([startReplica(d), startReplica(d)]);
     const ready = await Promise.all([a, b].map((g) => g.call('GET', '/readyz', { key: null })));
     expect(ready.map((r) => [r.status, r.body.checks])).toEqual([
       [200, { database: 'ok', redis: 'ok', limits: 'ok' }],
       [200, { database: 'ok', redis: 'ok', limits: 'ok' }],
     ]);
-  }, 120_000);
+  }, 300_000);
 
   afterAll(async () => {
     await d?.close();

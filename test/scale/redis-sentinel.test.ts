@@ -2,6 +2,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { seedProject } from '../helpers/app.ts';
 import { pollUntil, type Answer, type GatewayProcess } from '../helpers/gateway-process.ts';
+import { startReplica } from '../helpers/processes.ts';
 import { openServices, type TestServices } from '../helpers/private-services.ts';
 import { HAVE_REDIS_ENGINES, REQUIRE_ENGINES, RedisSentinelEngine } from '../helpers/redis-engines.ts';
 import { acceptedIds, deploy, expectRecorded, five, infer, OPEN_PROJECT, tally, type Deployment } from '../system/replicas/support.ts';
@@ -27,9 +28,9 @@ describe.runIf(RUN)('two gateway processes on Redis with Sentinel failover', () 
   beforeAll(async () => {
     [services, sentinel] = await Promise.all([openServices(), RedisSentinelEngine.start()]);
     d = await deploy(services, { REDIS_URL: '', REDIS_SENTINELS: sentinel.sentinelList, REDIS_SENTINEL_NAME: sentinel.name });
-    [a, b] = await Promise.all([d.start(), d.start()]);
+    [a, b] = await Promise.all([startReplica(d), startReplica(d)]);
     for (const g of [a, b]) expect((await g.call('GET', '/readyz', { key: null })).status).toBe(200);
-  }, 120_000);
+  }, 300_000);
 
   afterAll(async () => {
     await d?.close();
