@@ -1,5 +1,5 @@
 # Multi-stage image for the gateway. Untested here: no Docker engine runs on the build machines (see README).
-FROM node:22-bookworm-slim AS build
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json prisma.config.ts tsconfig.json tsconfig.build.json ./
 COPY prisma ./prisma
@@ -8,7 +8,7 @@ COPY src ./src
 # and builds the admin console into dist/admin; nothing downloads binaries. Dev dependencies are pruned afterwards.
 RUN npm ci --no-audit --no-fund && npm prune --omit=dev
 
-FROM node:22-bookworm-slim AS runtime
+FROM node:24-bookworm-slim AS runtime
 ENV NODE_ENV=production HOST=0.0.0.0 PORT=8080 SVC_DATA_DIR=/data
 WORKDIR /app
 RUN useradd --system --uid 10001 --home /app svc && mkdir -p /data && chown svc /data
@@ -21,5 +21,5 @@ EXPOSE 8080
 VOLUME ["/data"]
 HEALTHCHECK --interval=10s --timeout=3s CMD node -e "fetch('http://127.0.0.1:'+process.env.PORT+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
 # Migrations are applied at start (migrate-deploy semantics, under an advisory lock so replicas do not race).
-# The same Node flags as `npm start` (package.json): see README "Memory".
-CMD ["node", "--enable-source-maps", "--max-old-space-size=192", "--min-semi-space-size=16", "--liftoff-only", "dist/server/main.js"]
+# The same Node flags as `npm start` (package.json), the same on Node 22 and 24: docs/OPERATIONS.md "Memory".
+CMD ["node", "--max-old-space-size=192", "--max-semi-space-size=16", "--min-semi-space-size=16", "dist/server/main.js"]

@@ -4,25 +4,35 @@ import path from 'node:path';
 
 export { freePort } from '../test/helpers/ports.ts';
 
-/**
- * Starts the gateway exactly as `npm start` runs it (compiled JavaScript, the start script's Node flags), so the bench
- * and the soak measure what is deployed. The flags are read from package.json rather than repeated here.
- */
-export function startCompiledGateway(root: string, env: Record<string, string>, opts: { build?: boolean } = {}): ChildProcess {
-  if (opts.build !== false) execFileSync('npm', ['run', '--silent', 'build:server'], { cwd: root, stdio: 'inherit' });
+/** The Node flags of package.json's start script (`exec node <flags> dist/server/main.js`), read rather than repeated. */
+export function startScript(root: string): { flags: string[]; entry: string } {
   const start = (JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
   // `exec node …`: npm's shell becomes node, so SIGTERM to `npm start` reaches the gateway.
   const [node, ...args] = start.trim().replace(/^exec\s+/, '').split(/\s+/);
   if (node !== 'node') throw new Error(`package.json start script does not begin with node: ${start}`);
+  return { flags: args.slice(0, -1), entry: args[args.length - 1]! };
+}
+
+/**
+ * Starts the gateway exactly as `npm start` runs it (compiled JavaScript, the start script's Node flags), so the bench
+ * and the soak measure what is deployed. `node`: another Node binary (the bench's BENCH_NODES); `flags`: other flags
+ * instead of the start script's (bench/flags.ts compares them).
+ */
+export function startCompiledGateway(
+  root: string,
+  env: Record<string, string>,
+  opts: { build?: boolean; node?: string; flags?: string[] } = {},
+): ChildProcess {
+  if (opts.build !== false) execFileSync('npm', ['run', '--silent', 'build:server'], { cwd: root, stdio: 'inherit' });
+  const { flags, entry } = startScript(root);
   // BENCH_NODE_FLAGS (e.g. "--cpu-prof --cpu-prof-dir=bench/tmp/prof") adds flags for profiling a run.
   const extra = (process.env.BENCH_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean);
-  return spawn(process.execPath, [...extra, ...args], {
+  return spawn(opts.node ?? process.execPath, [...extra, ...(opts.flags ?? flags), entry], {
     cwd: root,
     env: { ...process.env, NODE_ENV: 'production', LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
 }
-
 
 export async function waitHttp(url: string, timeoutMs = 60_000): Promise<void> {
   const until = Date.now() + timeoutMs;

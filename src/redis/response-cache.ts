@@ -41,11 +41,13 @@ export class RedisResponseCache implements ResponseCache {
 
   async set(projectId: string, key: string, answer: CachedAnswer, ttlS: number): Promise<boolean> {
     if (!this.batch.usable) return false;
-    try {
-      await this.batch.run('S', [this.k(projectId, key)], [JSON.stringify(answer), ttlS]);
-      return true;
-    } catch {
-      return false;
-    }
+    // Posted (batch.ts): stored, as far as the response says, once the SET is in the kernel's socket buffer; a SET
+    // refused after that only means a later miss.
+    const posted = this.batch.post('S', [this.k(projectId, key)], [JSON.stringify(answer), ttlS]);
+    if ((await posted.durable) === 'written') return true;
+    return posted.answer.then(
+      () => true,
+      () => false,
+    );
   }
 }

@@ -91,17 +91,23 @@ export class RedisSpendCounters implements SpendCounters {
     if (!this.redisHealth.usable) return this.owe(keys, micros);
     const owed = this.owed.size > 0 ? [...this.owed] : [];
     this.owed.clear();
-    try {
-      // Operations of the turn's batch; the owed ones are rare (after an outage).
-      await Promise.all([
-        keys.length > 0 ? this.batch.run('A', keys, [micros.toString()]) : 0,
-        ...owed.map(([k, v]) => this.batch.run('A', [k], [v.toString()])),
-      ]);
-    } catch (err) {
-      this.log.debug({ err: (err as Error).message }, 'spend counters: Redis did not answer; the add is kept for later');
-      for (const [k, v] of owed) this.owe([k], v);
-      this.owe(keys, micros);
-    }
+    // Posted operations of the turn's batch (batch.ts): the add is done for the caller once its call is in the
+    // kernel's socket buffer (the response need not wait for Redis's answer); the owed ones are rare (after an outage).
+    // Refused or unanswered, whenever that is found out, the add is kept for later.
+    const adds: [string[], bigint][] = [...(keys.length > 0 ? [[keys, micros] as [string[], bigint]] : []), ...owed.map(([k, v]): [string[], bigint] => [[k], v])];
+    await Promise.all(adds.map(([k, v]) => this.post(k, v)));
+  }
+
+  private async post(keys: string[], micros: bigint): Promise<void> {
+    const posted = this.batch.post('A', keys, [micros.toString()]);
+    const kept = posted.answer.then(
+      () => {},
+      (err: unknown) => {
+        this.log.debug({ err: (err as Error).message }, 'spend counters: Redis did not answer; the add is kept for later');
+        this.owe(keys, micros);
+      },
+    );
+    if ((await posted.durable) === 'answered') await kept;
   }
 
   async forget(projectId: string, scopes: readonly string[], period: string): Promise<void> {

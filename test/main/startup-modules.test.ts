@@ -28,16 +28,26 @@ const LOADED_ON_FIRST_USE = [
   '@modelcontextprotocol/sdk', // the MCP gateway's first request (domain/mcp/proxy.ts)
 ];
 
-// A resolve hook (on Node's hooks thread) that prints every package a module of the graph resolves.
+// A resolve hook that prints every package a module of the graph resolves. Where Node has synchronous in-thread hooks
+// (module.registerHooks: Node 22.15+, 24) tsx registers its own there, and a module.register() hook on the hooks thread
+// is then never asked (on Node 24 this test saw no package at all): the hook goes where tsx's went.
+const PRINT = `const m = /\\/node_modules\\/((?:@[^/]+\\/)?[^/]+)\\//.exec(r.url);
+  if (m) process.stderr.write('RESOLVED ' + m[1] + '\\n');
+  return r;`;
 const HOOK = `data:text/javascript,${encodeURIComponent(`
-import { register } from 'node:module';
-register('data:text/javascript,' + encodeURIComponent(\`
+import module from 'node:module';
+if (typeof module.registerHooks === 'function') {
+  module.registerHooks({ resolve(specifier, context, next) {
+    const r = next(specifier, context);
+    ${PRINT}
+  } });
+} else {
+  module.register('data:text/javascript,' + encodeURIComponent(\`
 export async function resolve(specifier, context, next) {
   const r = await next(specifier, context);
-  const m = /\\\\/node_modules\\\\/((?:@[^/]+\\\\/)?[^/]+)\\\\//.exec(r.url);
-  if (m) process.stderr.write('RESOLVED ' + m[1] + '\\\\n');
-  return r;
+  ${PRINT.replaceAll('\\', '\\\\')}
 }\`));
+}
 `)}`;
 
 function packagesLoadedAtStart(): Promise<{ code: number | null; packages: Set<string>; stderr: string }> {

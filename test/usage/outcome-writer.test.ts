@@ -318,7 +318,10 @@ describe('the outcome writer', () => {
     );
     try {
       const o = outcome(projectId, keyId, 0n);
+      // record() returns once the XADD is in the socket (the response goes then); the refusal comes after it, and
+      // the outcome is written directly in the background. flush() waits for every entry not acknowledged yet.
       await writer.record(o);
+      expect(await writer.flush({ timeoutMs: 5_000 })).toBe(true);
       expect(await t.deps.db.usageRecord.count({ where: { requestId: o.requestId } })).toBe(1);
       expect(writer.stats()).toMatchObject({ accepted: 1, direct: 1, lost: 0 });
       expect(t.logs.text).toMatch(/writing usage records directly to PostgreSQL/);

@@ -8,11 +8,12 @@ import { RedisOutcomeWriter } from './redis-stream.ts';
  * Usage records and inference.completed events, written off the request path in batches, durably.
  *
  * With Redis (RedisOutcomeWriter, redis-stream.ts): the request path appends the outcome to a Redis stream (XADD,
- * issued together with the limiter's settle command so that both share one round trip) and answers once Redis has it:
- * that is the write-ahead log. A background consumer per replica (its own connection, consumer group `writers`) reads batches
+ * issued together with the limiter's settle command in one script call) and answers once that call is in the kernel's
+ * socket buffer, which a kill -9 of the gateway does not take back (redis/batch.ts post()): that is the write-ahead log.
+ * An entry Redis refuses or does not acknowledge after that is written directly to PostgreSQL (in the background). A background consumer per replica (its own connection, consumer group `writers`) reads batches
  * (XREADGROUP COUNT/BLOCK), writes each in ONE PostgreSQL transaction (persist-outcomes.ts: idempotent, so an entry read
  * twice is written once), then XACK + XDEL. Entries a dead replica had read but not written are taken over by the others
- * (XAUTOCLAIM) once idle for the lease. A crash loses nothing Redis acknowledged.
+ * (XAUTOCLAIM) once idle for the lease. A crash of the gateway loses nothing it had written to Redis's socket.
  *
  * Without Redis (MemoryOutcomeWriter, memory-queue.ts): a bounded in-process batch, flushed every
  * SVC_OUTCOME_FLUSH_MS (20 ms) or at BATCH_SIZE outcomes. SIGTERM flushes it; a crash (kill -9, power loss) loses what was accepted since the last

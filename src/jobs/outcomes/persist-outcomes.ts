@@ -6,6 +6,7 @@ import { inferenceCompletedData, type InferenceOutcome } from '../../domain/usag
 import type { ContentSealer } from '../../domain/privacy/ports.ts';
 import { insertRetainedInferences } from '../../domain/privacy/store.ts';
 import { insertUsageRecords } from './store.ts';
+import { registerCustomers } from '../../domain/customers/store.ts';
 
 /**
  * Writes a batch of outcomes in ONE transaction: the usage records, their inference.completed events (with the
@@ -34,6 +35,8 @@ export async function persistOutcomes(
     if (written.length === 0) return { alerts: [], leased: [] };
     // CONTRACT §12: the retained content of the inferences, sealed row by row, in the same transaction.
     await insertRetainedInferences(tx, sealer, written);
+    // CONTRACT §22: the end customers the batch names, first seen (one statement, none when no outcome names one).
+    await registerCustomers(tx, written);
     const { leased } = await enqueueEvents(
       tx,
       written.map((o) => ({ id: o.eventId, projectId: o.projectId, type: 'inference.completed', data: inferenceCompletedData(o), createdAt: o.createdAt })),
@@ -41,7 +44,9 @@ export async function persistOutcomes(
     );
     const alerts = await applySpend(
       tx,
-      written.filter((o) => o.spend && o.costMicros > 0n).map((o) => ({ projectId: o.projectId, keyId: o.spend!.keyId, period: o.spend!.period, micros: o.costMicros })),
+      written
+        .filter((o) => o.spend && o.costMicros > 0n)
+        .map((o) => ({ projectId: o.projectId, keyId: o.spend!.keyId, customer: o.customer ?? null, period: o.spend!.period, micros: o.costMicros })),
       now,
     );
     return { alerts, leased };

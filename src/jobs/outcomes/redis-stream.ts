@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { InferenceOutcome } from '../../domain/usage/outcome.ts';
 import type { OutcomeQueue } from '../../domain/usage/ports.ts';
+import { InFlight } from '../../kernel/in-flight.ts';
 import { redisBatchOf } from '../../redis/batch.ts';
 import { duplicateRedis, isCluster, type Redis, type RedisServer } from '../../redis/connection.ts';
 import { redisHealthOf, withRedisTimeout } from '../../redis/health.ts';
@@ -131,24 +132,42 @@ export class RedisOutcomeWriter extends OutcomeBatchWriter implements OutcomeQue
     const batch = redisBatchOf(this.redis);
     if (this.closed || !batch.usable) return this.direct(o);
     const shard = this.shards[shardOfProject(o.projectId, this.shards.length)]!;
-    try {
-      // An operation of the turn's batch (redis/batch.ts): the outcomes of one shard finishing in this turn become ONE
-      // stream entry (entryFields), whose XADD travels in the script call that carries their settlement and spend (on
-      // a Cluster: the call of the shard's slot); each caller answers once Redis has acknowledged it. Not answered within
-      // the client's commandTimeout (Redis dying), the outcome is written directly instead; should the XADD land after
-      // all, it is written once anyway.
-      const id = (await batch.gather(shard, 'X', [shard.stream], o, this.entryFields)) as string | null;
-      if (id && (shard.lastId === null || idCompare(id, shard.lastId) > 0)) shard.lastId = id;
-      this.warnedFallback = false;
-      this.recent.remember({ shard, o });
-    } catch (err) {
-      if (!this.warnedFallback) {
-        this.warnedFallback = true;
-        this.opts.log.warn({ err: (err as Error).message }, 'the usage stream refused an entry: writing usage records directly to PostgreSQL');
-      }
-      // If the XADD did land after all, the consumer skips it: persistOutcomes writes each request once.
-      await this.direct(o);
-    }
+    // A posted operation of the turn's batch (redis/batch.ts): the outcomes of one shard finishing in this turn become
+    // ONE stream entry (entryFields), whose XADD travels in the script call that carries their settlement and spend (on
+    // a Cluster: the call of the shard's slot). The caller answers once that call is in the kernel's socket buffer
+    // (a kill -9 of this process no longer loses it), not once Redis acknowledged it; see afterAnswer for the rest.
+    const posted = batch.gatherPosted(shard, 'X', [shard.stream], o, this.entryFields);
+    const acked = this.afterAnswer(shard, o, posted.answer);
+    if ((await posted.durable) === 'answered') await acked;
+    else this.recent.remember({ shard, o });
+  }
+
+  /** Entries written to Redis whose acknowledgement has not come back yet: flush() waits for them first. */
+  private readonly unacked = new InFlight<Promise<void>>();
+
+  /**
+   * The entry's acknowledgement, whenever it comes (usually after the response was sent): the shard's newest id (for
+   * flush()). Refused or not answered within the client's commandTimeout (Redis dying), the outcome is written directly
+   * instead (in the background when the response has gone); should the XADD land after all, it is written once anyway
+   * (persistOutcomes writes each request once). Never rejects.
+   */
+  private afterAnswer(shard: Shard, o: InferenceOutcome, answer: Promise<unknown>): Promise<void> {
+    let handle: object | null = null;
+    const done = answer.then(
+      (id) => {
+        if (typeof id === 'string' && (shard.lastId === null || idCompare(id, shard.lastId) > 0)) shard.lastId = id;
+        this.warnedFallback = false;
+      },
+      async (err: unknown) => {
+        if (!this.warnedFallback) {
+          this.warnedFallback = true;
+          this.opts.log.warn({ err: (err as Error).message }, 'the usage stream refused an entry: writing usage records directly to PostgreSQL');
+        }
+        await this.direct(o);
+      },
+    );
+    handle = this.unacked.add(done);
+    return done.finally(() => this.unacked.delete(handle!));
   }
 
   /** After an outage: the outcomes appended just before it, again (a failover may have lost them; see AT_RISK_MS). */
@@ -191,9 +210,15 @@ export class RedisOutcomeWriter extends OutcomeBatchWriter implements OutcomeQue
 
   /** True once every entry this process appended (on every shard) is written, by whichever consumer holds its shard. */
   async flush(opts: { timeoutMs?: number } = {}): Promise<boolean> {
+    const deadline = opts.timeoutMs === undefined ? Infinity : performance.now() + opts.timeoutMs;
+    // Entries written but not acknowledged yet: their ids (or their direct writes) first.
+    if (this.unacked.size > 0) {
+      const waiting = Promise.all(this.unacked.values());
+      if (opts.timeoutMs === undefined) await waiting;
+      else if (!(await Promise.race([waiting.then(() => true), sleep(opts.timeoutMs).then(() => false)]))) return false;
+    }
     const due = this.shards.filter((s) => s.lastId !== null && (s.flushedUpTo === null || idCompare(s.flushedUpTo, s.lastId) < 0));
     if (due.length === 0) return true;
-    const deadline = opts.timeoutMs === undefined ? Infinity : performance.now() + opts.timeoutMs;
     const results = await Promise.all(due.map((s) => this.flushShard(s, s.lastId!, deadline)));
     return results.every(Boolean);
   }
@@ -249,7 +274,9 @@ export class RedisOutcomeWriter extends OutcomeBatchWriter implements OutcomeQue
     this.closed = true;
     this.resume();
     if (!this.consuming) {
-      // Appending only (SVC_ROLE=api): what this process accepted is in the stream, for the workers to write.
+      // Appending only (SVC_ROLE=api): what this process accepted is in the stream, for the workers to write, once the
+      // entries written and not acknowledged yet are (a refused one is written directly meanwhile).
+      if (this.unacked.size > 0) await Promise.race([Promise.all(this.unacked.values()), sleep(15_000)]);
       this.stopped = true;
       return;
     }

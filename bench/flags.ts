@@ -1,0 +1,181 @@
+/**
+ * `node --import tsx bench/flags.ts`: which Node flags `npm start` should run with, measured on each Node of
+ * BENCH_NODES (bench/nodes.ts; default the machine's and 24). For every Node and flag set: an api and a worker process
+ * (compiled, as `npm start` runs them) on PostgreSQL (a fresh schema) and a Redis server of the bench's own, in front
+ * of the bench's zero-latency mock provider; wrk at BENCH_CONNECTIONS (50) connections for BENCH_FLAGS_S (10) seconds
+ * after as long a warm-up, then one connection (sequential) for half as long. Reports the api's CPU µs per uncached
+ * inference (/proc), its GC time per request (its /metrics), its RSS after the load, req/s, and the sequential p50/p99.
+ * Flag sets alternate within a round and BENCH_FLAGS_ROUNDS (2) rounds run, so the machine's other load falls on all.
+ *
+ * BENCH_FLAG_SETS: `;`-separated flag sets (a set's flags separated by spaces; `-` for none) instead of the defaults.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { request } from 'undici';
+import { PrivateRedis } from '../test/helpers/private-services.ts';
+import { freePort, rssMb, startCompiledGateway, startScript, waitHttp } from './gateway.ts';
+import { benchNodes } from './nodes.ts';
+import { wrk, wrkAvailable } from './wrk.ts';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const tmp = path.join(root, 'bench', 'tmp');
+const DATABASE_URL = process.env.DATABASE_URL || 'postgresql://postgres@127.0.0.1:5432/postgres';
+const SECONDS = Number(process.env.BENCH_FLAGS_S ?? 10);
+const ROUNDS = Number(process.env.BENCH_FLAGS_ROUNDS ?? 2);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
+const MASTER = `svc_sk_bench_${randomBytes(16).toString('hex')}`;
+const FLAG_SETS: string[][] = process.env.BENCH_FLAG_SETS
+  ? process.env.BENCH_FLAG_SETS.split(';').map((s) => (s.trim() === '-' ? [] : s.trim().split(/\s+/)))
+  : [
+      ['--enable-source-maps', '--max-old-space-size=192', '--min-semi-space-size=16', '--liftoff-only'],
+      ['--enable-source-maps', '--max-old-space-size=192', '--min-semi-space-size=16'],
+      ['--max-old-space-size=192', '--min-semi-space-size=16'],
+      [],
+    ];
+
+const cpuUs = (pid: number) => {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(f[11]) + Number(f[12])) * 1e4;
+};
+
+async function metrics(base: string): Promise<string> {
+  const res = await request(`${base}/metrics`, { headers: { authorization: `Bearer ${MASTER}` } });
+  return res.body.text();
+}
+/** GC seconds (all kinds) and counts by kind: the counts do not depend on how busy the machine is, the seconds do. */
+const gcReading = async (base: string) => {
+  const text = await metrics(base);
+  const seconds = [...text.matchAll(/^nodejs_gc_duration_seconds_sum\{kind="\w+"\} (\S+)$/gm)].reduce((a, m) => a + Number(m[1]), 0);
+  const counts: Record<string, number> = {};
+  for (const m of text.matchAll(/^nodejs_gc_duration_seconds_count\{kind="(\w+)"\} (\S+)$/gm)) counts[m[1]!] = Number(m[2]);
+  return { seconds, counts };
+};
+/** V8's heap in use and its size (MB), from prom-client's gauges. */
+const heapMb = async (base: string) => {
+  const text = await metrics(base);
+  const mb = (name: string) => Math.round(Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1]) / 2 ** 20);
+  return `${mb('nodejs_heap_size_used_bytes')}/${mb('nodejs_heap_size_total_bytes')}`;
+};
+
+async function main(): Promise<void> {
+  if (!wrkAvailable()) throw new Error('bench/flags.ts needs wrk (Debian: apt-get install -y wrk)');
+  mkdirSync(tmp, { recursive: true });
+  startScript(root); // the start script is readable
+  const nodes = benchNodes();
+  const redis = await PrivateRedis.start();
+  const schema = `bench_flags_${Date.now().toString(36)}`;
+  const dbUrl = new URL(DATABASE_URL);
+  dbUrl.searchParams.set('schema', schema);
+  const children: ChildProcess[] = [];
+  const mockPort = await freePort();
+  const mock = spawn(process.execPath, ['--import', 'tsx', 'bench/mock-provider.ts'], { cwd: root, env: { ...process.env, PORT: String(mockPort) }, stdio: 'ignore' });
+  children.push(mock);
+  const providers = path.join(tmp, 'flags-providers.json');
+  writeFileSync(
+    providers,
+    JSON.stringify({
+      providers: [{ name: 'bench', kind: 'openai', base_url: `http://127.0.0.1:${mockPort}/v1`, region: 'local', models: [{ id: 'bench-model', input_per_mtok: 1, output_per_mtok: 2 }] }],
+    }),
+  );
+  const env = {
+    DATABASE_URL: dbUrl.toString(),
+    REDIS_URL: redis.url,
+    SVC_MASTER_KEY: MASTER,
+    SVC_ENCRYPTION_KEY: randomBytes(32).toString('hex'),
+    SVC_PROVIDERS_FILE: providers,
+    SVC_EGRESS_ALLOWLIST: '127.0.0.1',
+  };
+  const rows: Record<string, { node: string; flags: string; api_us: number[]; worker_us: number[]; gc_us: number[]; gcs: string[]; rss_mb: number[]; heap: string[]; rps: number[]; seq_p50: number[]; seq_p99: number[]; errors: number }> = {};
+  let target: { url: string; headers: Record<string, string>; body: string } | null = null;
+  try {
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const node of nodes) {
+        for (const flags of round % 2 ? [...FLAG_SETS].reverse() : FLAG_SETS) {
+          const key = `${node.version} ${flags.join(' ') || '(none)'}`;
+          process.stderr.write(`flags: round ${round + 1}, ${key} …\n`);
+          const start = async (role: string) => {
+            const port = await freePort();
+            const child = startCompiledGateway(root, { ...env, PORT: String(port), SVC_ROLE: role }, { build: false, node: node.bin, flags });
+            children.push(child);
+            await waitHttp(`http://127.0.0.1:${port}/healthz`);
+            return { child, url: `http://127.0.0.1:${port}` };
+          };
+          const worker = await start('worker');
+          const api = await start('api');
+          if (!target) {
+            const project = (await (await fetch(`${api.url}/v1/projects`, { method: 'POST', headers: { authorization: `Bearer ${MASTER}`, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'flags', plan: 'enterprise' }) })).json()) as { id: string };
+            await fetch(`${api.url}/v1/projects/${project.id}/rate-limits`, {
+              method: 'PUT',
+              headers: { authorization: `Bearer ${MASTER}`, 'content-type': 'application/json' },
+              body: JSON.stringify({ requests_per_minute: 100_000_000, tokens_per_minute: 1_000_000_000, burst: 100_000_000 }),
+            });
+            const k = (await (await fetch(`${api.url}/v1/keys`, { method: 'POST', headers: { authorization: `Bearer ${MASTER}`, 'content-type': 'application/json' }, body: JSON.stringify({ project_id: project.id, name: 'flags', scopes: ['inference:write'] }) })).json()) as { secret: string };
+            target = {
+              url: '',
+              headers: { authorization: `Bearer ${k.secret}`, 'content-type': 'application/json' },
+              body: JSON.stringify({ model: 'bench-model', project_id: project.id, messages: [{ role: 'user', content: 'ping' }] }),
+            };
+          }
+          const t = { ...target, url: `${api.url}/v1/inference` };
+          await wrk(t, { connections: CONNECTIONS, durationS: SECONDS });
+          const [a0, w0, g0] = [cpuUs(api.child.pid!), cpuUs(worker.child.pid!), await gcReading(api.url)];
+          const r = await wrk(t, { connections: CONNECTIONS, durationS: SECONDS });
+          const [a1, w1, g1] = [cpuUs(api.child.pid!), cpuUs(worker.child.pid!), await gcReading(api.url)];
+          const per1k = (kind: string) => Math.round((((g1.counts[kind] ?? 0) - (g0.counts[kind] ?? 0)) / r.requests) * 1e4) / 10;
+          const rss = rssMb(api.child.pid!);
+          const heap = await heapMb(api.url);
+          const seq = await wrk(t, { connections: 1, durationS: Math.max(3, SECONDS / 2) });
+          const row = (rows[key] ??= { node: node.version, flags: flags.join(' ') || '(none)', api_us: [], worker_us: [], gc_us: [], gcs: [], rss_mb: [], heap: [], rps: [], seq_p50: [], seq_p99: [], errors: 0 });
+          row.api_us.push(Math.round((a1 - a0) / r.requests));
+          row.worker_us.push(Math.round((w1 - w0) / r.requests));
+          row.gc_us.push(Math.round(((g1.seconds - g0.seconds) * 1e6) / r.requests));
+          row.gcs.push(`${per1k('minor')}/${per1k('major')}`);
+          row.rss_mb.push(rss);
+          row.heap.push(heap);
+          row.rps.push(r.requests_per_s);
+          row.seq_p50.push(seq.latency_ms.p50);
+          row.seq_p99.push(seq.latency_ms.p99);
+          row.errors += r.errors + r.non_2xx + seq.errors + seq.non_2xx;
+          for (const p of [api, worker]) {
+            await new Promise<void>((resolve) => {
+              p.child.once('exit', () => resolve());
+              p.child.kill('SIGTERM');
+            });
+          }
+        }
+      }
+    }
+  } finally {
+    for (const c of children) if (c.exitCode === null) c.kill('SIGTERM');
+    await redis.destroy();
+    const db = new pg.Client({ connectionString: DATABASE_URL });
+    await db.connect();
+    await db.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    await db.end();
+  }
+  const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
+  const lines = [
+    `wrk, ${CONNECTIONS} connections, ${SECONDS} s per flag set after as long a warm-up, ${ROUNDS} rounds (values per round; the median first). Load average at the end: ${(await import('node:os')).loadavg().map((x) => x.toFixed(2)).join(' / ')}.`,
+    '',
+    '| Node | flags | api µs per inference | worker µs | api GC µs per request | scavenges / mark-compacts per 1,000 requests | api RSS MB after the load | heap used/total MB | req/s | sequential p50 / p99 ms | errors |',
+    '|---|---|---|---|---|---|---|---|---|---|---|',
+    ...Object.values(rows).map(
+      (r) =>
+        `| ${r.node} | ${r.flags} | ${med(r.api_us)} (${r.api_us.join(', ')}) | ${med(r.worker_us)} | ${med(r.gc_us)} | ${r.gcs.join(', ')} | ${med(r.rss_mb)} (${r.rss_mb.join(', ')}) | ${r.heap.join(', ')} | ${med(r.rps)} | ${med(r.seq_p50)} / ${med(r.seq_p99)} | ${r.errors} |`,
+    ),
+  ];
+  writeFileSync(path.join(tmp, 'flags.md'), `${lines.join('\n')}\n`);
+  process.stdout.write(`${lines.join('\n')}\n`);
+}
+
+main().then(
+  () => process.exit(0),
+  (err) => {
+    process.stderr.write(`bench/flags.ts failed: ${err.stack ?? err}\n`);
+    process.exit(1);
+  },
+);
