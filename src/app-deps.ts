@@ -23,6 +23,7 @@ import { redisHealthOf } from './redis/health.ts';
 import { loadProjectLimits } from './domain/rate-limits/service.ts';
 import { BudgetAlertMailer, flushBudgetAlerts } from './jobs/budget-alerts/mailer.ts';
 import { loadCachedProject, ProjectCache } from './domain/projects/cache.ts';
+import { CustomerCache, loadCustomerPolicy } from './domain/customers/cache.ts';
 import { MemorySpendCounters, type CounterOptions } from './domain/budgets/counters.ts';
 import { RedisSpendCounters } from './redis/spend-counters.ts';
 import { spentMany } from './domain/budgets/store.ts';
@@ -146,6 +147,7 @@ export async function createDeps(config: Readonly<Config>, overrides: DepsOverri
   });
   const projectCache = new ProjectCache(bus, (projectId) => loadCachedProject(database.prisma, projectId));
   const templateCache = new TemplateCache(bus, database.prisma);
+  const customerCache = new CustomerCache(bus, (projectId, customer) => loadCustomerPolicy(database.prisma, projectId, customer));
   // The hot path's writes (see README "Performance and the hot path"): month-spend counters and the outcome writer.
   const budgetAlerts = new BudgetAlertMailer(config, log);
   const outcomes = createOutcomeWriter({
@@ -188,6 +190,7 @@ export async function createDeps(config: Readonly<Config>, overrides: DepsOverri
     webhooks,
     limiter,
     projectCache,
+    customerCache,
     templateCache,
     spendCounters,
     outcomes,
@@ -201,6 +204,7 @@ export async function createDeps(config: Readonly<Config>, overrides: DepsOverri
     outcomeStreams: usageStreamKeys(config.redisPrefix, config.usageStreamShards),
     now: () => clock.now(),
     outcomes: () => pieces.outcomes.stats(),
+    topCustomers: config.observability.topCustomers,
   });
   // One object: a piece swapped on it later (tests) is what the ports read.
   return Object.assign(pieces, { ports: composePorts(pieces) });
@@ -226,6 +230,7 @@ export function composePorts(deps: Omit<Deps, 'ports'>): DomainPorts {
     get outcomes() {
       return deps.outcomes;
     },
+    customers: { get: (projectId: string, customer: string) => deps.customerCache.get(projectId, customer) },
   };
   // Retained content is sealed with the webhook secrets' key (SVC_ENCRYPTION_KEY or the data dir's key file).
   const sealer = { seal: (p: string, aad: string) => deps.webhooks.secretBox.seal(p, aad), open: (s: string, aad: string) => deps.webhooks.secretBox.open(s, aad) };
@@ -274,6 +279,13 @@ export function composePorts(deps: Omit<Deps, 'ports'>): DomainPorts {
   const upstreamFetch = egressFetch({ lookup: (...a) => deps.webhooks.egress.lookup(...a), assertLiteralAllowed: (u) => deps.webhooks.egress.assertLiteralAllowed(u) }, { timeoutMs: 30_000 });
   return {
     mcp,
+    customers: {
+      policies: { get: (p, c) => deps.customerCache.get(p, c), invalidate: (p, c) => deps.customerCache.invalidate(p, c) },
+      counters: { forget: (projectId, scopes, period) => deps.spendCounters.forget(projectId, scopes, period) },
+      get outcomes() {
+        return deps.outcomes;
+      },
+    },
     auth: {
       db: deps.db,
       get keys() {

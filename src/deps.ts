@@ -9,6 +9,7 @@ import type { ProviderRegistry } from './providers/router.ts';
 import type { ResponseCache } from './domain/inference/cache.ts';
 import type { Limiter } from './limits/limiter.ts';
 import type { ProjectCache } from './domain/projects/cache.ts';
+import type { CustomerCache } from './domain/customers/cache.ts';
 import type { TemplateCache } from './domain/templates/cache.ts';
 import type { SpendCounters } from './domain/budgets/counters.ts';
 import type { OutcomeQueue } from './domain/usage/ports.ts';
@@ -44,6 +45,8 @@ export interface Deps {
   limiter: Limiter;
   /** Project rows and default routing policies, cached in process; evicted over the bus on every change. */
   projectCache: ProjectCache;
+  /** End customers' bounds (CONTRACT §22), cached in process; evicted over the bus on every change. */
+  customerCache: CustomerCache;
   templateCache: TemplateCache;
   /** Month-to-date spend per budget scope, read and added on the request path without SQL (Redis, or in process). */
   spendCounters: SpendCounters;

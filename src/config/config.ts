@@ -127,6 +127,8 @@ export interface ObservabilityConfig {
   metrics: boolean;
   /** SVC_METRICS_TOKEN: a bearer token for GET /metrics besides the operator key (Prometheus needs no operator key). */
   metricsToken: string | null;
+  /** SVC_METRICS_TOP_CUSTOMERS: the N end customers with the highest month spend on /metrics (CONTRACT §22); 0: none. */
+  topCustomers?: number;
   /** OTLP/HTTP traces endpoint (…/v1/traces); null: tracing off, no SDK loaded. */
   tracesEndpoint: string | null;
   serviceName: string;
@@ -207,6 +209,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     observability: {
       metrics: e.SVC_METRICS,
       metricsToken: e.SVC_METRICS_TOKEN ?? null,
+      topCustomers: e.SVC_METRICS_TOP_CUSTOMERS,
       tracesEndpoint: e.OTEL_SDK_DISABLED
         ? null
         : (e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ??

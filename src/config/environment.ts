@@ -147,6 +147,7 @@ export const EnvironmentSchema = Type.Object({
   }),
   SVC_METRICS: Type.Boolean({ default: true, description: 'false: no metrics instruments, /metrics answers 404', ...says({ type: 'must be true or false, got {value}' }) }),
   SVC_CHECK_RESPONSES: Type.Boolean({ default: false, description: 'true: each answer is checked against its route response schema (tests)', ...says({ type: 'must be true or false, got {value}' }) }),
+  SVC_METRICS_TOP_CUSTOMERS: whole(0, 0, 1_000, 'end customers with the highest spend this month shown on /metrics (0: none)'),
   SVC_METRICS_TOKEN: Type.Optional(
     Type.String({ minLength: 16, pattern: '^[\\x21-\\x7e]+$', description: 'bearer token for GET /metrics (the operator key works too)', ...says('must be at least 16 printable characters without spaces') }),
   ),

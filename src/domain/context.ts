@@ -15,6 +15,8 @@ export interface Caller {
   scopes: readonly Scope[];
   /** The key's monthly budget in micro-dollars (null: none; the operator has none). */
   budgetMicros?: bigint | null;
+  /** CONTRACT §22: the key's model list (domain/keys/models.ts); null or absent: every model. */
+  models?: readonly string[] | null;
   /** Kind `session`: the signed-in operator (domain/operators). Its projectId is the project the request addresses. */
   session?: OperatorSession;
 }
@@ -67,6 +69,8 @@ export interface Ctx {
   project: ProjectNames;
   /** The project the call turned out to address (for the operator's identity header); set only by tenancy.ts addressed(). */
   projectId: string | null;
+  /** The X-Svc-Customer header as sent (CONTRACT §22: the end customer, on any inbound route); validated by inference. */
+  customerHeader?: string;
   /** Set by inference on a zero-retention project (CONTRACT §12): no content of the answer may be kept. */
   zeroRetention?: boolean;
   now(): Date;

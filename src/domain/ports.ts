@@ -14,6 +14,7 @@ import type { PrivacyPorts } from './privacy/ports.ts';
 import type { TemplatePorts } from './templates/ports.ts';
 import type { DevPorts } from './dev/ports.ts';
 import type { McpPorts } from './mcp/ports.ts';
+import type { CustomerPorts } from './customers/ports.ts';
 
 /**
  * Every capability's ports, composed once in src/app-deps.ts and handed to the adapters (REST: `app.ports`, GraphQL:
@@ -37,4 +38,5 @@ export interface DomainPorts {
   templates: TemplatePorts;
   dev: DevPorts;
   mcp: McpPorts;
+  customers: CustomerPorts;
 }

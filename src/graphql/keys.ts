@@ -4,13 +4,14 @@ import {
   keyStatus,
   listKeys,
 } from '../domain/keys/service.ts';
-import { CreateKey } from '../domain/keys/schema.ts';
+import { CreateKey, UpdateKeyFields } from '../domain/keys/schema.ts';
 import { microsToUsd } from '../kernel/money.ts';
 import { KEY_PREFIX, redactSecret } from '../domain/keys/secrets.ts';
+import { shownModels } from '../domain/keys/models.ts';
 import { builder } from './builder.ts';
 import { serviceConnection } from './connections.ts';
 import { inputTypeFrom, listFilters, serviceInput } from './inputs.ts';
-import { createKey, revokeKey, rotateKey } from '../domain/governance/guarded.ts';
+import { createKey, revokeKey, rotateKey, updateKey } from '../domain/governance/guarded.ts';
 
 /** The key object of REST (spec 2.1, CONTRACT §3) with camelCase names; the secret is always redacted here. */
 export const ApiKeyRef = builder.prismaObject('ApiKey', {
@@ -42,6 +43,11 @@ export const ApiKeyRef = builder.prismaObject('ApiKey', {
       description: 'The MCP tools the key may list and call (server/tool, server/*); null: every tool its servers allow.',
       resolve: (key) => (key.mcpTools.length > 0 ? key.mcpTools : null),
     }),
+    models: t.stringList({
+      nullable: true,
+      description: 'The models the key may use (model, provider/model, provider/*); null: every model.',
+      resolve: (key) => shownModels(key.models),
+    }),
   }),
 });
 
@@ -66,6 +72,7 @@ const RotateKeyPayload = builder
   });
 
 const CreateKeyInput = inputTypeFrom('CreateKeyInput', CreateKey);
+const UpdateKeyInput = inputTypeFrom('UpdateKeyInput', UpdateKeyFields);
 
 builder.queryFields((t) => ({
   keys: t.connection(
@@ -114,6 +121,15 @@ builder.mutationFields((t) => ({
       const key = await rotateKey(ports.keys, ctx, String(id), serviceInput(input));
       return { key, secret: key.secret!, previousSecretExpiresAt: key.previousSecretExpiresAt };
     },
+  }),
+  updateKey: t.field({
+    type: ApiKeyRef,
+    nullable: true,
+    authScopes: { action: 'key.update' },
+    description:
+      'POST /v1/keys/{id}: changes the fields given (null clears budgetUsd, expiresAt, mcpTools, models). A key changes only keys whose scopes it holds, and to a budget, expiry, MCP tools and models no looser than its own. Audits key.update.',
+    args: { id: t.arg.id({ required: true }), input: t.arg({ type: UpdateKeyInput, required: true }) },
+    resolve: (_root, { id, input }, { ctx, ports }) => updateKey(ports.keys, ctx, String(id), serviceInput(input)),
   }),
   revokeKey: t.field({
     type: ApiKeyRef,

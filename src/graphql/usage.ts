@@ -24,6 +24,7 @@ export const UsageRecordRef = builder.prismaObject('UsageRecord', {
     createdAt: t.expose('createdAt', { type: 'UnixSeconds' }),
     templateId: t.exposeID('templateId', { nullable: true, description: 'The prompt template the inference used.' }),
     templateVersion: t.exposeInt('templateVersion', { nullable: true }),
+    customer: t.exposeString('customer', { nullable: true, description: 'The end customer the inference named (CONTRACT §22).' }),
   }),
 });
 
@@ -44,7 +45,7 @@ builder.queryFields((t) => ({
       nullable: true,
       authScopes: { action: 'usage.read' },
       description: 'Usage records newest first (GET /v1/usage?granularity=request); startDate/endDate are YYYY-MM-DD, inclusive.',
-      args: { projectId: t.arg.id(), startDate: t.arg.string(), endDate: t.arg.string() },
+      args: { projectId: t.arg.id(), startDate: t.arg.string(), endDate: t.arg.string(), customer: t.arg.string({ description: 'Only this end customer\'s records.' }) },
       resolve: (_root, args, { ctx, ports }) =>
         serviceConnection(
           args,
@@ -63,7 +64,7 @@ builder.queryFields((t) => ({
     nullable: true,
     authScopes: { action: 'usage.read' },
     description: 'One row per UTC day with usage, newest first (GET /v1/usage?granularity=day): the last 30 days by default.',
-    args: { projectId: t.arg.id(), startDate: t.arg.string(), endDate: t.arg.string() },
+    args: { projectId: t.arg.id(), startDate: t.arg.string(), endDate: t.arg.string(), customer: t.arg.string({ description: 'Only this end customer\'s usage.' }) },
     resolve: async (_root, args, { ctx, ports }) => {
       const usage = await listUsage(ports.usage, ctx, { ...listFilters(args), granularity: 'day' });
       return usage.granularity === 'day' ? usage.days : [];

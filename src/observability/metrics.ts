@@ -97,6 +97,12 @@ export class GatewayMetrics {
     gauge('svc_budget_used_ratio', 'Spent / budget of the current month for each project that has a budget (1 = exhausted).', ['project'], (r) =>
       r.budgets.map((b) => [{ project: b.projectId }, b.budgetUsd > 0 ? b.spentUsd / b.budgetUsd : 1]),
     );
+    gauge(
+      'svc_customer_spent_usd',
+      'Spend of the current month (UTC) of the end customers with the highest spend, USD: at most SVC_METRICS_TOP_CUSTOMERS series (default 0: none).',
+      ['project', 'customer'],
+      (r) => r.customers.map((c) => [{ project: c.projectId, customer: c.customer }, c.spentUsd]),
+    );
     gauge('svc_webhook_backlog', 'Webhook deliveries not finished yet (all replicas), by status (pending, retrying).', ['status'], (r) =>
       Object.entries(r.webhookBacklog).map(([status, n]) => [{ status }, n]),
     );

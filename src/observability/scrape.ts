@@ -11,6 +11,8 @@ export interface ScrapeReadings {
   /** null without REDIS_URL. */
   redisUp: boolean | null;
   budgets: { projectId: string; budgetUsd: number; spentUsd: number }[];
+  /** The end customers with the highest spend this month, at most SVC_METRICS_TOP_CUSTOMERS (CONTRACT §22). */
+  customers: { projectId: string; customer: string; spentUsd: number }[];
   webhookBacklog: Record<'pending' | 'retrying', number>;
   outcomeStream: { length: number; pending: number } | null;
   outcomes: OutcomeStats;
@@ -23,6 +25,8 @@ export interface ScrapeSources {
   outcomeStreams: readonly string[];
   now: () => number;
   outcomes: () => OutcomeStats;
+  /** SVC_METRICS_TOP_CUSTOMERS: how many customers the customer gauge shows (0 or absent: none). */
+  topCustomers?: number;
 }
 
 /** Each reading gives up after this long, so a hanging dependency shows as down instead of stalling the scrape. */
@@ -57,6 +61,21 @@ async function budgets(db: Db, period: string): Promise<ScrapeReadings['budgets'
   }));
 }
 
+/**
+ * The `limit` end customers with the highest spend this month across the gateway (budget_spend's customer scopes): a
+ * bounded set of label values however many customers there are.
+ */
+async function topCustomers(db: Db, period: string, limit: number): Promise<ScrapeReadings['customers']> {
+  if (limit <= 0) return [];
+  const rows = await db.$queryRaw<{ project_id: string; customer: string; spent_micros: unknown }[]>`
+    SELECT project_id, substr(scope, length('customer:' || project_id || ':') + 1) AS customer, spent_micros
+      FROM budget_spend
+     WHERE period = ${period} AND scope LIKE 'customer:%'
+     ORDER BY spent_micros DESC, scope
+     LIMIT ${limit}`;
+  return rows.map((r) => ({ projectId: r.project_id, customer: r.customer, spentUsd: Number(r.spent_micros) / MICROS_PER_USD }));
+}
+
 async function webhookBacklog(db: Db): Promise<ScrapeReadings['webhookBacklog']> {
   const rows = await db.$queryRaw<{ status: string; n: unknown }[]>`
     SELECT status, count(*) AS n FROM webhook_deliveries WHERE status IN ('pending', 'retrying') GROUP BY status`;
@@ -84,17 +103,19 @@ export async function readScrape(s: ScrapeSources): Promise<ScrapeReadings> {
     null,
   );
   const redisUsable = s.redis ? redisHealthOf(s.redis).usable : null;
-  const [pingMs, budgetRows, backlog, stream] = await Promise.all([
+  const [pingMs, budgetRows, backlog, stream, customers] = await Promise.all([
     ping,
     within(budgets(s.db, periodOf(s.now())), []),
     within(webhookBacklog(s.db), { pending: 0, retrying: 0 }),
     s.redis && redisUsable ? within(outcomeStream(s.redis, s.outcomeStreams), null) : Promise.resolve(null),
+    within(topCustomers(s.db, periodOf(s.now()), s.topCustomers ?? 0), []),
   ]);
   return {
     databaseUp: pingMs !== null,
     databasePingS: pingMs === null ? null : pingMs / 1000,
     redisUp: redisUsable,
     budgets: budgetRows,
+    customers,
     webhookBacklog: backlog,
     outcomeStream: stream,
     outcomes: s.outcomes(),

@@ -19,10 +19,13 @@ export type Identify = (req: FastifyRequest, reply: FastifyReply) => Promise<Cal
 export function identifyCaller(app: FastifyInstance, afterAuthentication?: AfterAuthentication): Identify {
   return async (req: FastifyRequest, reply: FastifyReply): Promise<Caller> => {
     // A console session's cookie (issue 22) when no Authorization header is sent; otherwise the key, as always.
-    const sessionToken = sessionTokenOf(req);
+    const sessionToken = req.headers.cookie === undefined ? null : sessionTokenOf(req);
     const caller = sessionToken ? await sessionCallerOf(req, sessionToken) : await authenticate(app.ports.auth, req.routeOptions.config?.credential?.(req) ?? req.headers.authorization);
     // The project it names is read before validation (hooks/project.ts).
     req.ctx = makeCtx(app.deps, { requestId: req.id, caller, ip: req.ip ?? null, project: NO_PROJECT_NAMES });
+    // CONTRACT §22: the end customer any inbound route may name (validated by the inference that uses it).
+    const customer = req.headers['x-svc-customer'];
+    if (customer !== undefined) req.ctx.customerHeader = Array.isArray(customer) ? customer.join(',') : customer;
     reply.header('X-Svc-Key-Id', caller.keyId);
     reply.header('X-Svc-Project', caller.projectId ?? '');
     reply.header('X-Svc-Scopes', caller.scopes.join(' '));

@@ -7,16 +7,18 @@ import {
   keyStatus,
   listKeys,
 } from '../../domain/keys/service.ts';
-import { CreateKey, KeyIdParams, ListKeysQuery, RotateKey } from '../../domain/keys/schema.ts';
+import { CreateKey, KeyIdParams, ListKeysQuery, RotateKey, UpdateKey } from '../../domain/keys/schema.ts';
 import { microsToUsd } from '../../kernel/money.ts';
 import { KEY_PREFIX, redactSecret } from '../../domain/keys/secrets.ts';
+import { shownModels } from '../../domain/keys/models.ts';
 import { Nullable } from '../../domain/schema.ts';
 import { ListOf, sendList } from '../list.ts';
 import { UnixOrNull, Unix } from '../response-fields.ts';
-import { createKey, revokeKey, rotateKey } from '../../domain/governance/guarded.ts';
+import { createKey, revokeKey, rotateKey, updateKey } from '../../domain/governance/guarded.ts';
 
 /** The key object (spec 2.1, CONTRACT §3); the full secret only when given (create, rotate). */
-export function presentKey(key: ApiKey, now: Date, secret?: string) {
+/** The key object; a rotation's answer also carries `previous_secret_expires_at`, before the optional fields. */
+export function presentKey(key: ApiKey, now: Date, secret?: string, rotated?: { previousSecretExpiresAt: Date }) {
   return {
     id: key.id,
     object: 'svc.api_key' as const,
@@ -30,6 +32,9 @@ export function presentKey(key: ApiKey, now: Date, secret?: string) {
     expires_at: unixOrNull(key.expiresAt),
     created_at: unixSeconds(key.createdAt),
     last_used_at: unixOrNull(key.lastUsedAt),
+    // CONTRACT §22: null, every model. (Before the optional fields: the serializer writes those last.)
+    models: shownModels(key.models),
+    ...(rotated ? { previous_secret_expires_at: unixSeconds(rotated.previousSecretExpiresAt) } : {}),
     ...(key.revokedAt ? { revoked_at: unixSeconds(key.revokedAt) } : {}),
     // CONTRACT §20: only on a key that carries one.
     ...(key.mcpTools?.length ? { mcp_tools: key.mcpTools } : {}),
@@ -49,16 +54,20 @@ const keyProperties = {
   expires_at: UnixOrNull('When the key expires'),
   created_at: Unix('When the key was created'),
   last_used_at: UnixOrNull('When the key last authenticated a request'),
+  models: Nullable(Type.Array(Type.String()), { description: 'The models the key may use (model, provider/model, provider/*); null: every model.' }),
+};
+/** Present on some keys only: written after the fields every key has (fast-json-stringify writes them last). */
+const optionalKeyProperties = {
   revoked_at: Type.Optional(Unix('When the key was revoked; only on a revoked key')),
   mcp_tools: Type.Optional(Type.Array(Type.String(), { description: 'The MCP tools the key may list and call (server/tool, server/*); only on a key that carries the list (absent: every tool its servers allow).' })),
 };
 
 /** presentKey's answer. */
-export const KeyObject = Type.Object(keyProperties, { description: 'An API key (spec 2.1).' });
+export const KeyObject = Type.Object({ ...keyProperties, ...optionalKeyProperties }, { description: 'An API key (spec 2.1).' });
 
 /** A rotation's answer: the key with its new secret, and when the previous secret stops working. */
 const RotatedKey = Type.Object(
-  { ...keyProperties, previous_secret_expires_at: Unix('When the previous secret stops authenticating') },
+  { ...keyProperties, previous_secret_expires_at: Unix('When the previous secret stops authenticating'), ...optionalKeyProperties },
   { description: 'The rotated key, its new secret shown once.' },
 );
 
@@ -77,12 +86,15 @@ export const keysRoutes: FastifyPluginAsyncTypebox = async (app) => {
     presentKey(await getKey(req.ctx, req.params.key_id), req.ctx.now()),
   );
 
+  // Beyond the contract (docs/DECISIONS.md): Stripe-style update of the fields given.
+  app.post('/v1/keys/:key_id', { config: { action: 'key.update' }, schema: { params: KeyIdParams, body: UpdateKey, response: { 200: KeyObject } } }, async (req) =>
+    presentKey(await updateKey(app.ports.keys, req.ctx, req.params.key_id, req.body ?? {}), req.ctx.now()),
+  );
+
   app.post('/v1/keys/:key_id/rotate', { config: { action: 'key.rotate' }, schema: { params: KeyIdParams, body: RotateKey, response: { 200: RotatedKey } } }, async (req) => {
     const key = await rotateKey(app.ports.keys, req.ctx, req.params.key_id, req.body ?? {});
-    return {
-      ...presentKey(key, req.ctx.now(), key.secret),
-      previous_secret_expires_at: unixSeconds(key.previousSecretExpiresAt),
-    };
+    const rotated = presentKey(key, req.ctx.now(), key.secret, { previousSecretExpiresAt: key.previousSecretExpiresAt });
+    return rotated as typeof rotated & { previous_secret_expires_at: number };
   });
 
   app.post('/v1/keys/:key_id/revoke', { config: { action: 'key.revoke' }, schema: { params: KeyIdParams, response: { 200: KeyObject } } }, async (req) =>

@@ -29,6 +29,8 @@ export function presentUsageRecord(u: UsageRecord) {
     created_at: unixSeconds(u.createdAt),
     // CONTRACT §10: only on the records of templated inferences.
     ...(u.templateId ? { template_id: u.templateId, template_version: u.templateVersion } : {}),
+    // CONTRACT §22: only on the records of inferences that named an end customer.
+    ...(u.customer !== null ? { customer: u.customer } : {}),
   };
 }
 
@@ -63,6 +65,7 @@ export const UsageRecordObject = Type.Object(
     created_at: Unix('When the request was made'),
     template_id: Type.Optional(Type.String({ description: 'The template used; only on templated inferences.' })),
     template_version: Type.Optional(Nullable(Type.Integer(), { description: 'The template version used; only on templated inferences.' })),
+    customer: Type.Optional(Type.String({ description: 'The end customer the inference named; only when it named one.' })),
   },
   { description: 'One request\'s usage (granularity=request).' },
 );

@@ -9,6 +9,7 @@ export const AUDIT_ACTIONS = {
   'key.list': 'Keys were listed (from the console: once per session and page).',
   'key.rotate': 'A key got a new secret.',
   'key.revoke': 'A key was revoked.',
+  'key.update': "A key's name, budget, expiry, MCP tools or models were changed.",
   'project.create': 'A project was created.',
   'project.archive': 'A project was archived.',
   'policy.updated': 'Rate limits or a budget were changed.',

@@ -24,6 +24,7 @@ export const ACTIONS = {
   'key.read': ['keys:manage'],
   'key.rotate': ['keys:manage'],
   'key.revoke': ['keys:manage'],
+  'key.update': ['keys:manage'],
 
   // The audit log and the names of its actions.
   'audit.read': ['audit:read'],
@@ -33,6 +34,12 @@ export const ACTIONS = {
   'rate_limits.update': ['governance:manage'],
   'budget.read': ['budgets:manage'],
   'budget.update': ['budgets:manage'],
+  // CONTRACT §22: an end customer's bounds, as the project's (budget: budgets:manage; windows: governance:manage);
+  // reading a customer and its spend: any of those, or usage:read.
+  'customer.budget.update': ['budgets:manage'],
+  'customer.rate_limits.update': ['governance:manage'],
+  'customer.read': ['usage:read', 'budgets:manage', 'governance:manage'],
+  'customer.list': ['usage:read', 'budgets:manage', 'governance:manage'],
 
   // CONTRACT §6: every webhook endpoint needs governance:manage.
   'webhook.create': ['governance:manage'],
@@ -56,6 +63,7 @@ export const ACTIONS = {
   'inference.create': ['inference:write'],
   'model.list': ['models:read'],
   'model.read': ['models:read'],
+  'provider.list': ['models:read'], // the providers file and their health (GraphQL providers)
   'usage.read': ['usage:read'],
 
   // Routing policies: changes need governance:manage; a key that routes inference may read them too.
@@ -217,6 +225,8 @@ export type AlwaysGuarded = (typeof ALWAYS_GUARDED)[number];
 export const GUARDED_ACTIONS: Partial<Record<Action, GuardedResource | 'governance' | AlwaysGuarded>> = {
   'rate_limits.update': 'rate_limits',
   'budget.update': 'budget',
+  'customer.budget.update': 'budget',
+  'customer.rate_limits.update': 'rate_limits',
   'residency.update': 'residency',
   'routing_policy.create': 'routing',
   'routing_policy.update': 'routing',
@@ -228,6 +238,7 @@ export const GUARDED_ACTIONS: Partial<Record<Action, GuardedResource | 'governan
   'key.create': 'keys',
   'key.rotate': 'keys',
   'key.revoke': 'keys',
+  'key.update': 'keys',
   'governance.update': 'governance',
   'pii.update': 'pii',
   'retention.update': 'retention',

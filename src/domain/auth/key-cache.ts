@@ -16,6 +16,8 @@ export interface CachedKey {
   lastUsedAt: Date | null;
   /** Monthly budget in micro-dollars; a key's budget is fixed at creation, so the cached value never goes stale. */
   budgetMicros: bigint | null;
+  /** CONTRACT §22: the key's model list (empty: every model); a change evicts the key like a revoke. */
+  models?: string[];
 }
 
 type LoadKey = () => Promise<CachedKey | null>;

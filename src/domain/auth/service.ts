@@ -7,6 +7,21 @@ import { KEY_PREFIX, digestEquals, digestSecret } from '../keys/secrets.ts';
 
 export const OPERATOR_KEY_ID = 'key_master';
 
+/**
+ * The caller a key row acts as: on a request (authenticate), and in the background work done as the key that asked
+ * (batches, evaluations, the verticals, RAG indexing, approved changes). Its model list rides along (CONTRACT §22).
+ */
+export function keyCaller(key: { id: string; projectId: string; scopes: readonly string[]; budgetMicros: bigint | null; models?: readonly string[] | null }): Caller {
+  return {
+    kind: 'key',
+    keyId: key.id,
+    projectId: key.projectId,
+    scopes: key.scopes as Scope[],
+    budgetMicros: key.budgetMicros,
+    models: key.models && key.models.length > 0 ? key.models : null,
+  };
+}
+
 const invalidKey = () => new SvcError('invalid_api_key');
 const LAST_USED_RESOLUTION_MS = 60_000;
 
@@ -51,7 +66,7 @@ export async function authenticate(ports: AuthPorts, header: string | undefined)
       .update({ where: { id: key.id }, data: { lastUsedAt: new Date(now) } })
       .catch((err: unknown) => ports.log.warn({ err, keyId: key.id }, 'could not record last_used_at'));
   }
-  return { kind: 'key', keyId: key.id, projectId: key.projectId, scopes: key.scopes as Scope[], budgetMicros: key.budgetMicros };
+  return keyCaller(key);
 }
 
 function loadKey(ports: AuthPorts, hash: string): Promise<CachedKey | null> {
@@ -68,6 +83,7 @@ function loadKey(ports: AuthPorts, hash: string): Promise<CachedKey | null> {
       previousExpiresAt: true,
       lastUsedAt: true,
       budgetMicros: true,
+      models: true,
     },
   });
 }

@@ -15,6 +15,7 @@ import { checkAssert } from './assertions.ts';
 import { CancelEvalRun, CreateEvalRun, DEFAULT_CONCURRENCY, ListEvalResultsQuery, ListEvalRunsQuery, type EvalStatus } from './schema.ts';
 import * as store from './store.ts';
 import type { EvalSummary } from './store.ts';
+import { assertModelAllowed } from '../keys/models.ts';
 
 export type { EvalSummary } from './store.ts';
 
@@ -29,11 +30,17 @@ export interface StoredCaseInput {
   assert: CreateEvalRun['cases'][number]['assert'];
 }
 
-function checkModel(ports: InferencePorts, model: string, param: string): void {
+function checkModel(ports: InferencePorts, ctx: Ctx, model: string, param: string): void {
   if (model === 'auto') return;
   const type = ports.providers.modelType(model);
   if (type === undefined) throw invalid(param, `Unknown model "${model.slice(0, 200)}". GET /v1/models lists the models; "auto" routes by policy.`);
   if (type !== 'chat') throw invalid(param, `${model.slice(0, 200)} is an embedding model: evaluation runs need a chat model.`);
+  // CONTRACT §22: refused at creation rather than case by case (the runner's calls would be refused the same way).
+  try {
+    assertModelAllowed(ctx.caller, model, ports.providers.routesForModel(model));
+  } catch (err) {
+    throw param === 'model' ? err : new SvcError('insufficient_scope', { param, message: (err as Error).message });
+  }
 }
 
 /**
@@ -57,7 +64,7 @@ export async function createEvalRun(ports: InferencePorts, ctx: Ctx, raw: unknow
   const input = parseInput(CreateEvalRun, raw);
   const templated = input.template !== undefined;
   if (!templated && input.model === undefined) throw invalid('model', 'Missing required parameter: model (or template).');
-  if (input.model !== undefined) checkModel(ports, input.model, 'model');
+  if (input.model !== undefined) checkModel(ports, ctx, input.model, 'model');
   const ids = new Set<string>();
   input.cases.forEach((c, i) => {
     const at = `cases[${i}]`;
@@ -68,7 +75,7 @@ export async function createEvalRun(ports: InferencePorts, ctx: Ctx, raw: unknow
     if (ids.has(caseId)) throw invalid(`${at}.id`, `The case id "${caseId}" is used twice.`);
     ids.add(caseId);
     checkAssert(c.assert, c.expected, `${at}.assert`);
-    if (c.assert.type === 'llm_judge') checkModel(ports, c.assert.judge_model!, `${at}.assert.judge_model`);
+    if (c.assert.type === 'llm_judge') checkModel(ports, ctx, c.assert.judge_model!, `${at}.assert.judge_model`);
   });
   const projectId = await requireProjectId(ctx, input.project_id);
   const template = templated ? await pinTemplate(ports, ctx, projectId, input.template!) : null;

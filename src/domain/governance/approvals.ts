@@ -2,11 +2,11 @@ import type { Approval, Prisma } from '../../generated/prisma/client.ts';
 import type { Db, Tx } from '../../db/client.ts';
 import { SvcError, invalid } from '../../errors/svc-error.ts';
 import { allows, type Action } from '../auth/actions.ts';
-import { OPERATOR_KEY_ID } from '../auth/service.ts';
+import { OPERATOR_KEY_ID, keyCaller } from '../auth/service.ts';
 import { recordAudit, recordSystemAudit } from '../audit/service.ts';
 import { headerNames, type Caller, type Ctx, type OperatorSession } from '../context.ts';
 import { enqueueEvent } from '../events/outbox.ts';
-import { SCOPES, type Scope } from '../keys/scopes.ts';
+import { SCOPES } from '../keys/scopes.ts';
 import { keyStatus } from '../keys/service.ts';
 import { isRole, roleAllows, scopesOfRole, strongest, type Role } from '../operators/roles.ts';
 import { isId } from '../../db/ids.ts';
@@ -162,7 +162,7 @@ async function requesterOf(db: Db, approval: Approval, now: Date): Promise<Calle
     if (!key || keyStatus(key, now) !== 'active') {
       throw new SvcError('invalid_api_key', { message: `The key that requested this change (${approval.requestedBy}) is no longer active.` });
     }
-    caller = { kind: 'key', keyId: key.id, projectId: key.projectId, scopes: key.scopes as Scope[], budgetMicros: key.budgetMicros };
+    caller = keyCaller(key);
   }
   if (!allows(approval.action as Action, caller.scopes)) {
     throw new SvcError('insufficient_scope', { message: `The key that requested this change no longer holds the scope for ${approval.action}.` });

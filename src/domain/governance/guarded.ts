@@ -1,6 +1,8 @@
 import * as budgets from '../budgets/service.ts';
 import * as keys from '../keys/service.ts';
+import * as keyUpdates from '../keys/update.ts';
 import * as rateLimits from '../rate-limits/service.ts';
+import * as customers from '../customers/service.ts';
 import * as routing from '../routing/service.ts';
 import * as webhooks from '../webhooks/service.ts';
 import * as mcp from '../mcp/service.ts';
@@ -18,6 +20,15 @@ import { governed } from './guard.ts';
  */
 export const updateRateLimits = governed('rate_limits.update', 'rateLimits', ['project_id'], rateLimits.checkRateLimits, rateLimits.applyRateLimits);
 export const updateBudget = governed('budget.update', 'budgets', ['project_id'], budgets.checkBudget, budgets.applyBudget);
+// CONTRACT §22: a customer's bounds are guarded with the project's (`budget`, `rate_limits`).
+export const updateCustomerBudget = governed('customer.budget.update', 'customers', ['project_id', 'customer'], customers.checkCustomerBudget, customers.applyCustomerBudget);
+export const updateCustomerRateLimits = governed(
+  'customer.rate_limits.update',
+  'customers',
+  ['project_id', 'customer'],
+  customers.checkCustomerRateLimits,
+  customers.applyCustomerRateLimits,
+);
 export const createRoutingPolicy = governed('routing_policy.create', 'routing', [], routing.checkCreateRoutingPolicy, routing.applyCreateRoutingPolicy);
 export const updateRoutingPolicy = governed('routing_policy.update', 'routing', ['policy_id'], routing.checkUpdateRoutingPolicy, routing.applyUpdateRoutingPolicy);
 export const deleteRoutingPolicy = governed('routing_policy.delete', 'routing', ['policy_id'], routing.checkDeleteRoutingPolicy, routing.applyDeleteRoutingPolicy);
@@ -28,6 +39,7 @@ export const createMcpServer = governed('mcp_server.create', 'mcp', [], mcp.chec
 export const createKey = governed('key.create', null, [], keys.checkCreateKey, keys.applyCreateKey);
 export const rotateKey = governed('key.rotate', 'keys', ['key_id'], keys.checkRotateKey, keys.applyRotateKey);
 export const revokeKey = governed('key.revoke', 'keys', ['key_id'], keys.checkRevokeKey, keys.applyRevokeKey);
+export const updateKey = governed('key.update', 'keys', ['key_id'], keyUpdates.checkUpdateKey, keyUpdates.applyUpdateKey);
 export const setResidency = governed('residency.update', 'projects', ['project_id'], policy.checkResidency, policy.applyResidency);
 export const setProjectPii = governed('pii.update', 'projects', ['project_id'], privacy.checkProjectPii, privacy.applyProjectPii);
 export const setProjectRetention = governed('retention.update', 'projects', ['project_id'], privacy.checkProjectRetention, privacy.applyProjectRetention);

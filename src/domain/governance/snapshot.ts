@@ -50,6 +50,7 @@ const READERS: Record<string, Reader> = {
   'routing_policy.delete': (db, projectId, params) => policy(db, projectId, params.policy_id),
   'key.rotate': (db, projectId, params) => key(db, projectId, params.key_id),
   'key.revoke': (db, projectId, params) => key(db, projectId, params.key_id),
+  'key.update': (db, projectId, params) => key(db, projectId, params.key_id),
   'webhook.disable': async (db, projectId, params) => {
     const w = await db.webhook.findFirst({ where: { id: params.webhook_id, projectId } });
     return w ? { url: w.url, events: w.events, status: w.status } : null;
@@ -68,7 +69,7 @@ async function policy(db: Db, projectId: string, policyId: string | undefined): 
 
 async function key(db: Db, projectId: string, keyId: string | undefined): Promise<Prisma.InputJsonObject | null> {
   const k = await db.apiKey.findFirst({ where: { id: keyId, projectId } });
-  return k ? { name: k.name, scopes: k.scopes, status: k.status, budget_usd: usd(k.budgetMicros) } : null;
+  return k ? { name: k.name, scopes: k.scopes, status: k.status, budget_usd: usd(k.budgetMicros), expires_at: k.expiresAt ? Math.floor(k.expiresAt.getTime() / 1000) : null } : null;
 }
 
 export async function snapshotBefore(db: Db, action: string, projectId: string, params: Record<string, string>): Promise<Prisma.InputJsonObject | null> {

@@ -1,5 +1,5 @@
 import { countPromptTokens, countTextTokens } from '../../limits/index.ts';
-import { costMicros } from '../../kernel/money.ts';
+import { usageCostMicros } from '../../kernel/money.ts';
 import type { Route } from '../../providers/router.ts';
 import type { ProviderUsage, ToolCall } from '../../providers/types.ts';
 import type { Ctx } from '../context.ts';
@@ -7,7 +7,7 @@ import { chargeSpend } from '../budgets/service.ts';
 import type { CachedAnswer } from './cache.ts';
 import { NO_TALLY, type Tally } from './stages/structured-output.ts';
 import type { Tracker } from './tracker.ts';
-import type { Answer, CacheStatus, InferenceResult, Plan, Validated } from './types.ts';
+import type { Answer, CacheStatus, InferenceResult, Plan, TokenDetails, Validated } from './types.ts';
 
 export async function tokensOf(v: Validated, content: string, usage: ProviderUsage | null, toolCalls?: ToolCall[], messages = v.messages): Promise<ProviderUsage> {
   if (usage) return usage;
@@ -55,7 +55,10 @@ export async function serveHit(t: Tracker, answer: CachedAnswer): Promise<Infere
 /**
  * Settle the token reservation to what was used, charge the cost to the month counters, remember the answer, hand
  * the outcome (usage record and inference.completed) to the writer. Their Redis commands (the limiter's settle, the
- * counters' add, the stream's XADD, the cache's SET) leave together: one round trip, and no SQL.
+ * counters' add, the stream's XADD, the cache's SET) leave together in one script call, and no SQL. The response does
+ * not wait for Redis's answer to it: each of them is done for this function once the call is in the kernel's socket
+ * buffer (redis/batch.ts post()), which a kill -9 of the gateway does not take back; what Redis refuses after that
+ * goes its own retry path (the outcome written directly, the spend and the settlement owed to Redis).
  */
 export async function account(
   t: Tracker,
@@ -71,8 +74,10 @@ export async function account(
   const ctx = t.ctx;
   const promptTokens = answer.usage.promptTokens + prior.promptTokens;
   const completionTokens = answer.usage.completionTokens + prior.completionTokens;
-  const cost = costMicros(answer.usage.promptTokens, answer.usage.completionTokens, route.model) + prior.costMicros;
-  const spend = chargeSpend(t.ports.budgets, ctx, t.projectId, cost, p.projectBudgetMicros);
+  // Cache reads and writes at the model's cache prices, where the providers file sets them (kernel/money.ts).
+  const cost = usageCostMicros(answer.usage, route.model) + prior.costMicros;
+  const details = tokenDetailsOf(answer.usage);
+  const spend = chargeSpend(t.ports.budgets, ctx, t.projectId, cost, p.projectBudgetMicros, t.customer);
   const settled = t.ticket.settle(promptTokens + completionTokens);
   const stored =
     outcome.status === 'succeeded' && p.cache && cacheStatus === 'miss'
@@ -102,6 +107,7 @@ export async function account(
     ...(answer.thinking ? { thinking: answer.thinking } : {}),
     promptTokens,
     completionTokens,
+    ...(details ? { tokenDetails: details } : {}),
     costMicros: cost,
     ...(t.citations ? { citations: t.citations } : {}),
     ...(t.template ? { template: t.template } : {}),
@@ -117,6 +123,16 @@ export async function account(
   });
   const [, , , wasStored] = await Promise.all([settled, spend.added, recorded, stored]);
   return wasStored === false ? { ...result, cacheStatus: 'unavailable' } : result;
+}
+
+/** The parts of the provider's usage beyond its two totals (cache reads and writes, reasoning), or undefined for none. */
+export function tokenDetailsOf(u: ProviderUsage): TokenDetails | undefined {
+  if (u.cacheReadTokens === undefined && u.cacheWriteTokens === undefined && u.reasoningTokens === undefined) return undefined;
+  const d: TokenDetails = {};
+  if (u.cacheReadTokens !== undefined) d.cacheReadTokens = u.cacheReadTokens;
+  if (u.cacheWriteTokens !== undefined) d.cacheWriteTokens = u.cacheWriteTokens;
+  if (u.reasoningTokens !== undefined) d.reasoningTokens = u.reasoningTokens;
+  return d;
 }
 
 /** CONTRACT §11: a JSON response_format's answer says how many it took (0: from the response cache). */

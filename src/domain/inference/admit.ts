@@ -30,7 +30,7 @@ const NO_CACHE: Lookup = { status: 'off' };
 export async function admit(ctx: Ctx, t: Tracker, v: Validated, p: Plan): Promise<{ cached: Lookup; reserved: boolean }> {
   const ticket = t.ticket;
   const [budget, reserved, cached] = await Promise.allSettled([
-    assertWithinBudget(t.ports.budgets, ctx, p.projectBudgetMicros),
+    assertWithinBudget(t.ports.budgets, ctx, p.projectBudgetMicros, t.customer),
     ticket.reserve(reservationOf(v)),
     p.cache ? lookup(t.ports, t.projectId, p) : NO_CACHE,
   ]);

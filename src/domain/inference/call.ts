@@ -1,6 +1,6 @@
 import { SvcError } from '../../errors/svc-error.ts';
 import type { RateLimitTicket } from '../../limits/index.ts';
-import { costMicros } from '../../kernel/money.ts';
+import { usageCostMicros } from '../../kernel/money.ts';
 import type { ChatMessage, Completion } from '../../providers/types.ts';
 import type { Ctx } from '../context.ts';
 import type { InferencePorts } from './ports.ts';
@@ -46,7 +46,7 @@ export async function createInference(
         thinking: c.thinking,
         usage,
         route: routed.route,
-        costMicros: costMicros(usage.promptTokens, usage.completionTokens, routed.route.model),
+        costMicros: usageCostMicros(usage, routed.route.model),
       };
     };
     let first;

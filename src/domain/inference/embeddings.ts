@@ -10,6 +10,8 @@ import { admit } from './admit.ts';
 import { plan } from './plan.ts';
 import { refuseOrRecord, Tracker } from './tracker.ts';
 import type { InferenceResult, Validated } from './types.ts';
+import { bindCustomer } from '../customers/inference-stage.ts';
+import { assertModelAllowed } from '../keys/models.ts';
 
 export interface EmbeddingsOutcome {
   result: InferenceResult;
@@ -32,6 +34,7 @@ export async function createEmbeddings(
   const type = ports.providers.modelType(input.model);
   if (type === undefined) throw invalid('model', `Unknown model "${input.model.slice(0, 200)}". GET /v1/models lists the models.`);
   if (type !== 'embedding') throw invalid('model', `${input.model.slice(0, 200)} is a chat model: POST /v1/embeddings needs a model of type embedding.`);
+  assertModelAllowed(ctx.caller, input.model, ports.providers.routesForModel(input.model));
   const texts = typeof input.input === 'string' ? [input.input] : input.input;
   texts.forEach((text, i) => {
     if (text === '') throw invalid(typeof input.input === 'string' ? 'input' : `input[${i}]`, 'input must not be empty.');
@@ -51,7 +54,9 @@ export async function createEmbeddings(
   };
   const projectId = await requireProjectId(ctx, input.project_id ?? ctx.caller.projectId);
   ticket.address(projectId);
+  const customer = await bindCustomer(ports.budgets.customers, ctx, ticket, projectId, input.user);
   const t = new Tracker(ports, ctx, ticket, projectId, v.model);
+  t.customer = customer;
   try {
     const p = await plan(ctx, t, v);
     await admit(ctx, t, v, p);

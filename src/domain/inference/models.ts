@@ -3,6 +3,7 @@ import type { Route } from '../../providers/router.ts';
 import type { Ctx } from '../context.ts';
 import type { ProviderRouter } from './ports.ts';
 import { visibleProjectId } from '../tenancy.ts';
+import { routeAllowed } from '../keys/models.ts';
 
 export interface ModelInfo {
   id: string;
@@ -12,7 +13,8 @@ export interface ModelInfo {
 
 /**
  * The models a caller can use: every configured model, or for a project pinned to a region only those served there
- * (with only those routes). The operator sees everything unless it names a project.
+ * (with only those routes), and for a key with a model list only the models in it. The operator sees everything unless
+ * it names a project.
  */
 export async function listModels(providers: ProviderRouter, ctx: Ctx, requestedProjectId?: string): Promise<ModelInfo[]> {
   const projectId = await visibleProjectId(ctx, requestedProjectId);
@@ -24,7 +26,8 @@ export async function listModels(providers: ProviderRouter, ctx: Ctx, requestedP
   const registry = providers;
   const out: ModelInfo[] = [];
   for (const id of registry.modelIds()) {
-    const routes = registry.routesForModel(id).filter((r) => region === null || r.provider.region === region);
+    // CONTRACT §22: a key narrowed to some models sees only those (and only their routes within its list).
+    const routes = registry.routesForModel(id).filter((r) => (region === null || r.provider.region === region) && routeAllowed(ctx.caller.models, r));
     if (routes.length > 0) out.push({ id, routes });
   }
   return out;

@@ -37,7 +37,7 @@ export type CallResult =
       /** Zero retention: the answer was not kept, only its figures. */
       dropped?: true;
     }
-  | { ok: false; code: string; message: string; requestId: string };
+  | { ok: false; code: string; message: string; requestId: string; /** The field the error names, when it names one. */ param?: string };
 
 /** What a call made once needs from outside: the inference pipeline, the key's limiter, where calls are begun. */
 export interface OncePorts {
@@ -154,7 +154,7 @@ export async function inferOnce(ports: OncePorts, env: { db: Db; clock: Clock },
         await idem.abandon(call.projectId, call.key);
         throw err;
       }
-      result = { ok: false, code: err.code, message: err.message, requestId };
+      result = { ok: false, code: err.code, message: err.message, requestId, ...(err.param !== null ? { param: err.param } : {}) };
     }
     // The answer is kept as soon as its usage record is durable. A restart then finds the answer, or no charge, or (a
     // crash in the instant between) a charge without an answer, which it recovers or reports, never repeats.

@@ -1,6 +1,7 @@
 import { SvcError, invalid } from '../../errors/svc-error.ts';
 import { routesCarrying, RoutingError, type Route } from '../../providers/router.ts';
 import type { Ctx } from '../context.ts';
+import { routesWithinKey } from '../keys/models.ts';
 import { cacheKey, DEFAULT_CACHE_TTL_S } from './cache.ts';
 import { planPrivacy, privacyReady } from '../privacy/stage.ts';
 import type { Tracker } from './tracker.ts';
@@ -39,6 +40,8 @@ export async function plan(ctx: Ctx, t: Tracker, v: Validated): Promise<Plan> {
   } else {
     routes = registry.routesForModel(v.model);
   }
+  // CONTRACT §22: only the routes within the key's models ("auto" included); none: 403 insufficient_scope, param model.
+  routes = routesWithinKey(ctx.caller, v.model, routes);
   if (region !== null) routes = routes.filter((r) => r.provider.region === region);
   if (routes.length === 0) {
     const what = v.model === 'auto' ? 'the routing policy\'s targets' : v.model;

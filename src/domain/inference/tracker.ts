@@ -9,6 +9,7 @@ import type { SpendCharge } from '../budgets/service.ts';
 import type { Citation } from '../rag/stage.ts';
 import { retainedRecord, type PrivacyPlan, type RetainedResult } from '../privacy/stage.ts';
 import type { AppliedTemplate } from '../templates/inference-stage.ts';
+import type { BoundCustomer } from '../customers/inference-stage.ts';
 
 /** One inference from start to its usage record: what is known so far about where it went and how it ended. */
 export class Tracker {
@@ -23,6 +24,8 @@ export class Tracker {
   /** Redaction and retention (domain/privacy/stage.ts), from the plan step on. */
   privacy: PrivacyPlan | null = null;
   template: AppliedTemplate | null = null;
+  /** The end customer the request names (CONTRACT §22), with its bounds; null: none named. */
+  customer: BoundCustomer | null = null;
   private recorded = false;
 
   constructor(
@@ -61,8 +64,9 @@ export class Tracker {
 
   /**
    * Exactly once per inference (CONTRACT §8): hands the outcome to the outcome writer, which has it durably when this
-   * resolves (a Redis stream entry or the in-process batch; written to PostgreSQL in a batch off the request path).
-   * A failed write is logged by the writer, never the caller's error.
+   * resolves (a Redis stream entry in the kernel's socket buffer, not yet acknowledged, or the in-process batch;
+   * written to PostgreSQL in a batch off the request path). A failed write, even one found out after the response,
+   * is the writer's to retry (directly to PostgreSQL) and log, never the caller's error.
    */
   async record(o: {
     status: 'succeeded' | 'failed';
@@ -95,6 +99,7 @@ export class Tracker {
       spend: o.spend ?? null,
       retained: this.privacy ? retainedRecord(this.privacy, this.id, this.createdAt, o.status, o.result ?? null) : null,
       ...(this.template ? { templateId: this.template.id, templateVersion: this.template.version } : {}),
+      ...(this.customer ? { customer: this.customer.id } : {}),
     });
   }
 

@@ -42,7 +42,12 @@ export interface InferenceResult extends RetainedResult {
   template?: AppliedTemplate;
   /** With a JSON response_format: how many answers it took (CONTRACT §11). */
   attempts?: number;
+  /** What the provider said of its tokens beyond the two totals (prompt-cache reads and writes, reasoning), when it did. */
+  tokenDetails?: TokenDetails;
 }
+
+/** Parts of promptTokens (cache reads, cache writes) and of completionTokens (reasoning), as the provider reported them. */
+export type TokenDetails = Pick<ProviderUsage, 'cacheReadTokens' | 'cacheWriteTokens' | 'reasoningTokens'>;
 
 export type StreamEvent =
   | { type: 'delta'; content: string; choice?: number }

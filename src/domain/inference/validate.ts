@@ -12,6 +12,8 @@ import { applyRag } from '../rag/stage.ts';
 import { applyTemplate } from '../templates/inference-stage.ts';
 import { outputCheck } from './stages/structured-output.ts';
 import { Tracker } from './tracker.ts';
+import { bindCustomer } from '../customers/inference-stage.ts';
+import { assertModelAllowed } from '../keys/models.ts';
 import type { InferenceInput, InferenceSurface, Validated } from './types.ts';
 
 /** OpenAI's own figure for an image part at low detail; a provider's reported usage settles it. */
@@ -68,6 +70,8 @@ export function validateInference(ports: InferencePorts, ctx: Ctx, raw: Inferenc
       throw invalid('model', `Unknown model "${input.model.slice(0, 200)}". GET /v1/models lists the models; "auto" routes by policy.`);
     }
     if (type !== 'chat') throw invalid('model', `${input.model.slice(0, 200)} is an embedding model: use POST /v1/embeddings.`);
+    // CONTRACT §22, here so that every protocol (count_tokens and countTokens included) refuses it; plan() narrows routes.
+    assertModelAllowed(ctx.caller, input.model, ports.providers.routesForModel(input.model));
   }
   const messages = input.messages as ChatMessage[];
   let extraTokens = checkMessages(messages);
@@ -161,7 +165,10 @@ export async function begin(
   const projectId = await projectOf();
   // The operator's inference draws on the project's windows from here on (CONTRACT §7).
   ticket.address(projectId);
+  // CONTRACT §22: the end customer (user, metadata.user_id or X-Svc-Customer), its windows on the ticket.
+  const customer = await bindCustomer(ports.budgets.customers, ctx, ticket, projectId, input.user);
   const t = new Tracker(ports, ctx, ticket, projectId, v.model);
+  t.customer = customer;
   if (input.rag) {
     if (!ports.rag) throw invalid('rag', 'The rag option is not available here.');
     ({ messages: v.messages, citations: t.citations } = await applyRag(ports.rag, ctx, projectId, input.rag, v.messages));

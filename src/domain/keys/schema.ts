@@ -4,6 +4,7 @@ import { pageQueryProperties } from '../pagination.ts';
 import { Input, Nullable, PathId, ProjectIdField, ProjectIdFilter } from '../schema.ts';
 import { SCOPES } from './scopes.ts';
 import { McpToolGrants } from '../mcp/schema.ts';
+import { KeyModels } from './models.ts';
 
 /** CONTRACT §3: the rotate overlap, in hours. */
 /** A key name's length in code points after trimming (kernel/names.ts normalizeName: NFC, no invisible or mixed-script names). */
@@ -43,8 +44,24 @@ export const CreateKey = Input({
     }),
   ),
   mcp_tools: Type.Optional(McpToolGrants),
+  models: Type.Optional(KeyModels),
 });
 export type CreateKey = Static<typeof CreateKey>;
+
+/**
+ * POST /v1/keys/{key_id}, GraphQL updateKey (beyond the contract: docs/DECISIONS.md): the fields given change, the
+ * others stay; null clears budget_usd, expires_at, mcp_tools and models. Scopes never change (create a new key instead).
+ */
+export const UpdateKeyFields = Input({
+  project_id: ProjectIdField,
+  name: Type.Optional(CreateKey.properties.name),
+  budget_usd: CreateKey.properties.budget_usd,
+  expires_at: CreateKey.properties.expires_at,
+  mcp_tools: CreateKey.properties.mcp_tools,
+  models: CreateKey.properties.models,
+});
+export const UpdateKey = Nullable(UpdateKeyFields, says({ type: 'must be a JSON object' }));
+export type UpdateKey = Static<typeof UpdateKey>;
 
 /** POST /v1/keys/{key_id}/rotate (the body may be absent), GraphQL rotateKey. */
 export const RotateKey = Nullable(

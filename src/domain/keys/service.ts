@@ -17,6 +17,7 @@ import type { Scope } from './scopes.ts';
 import { generateSecret, hashSecret } from './secrets.ts';
 import { grantsWithin } from '../mcp/tools.ts';
 import { badToolGrant } from '../mcp/schema.ts';
+import { checkKeyModels, modelsBeyond, shownModels } from './models.ts';
 import { ownTransaction, type Checked } from '../transact.ts';
 
 /** A key row with, on create and rotate only, the full secret. */
@@ -33,7 +34,7 @@ export function budgetMicros(usd: number): bigint {
 }
 
 /** The schema's checks (CreateKey), then what it cannot say: the name's characters, an expiry in the future, whole micro-dollars. */
-function validateKeyInput(ctx: Ctx, raw: unknown): { input: CreateKey; name: string; scopes: Scope[]; budgetMicros: bigint | null; expiresAt: Date | null; mcpTools: string[] } {
+function validateKeyInput(ctx: Ctx, raw: unknown): { input: CreateKey; name: string; scopes: Scope[]; budgetMicros: bigint | null; expiresAt: Date | null; mcpTools: string[]; models: string[] } {
   const input = parseInput(CreateKey, raw);
   const name = normalizeName(input.name, 'name', MAX_KEY_NAME_CHARS);
   const scopes = [...new Set(input.scopes)];
@@ -49,17 +50,19 @@ function validateKeyInput(ctx: Ctx, raw: unknown): { input: CreateKey; name: str
   const badGrant = input.mcp_tools ? badToolGrant(input.mcp_tools) : null;
   if (badGrant !== null) throw invalid('mcp_tools', `mcp_tools entries must be server/tool or server/*: ${JSON.stringify(badGrant)} is not.`);
   const mcpTools = input.mcp_tools ? [...new Set(input.mcp_tools)] : [];
-  return { input, name, scopes, budgetMicros: budget, expiresAt, mcpTools };
+  // CONTRACT §22: likewise, stored empty when absent or null (every model).
+  const models = checkKeyModels(input.models);
+  return { input, name, scopes, budgetMicros: budget, expiresAt, mcpTools, models };
 }
 
-type KeyAction = 'grant' | 'rotate' | 'revoke';
+type KeyAction = 'grant' | 'rotate' | 'revoke' | 'update';
 
 /**
  * A key may only hand out scopes it holds itself (CONTRACT §3): on create; on rotate, whose answer is the rotated
  * key's new secret (a keys:manage key rotating an admin key would otherwise get the admin's powers); and on revoke
  * (a keys:manage key may not switch off a key more powerful than itself). The operator acts on any key.
  */
-function assertScopeSubset(ctx: Ctx, scopes: readonly string[], action: KeyAction): void {
+export function assertScopeSubset(ctx: Ctx, scopes: readonly string[], action: KeyAction): void {
   if (ctx.caller.kind === 'operator') return;
   const held = new Set(ctx.caller.scopes);
   const extra = scopes.filter((s) => !held.has(s as Scope));
@@ -68,6 +71,7 @@ function assertScopeSubset(ctx: Ctx, scopes: readonly string[], action: KeyActio
       grant: `A key cannot grant scopes it does not hold: ${extra.join(', ')}.`,
       rotate: `A key cannot rotate a key holding scopes it does not hold: ${extra.join(', ')}.`,
       revoke: `A key cannot revoke a key holding scopes it does not hold: ${extra.join(', ')}.`,
+      update: `A key cannot change a key holding scopes it does not hold: ${extra.join(', ')}.`,
     }[action];
     throw new SvcError('insufficient_scope', { param: action === 'grant' ? 'scopes' : 'key_id', message });
   }
@@ -79,35 +83,45 @@ function assertScopeSubset(ctx: Ctx, scopes: readonly string[], action: KeyActio
  * caller has one (none counts as looser). Else 403 insufficient_scope, param budget_usd / expires_at on create and
  * key_id on rotate. `db` is the open transaction when there is one (PGlite has a single connection).
  */
-async function assertNoLooserThanCaller(
+export async function assertNoLooserThanCaller(
   ctx: Ctx,
   db: Tx,
-  child: { budgetMicros: bigint | null; expiresAt: Date | null; mcpTools: string[] },
-  action: 'grant' | 'rotate',
+  // On update only the fields that change are given (undefined: unchanged, not checked).
+  child: { budgetMicros?: bigint | null; expiresAt?: Date | null; mcpTools?: string[]; models?: string[] },
+  action: 'grant' | 'rotate' | 'update',
 ): Promise<void> {
   // The operator and console sessions (issue 22) have no budget or expiry of their own to pass on.
   if (ctx.caller.kind !== 'key') return;
-  const own = await db.apiKey.findUnique({ where: { id: ctx.caller.keyId }, select: { budgetMicros: true, expiresAt: true, mcpTools: true } });
+  const own = await db.apiKey.findUnique({ where: { id: ctx.caller.keyId }, select: { budgetMicros: true, expiresAt: true, mcpTools: true, models: true } });
   if (!own) throw new SvcError('invalid_api_key');
-  const verb = action === 'grant' ? 'create' : 'rotate';
-  if (own.budgetMicros !== null && (child.budgetMicros === null || child.budgetMicros > own.budgetMicros)) {
+  const verb = { grant: 'create', rotate: 'rotate', update: 'give' }[action];
+  const param = (field: string) => (action === 'rotate' ? 'key_id' : field);
+  if (child.budgetMicros !== undefined && own.budgetMicros !== null && (child.budgetMicros === null || child.budgetMicros > own.budgetMicros)) {
     throw new SvcError('insufficient_scope', {
-      param: action === 'grant' ? 'budget_usd' : 'key_id',
+      param: param('budget_usd'),
       message: `A key with budget_usd ${microsToUsd(own.budgetMicros)} cannot ${verb} a key without a budget_usd or with a higher one.`,
     });
   }
-  if (own.expiresAt !== null && (child.expiresAt === null || child.expiresAt.getTime() > own.expiresAt.getTime())) {
+  if (child.expiresAt !== undefined && own.expiresAt !== null && (child.expiresAt === null || child.expiresAt.getTime() > own.expiresAt.getTime())) {
     throw new SvcError('insufficient_scope', {
-      param: action === 'grant' ? 'expires_at' : 'key_id',
+      param: param('expires_at'),
       message: `A key expiring at ${Math.floor(own.expiresAt.getTime() / 1000)} cannot ${verb} a key without an expires_at or with a later one.`,
     });
   }
   // CONTRACT §20: a key narrowed to some MCP tools hands out no tool beyond them (empty: not narrowed).
-  const outside = grantsWithin(own.mcpTools.length > 0 ? own.mcpTools : null, child.mcpTools.length > 0 ? child.mcpTools : null);
+  const outside = child.mcpTools === undefined ? [] : grantsWithin(own.mcpTools.length > 0 ? own.mcpTools : null, child.mcpTools.length > 0 ? child.mcpTools : null);
   if (outside.length > 0) {
     throw new SvcError('insufficient_scope', {
-      param: action === 'grant' ? 'mcp_tools' : 'key_id',
+      param: param('mcp_tools'),
       message: `A key limited by mcp_tools cannot ${verb} a key with MCP tools beyond its own: ${outside.join(', ')}.`,
+    });
+  }
+  // CONTRACT §22: nor a model beyond its own list (empty: not narrowed).
+  const beyond = child.models === undefined ? [] : modelsBeyond(shownModels(own.models), shownModels(child.models));
+  if (beyond.length > 0) {
+    throw new SvcError('insufficient_scope', {
+      param: param('models'),
+      message: `A key limited by models cannot ${verb} a key with models beyond its own: ${beyond.join(', ')}.`,
     });
   }
 }
@@ -146,6 +160,7 @@ export async function applyCreateKey(ctx: Ctx, valid: NewKey, transact = ownTran
           budgetMicros: valid.budgetMicros,
           expiresAt: valid.expiresAt,
           mcpTools: valid.mcpTools,
+          models: valid.models,
           status: 'active',
           createdAt: now,
           // Dual control's segregation of duties walks this (domain/governance/approvals.ts).
@@ -155,7 +170,7 @@ export async function applyCreateKey(ctx: Ctx, valid: NewKey, transact = ownTran
       await recordAudit(tx, ctx, 'key.create', {
         projectId,
         targetId: key.id,
-        data: { name: key.name, scopes: key.scopes, ...(key.mcpTools.length > 0 ? { mcp_tools: key.mcpTools } : {}) },
+        data: { name: key.name, scopes: key.scopes, ...(key.mcpTools.length > 0 ? { mcp_tools: key.mcpTools } : {}), ...(key.models.length > 0 ? { models: key.models } : {}) },
       });
       return key;
     });
@@ -197,7 +212,7 @@ function pickDefined(q: ListKeysQuery): Record<string, string | number> {
 }
 
 /** Another project's key looks absent (404), so a key can never learn that it exists. */
-async function findVisibleKey(ctx: Ctx, tx: Tx, keyId: string, projectId: string | undefined): Promise<ApiKey> {
+export async function findVisibleKey(ctx: Ctx, tx: Tx, keyId: string, projectId: string | undefined): Promise<ApiKey> {
   const key = await tx.apiKey.findFirst({ where: { id: keyId, ...(projectId !== undefined ? { projectId } : {}) } });
   if (!key) throw new SvcError('not_found', { param: 'key_id', message: 'No such key.' });
   addressed(ctx, key.projectId);
@@ -328,7 +343,7 @@ export async function revokeKey(ports: KeyPorts, ctx: Ctx, keyId: string): Promi
  * replicas hear it over the bus. A failed publish is logged, not thrown: the change itself is done, and the cache's
  * TTL and its resync on reconnect bound how long another replica can lag.
  */
-async function invalidateKey(ports: KeyPorts, keyId: string): Promise<void> {
+export async function invalidateKey(ports: KeyPorts, keyId: string): Promise<void> {
   try {
     await ports.evictions.invalidate(keyId);
   } catch (err) {

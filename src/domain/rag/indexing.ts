@@ -3,8 +3,8 @@ import { newId } from '../../db/ids.ts';
 import { SvcError } from '../../errors/svc-error.ts';
 import type { Clock } from '../../kernel/clock.ts';
 import { keyStatus } from '../keys/service.ts';
-import { SCOPES, type Scope } from '../keys/scopes.ts';
-import { OPERATOR_KEY_ID } from '../auth/service.ts';
+import { SCOPES } from '../keys/scopes.ts';
+import { OPERATOR_KEY_ID, keyCaller } from '../auth/service.ts';
 import { headerNames, makeCtx, type Caller } from '../context.ts';
 import { chunkText } from './chunking.ts';
 import type { RagPorts } from './ports.ts';
@@ -30,7 +30,7 @@ async function callerOf(db: Db, createdBy: string, projectId: string, now: Date)
   if (!key || keyStatus(key, now) !== 'active') {
     throw new SvcError('invalid_api_key', { message: `The key that uploaded the document (${createdBy}) is no longer active; upload it again with an active key.` });
   }
-  return { kind: 'key', keyId: key.id, projectId: key.projectId, scopes: key.scopes as Scope[], budgetMicros: key.budgetMicros };
+  return keyCaller(key);
 }
 
 /**

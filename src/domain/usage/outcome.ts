@@ -31,6 +31,8 @@ export interface InferenceOutcome {
   /** The prompt template the inference used (CONTRACT §10); absent when none. */
   templateId?: string | null;
   templateVersion?: number | null;
+  /** The end customer the inference named (CONTRACT §22); absent when none. Its budget scope is charged with the spend. */
+  customer?: string | null;
 }
 
 /** inference.completed's data (spec 2.4). */

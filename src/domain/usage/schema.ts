@@ -22,5 +22,8 @@ export const UsageQuery = Input({
   ),
   start_date: Day('The first day (UTC, inclusive), YYYY-MM-DD.'),
   end_date: Day('The last day (UTC, inclusive), YYYY-MM-DD.'),
+  customer: Type.Optional(
+    Type.String({ minLength: 1, maxLength: 256, description: 'Only the usage of this end customer (CONTRACT §22).', ...says('must be a customer id of 1 to 256 characters') }),
+  ),
 });
 export type UsageQuery = Static<typeof UsageQuery>;

@@ -60,6 +60,7 @@ export async function listUsage(ports: UsagePorts, ctx: Ctx, raw: unknown): Prom
   if (granularity === 'request') {
     const where: Prisma.UsageRecordWhereInput = {
       ...(projectId !== undefined ? { projectId } : {}),
+      ...(query.customer !== undefined ? { customer: query.customer } : {}),
       ...(from !== undefined || to !== undefined
         ? { createdAt: { ...(from !== undefined ? { gte: new Date(from) } : {}), ...(to !== undefined ? { lt: new Date(to) } : {}) } }
         : {}),
@@ -84,12 +85,14 @@ export async function listUsage(ports: UsagePorts, ctx: Ctx, raw: unknown): Prom
   const end = to ?? todayStart + DAY_MS;
   const start = from ?? end - DEFAULT_DAYS * DAY_MS;
   if (end - start > MAX_DAYS * DAY_MS) throw invalid('start_date', `A day range may cover at most ${MAX_DAYS} days.`);
-  return { granularity, days: await usageByDay(db, projectId, new Date(start), new Date(end)) };
+  return { granularity, days: await usageByDay(db, projectId, new Date(start), new Date(end), query.customer) };
 }
 
-/** Sums per UTC day in [from, to), newest first. */
-export async function usageByDay(db: Tx, projectId: string | undefined, from: Date, to: Date): Promise<UsageDay[]> {
-  const projectFilter = projectId !== undefined ? Prisma.sql`AND project_id = ${projectId}` : Prisma.empty;
+/** Sums per UTC day in [from, to), newest first; of one end customer's records when `customer` is given. */
+export async function usageByDay(db: Tx, projectId: string | undefined, from: Date, to: Date, customer?: string): Promise<UsageDay[]> {
+  const projectFilter = Prisma.sql`${projectId !== undefined ? Prisma.sql`AND project_id = ${projectId}` : Prisma.empty} ${
+    customer !== undefined ? Prisma.sql`AND customer = ${customer}` : Prisma.empty
+  }`;
   const rows = await db.$queryRaw<Array<{ day: string; requests: bigint; prompt: bigint; completion: bigint; cost: bigint }>>`
     SELECT to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day,
            count(*)::bigint AS requests,

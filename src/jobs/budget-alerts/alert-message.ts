@@ -4,7 +4,7 @@ const usd = (n: number) => `$${n.toFixed(2)}`;
 
 /** The alert e-mail's subject and text (the event, written in the same transaction as the spend, is the durable record). */
 export function alertMessage(alert: BudgetAlert): { subject: string; text: string } {
-  const who = alert.keyId ? `API key ${alert.keyId}` : `project ${alert.projectId}`;
+  const who = alert.keyId ? `API key ${alert.keyId}` : alert.customer ? `customer ${alert.customer}` : `project ${alert.projectId}`;
   const what =
     alert.type === 'budget.exceeded'
       ? `has reached its monthly budget: further requests are refused with 429 budget_exceeded until the month ends or the budget is raised`
