@@ -5,7 +5,7 @@
  * XADD (X), and the five together as one inference sends them. Keys under a throw-away prefix, deleted at the end.
  */
 import { Redis } from 'ioredis';
-import { BATCH_LUA, encodeBatch, type BatchOp } from '../src/redis/batch.ts';
+import { BATCH_LUA, encodeBatch, type BatchOp } from '../src/redis/batch-script.ts';
 
 const redis = new Redis(process.env.REDIS_URL || 'redis://127.0.0.1:6379');
 const P = `bench-lua-${process.pid}:`;

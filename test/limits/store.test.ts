@@ -3,7 +3,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MemoryLimitStore } from '../../src/limits/memory-store.ts';
 import { RedisLimitStore } from '../../src/redis/limit-store.ts';
-import { BATCH_LUA } from '../../src/redis/batch.ts';
+import { BATCH_LUA } from '../../src/redis/batch-script.ts';
 import { SCALE, type ApplyRequest, type BucketSpec, type LimitStore, type VersionedLimits } from '../../src/limits/types.ts';
 import { REDIS_URL, deleteRedisPrefix, uniqueName } from '../helpers/services.ts';
 

@@ -1,6 +1,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { encodeBatch, redisBatchOf } from '../../src/redis/batch.ts';
+import { encodeBatch } from '../../src/redis/batch-script.ts';
+import { redisBatchOf } from '../../src/redis/batch.ts';
 import { REDIS_URL, uniqueName } from '../helpers/services.ts';
 
 describe('a script call', () => {

@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import { BATCH_LUA } from '../../src/redis/batch.ts';
+import { BATCH_LUA } from '../../src/redis/batch-script.ts';
 import { keySlot } from '../../src/redis/slot.ts';
 import { seedProject, type Seeded } from '../helpers/app.ts';
 import { pollUntil, type Answer, type GatewayProcess } from '../helpers/gateway-process.ts';

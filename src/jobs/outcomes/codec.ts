@@ -48,3 +48,23 @@ export function decodeOutcomeBatch(outcomes: string, contents: string | null): I
   }
   return list;
 }
+
+/**
+ * One turn's outcomes as the fields of one usage-stream entry: `b`, their JSON array (encodeOutcomeBatch) without the
+ * retained contents, and `c`, the contents sealed together (one AES-GCM per turn, not per request; the `b` text is the
+ * associated data, so sealed contents moved onto another entry do not open), left out when none retains content. An
+ * entry of an earlier version (`o`: one outcome, its content sealed alone) is still read (decodeStreamEntry).
+ */
+export function streamEntryFields(outcomes: InferenceOutcome[], sealer: ContentSealer): string[] {
+  const { outcomes: text, contents } = encodeOutcomeBatch(outcomes);
+  return contents === null ? ['b', text] : ['b', text, 'c', sealer.seal(contents, text)];
+}
+
+/** An entry's outcomes, contents opened (both entry forms: see streamEntryFields). Throws on an entry that cannot be read. */
+export function decodeStreamEntry(fields: string[], sealer: ContentSealer): InferenceOutcome[] {
+  const at = fields.indexOf('b');
+  if (at < 0) return [decodeOutcome(fields[fields.indexOf('o') + 1] ?? '')];
+  const text = fields[at + 1] ?? '';
+  const c = fields.indexOf('c');
+  return decodeOutcomeBatch(text, c < 0 ? null : sealer.open(fields[c + 1] ?? '', text));
+}

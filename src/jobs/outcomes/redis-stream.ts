@@ -7,8 +7,8 @@ import { redisBatchOf } from '../../redis/batch.ts';
 import { duplicateRedis, isCluster, type Redis, type RedisServer } from '../../redis/connection.ts';
 import { redisHealthOf, withRedisTimeout } from '../../redis/health.ts';
 import { BATCH_SIZE, OutcomeBatchWriter, type OutcomeWriterOptions } from './batch-writer.ts';
-import { decodeOutcome, decodeOutcomeBatch, encodeOutcome, encodeOutcomeBatch } from './codec.ts';
-import { COMMAND_TIMEOUT_MS, forgetDeadConsumers, idCompare, pairs, RecentAppends, shardOfProject, ShardLeases, sleep, usageStreamKeys, type Shard, type ShardConsumer } from './stream-shards.ts';
+import { decodeStreamEntry, encodeOutcome, streamEntryFields } from './codec.ts';
+import { COMMAND_TIMEOUT_MS, forgetDeadConsumers, writtenUpTo, idCompare, pairs, RecentAppends, shardOfProject, ShardLeases, sleep, usageStreamKeys, type Shard, type ShardConsumer } from './stream-shards.ts';
 
 const BLOCK_MS = 2_000;
 /** On a Cluster a blocked read cannot be woken (CLIENT UNBLOCK would go to another node): shorter blocks instead. */
@@ -48,6 +48,8 @@ export class RedisOutcomeWriter extends OutcomeBatchWriter implements OutcomeQue
   private reclaiming = false;
   private warnedFallback = false;
   /** The outcomes appended just before Redis went down, to append again (a failover may have lost them). */
+  /** One turn's outcomes as one stream entry's fields (codec.ts streamEntryFields), the sealer bound. */
+  private readonly fieldsOf = (outcomes: InferenceOutcome[]): string[] => streamEntryFields(outcomes, this.opts.sealer);
   private readonly recent = new RecentAppends<{ shard: Shard; o: InferenceOutcome }>();
 
   constructor(
@@ -136,7 +138,7 @@ export class RedisOutcomeWriter extends OutcomeBatchWriter implements OutcomeQue
     // ONE stream entry (entryFields), whose XADD travels in the script call that carries their settlement and spend (on
     // a Cluster: the call of the shard's slot). The caller answers once that call is in the kernel's socket buffer
     // (a kill -9 of this process no longer loses it), not once Redis acknowledged it; see afterAnswer for the rest.
-    const posted = batch.gatherPosted(shard, 'X', [shard.stream], o, this.entryFields);
+    const posted = batch.gatherPosted(shard, 'X', [shard.stream], o, this.fieldsOf);
     const acked = this.afterAnswer(shard, o, posted.answer);
     if ((await posted.durable) === 'answered') await acked;
     else this.recent.remember({ shard, o });
@@ -179,33 +181,13 @@ export class RedisOutcomeWriter extends OutcomeBatchWriter implements OutcomeQue
       again.map(async ({ shard, o }) => {
         try {
           if (!batch.usable) throw new Error('Redis does not answer');
-          await batch.gather(shard, 'X', [shard.stream], o, this.entryFields);
+          await batch.gather(shard, 'X', [shard.stream], o, this.fieldsOf);
         } catch {
           await this.direct(o);
         }
       }),
     );
     this.opts.log.info({ outcomes: again.length }, 'appended the usage entries of the moments before the Redis outage again (each is written once)');
-  }
-
-  /**
-   * One turn's outcomes as the fields of one entry: `b`, their JSON array (codec.ts) without the retained contents, and
-   * `c`, the contents sealed together (one AES-GCM per turn, not per request; the `b` text is the associated data, so
-   * sealed contents moved onto another entry do not open), left out when none retains content. An entry of an earlier
-   * version (`o`: one outcome, its content sealed alone) is still read.
-   */
-  private readonly entryFields = (outcomes: InferenceOutcome[]): string[] => {
-    const { outcomes: text, contents } = encodeOutcomeBatch(outcomes);
-    return contents === null ? ['b', text] : ['b', text, 'c', this.opts.sealer.seal(contents, text)];
-  };
-
-  /** An entry's outcomes, contents opened (both entry forms: see entryFields). Throws on an entry that cannot be read. */
-  private decodeEntry(fields: string[]): InferenceOutcome[] {
-    const at = fields.indexOf('b');
-    if (at < 0) return [decodeOutcome(fields[fields.indexOf('o') + 1] ?? '')];
-    const text = fields[at + 1] ?? '';
-    const c = fields.indexOf('c');
-    return decodeOutcomeBatch(text, c < 0 ? null : this.opts.sealer.open(fields[c + 1] ?? '', text));
   }
 
   /** True once every entry this process appended (on every shard) is written, by whichever consumer holds its shard. */
@@ -231,41 +213,17 @@ export class RedisOutcomeWriter extends OutcomeBatchWriter implements OutcomeQue
       c.hurry?.();
     }
     // Closed: this consumer writes no more; another replica may still have written them.
-    if (this.stopped) return this.writtenUpTo(s.stream, target);
+    if (this.stopped) return writtenUpTo(this.redis, s.stream, GROUP, target);
     for (;;) {
       // Redis not answering: the stream cannot be asked, and waiting for it would hold the caller (a budget read).
       if (!redisHealthOf(this.redis).usable) return false;
-      if (await this.writtenUpTo(s.stream, target)) {
+      if (await writtenUpTo(this.redis, s.stream, GROUP, target)) {
         if (s.flushedUpTo === null || idCompare(s.flushedUpTo, target) < 0) s.flushedUpTo = target;
         return true;
       }
       const left = deadline - performance.now();
       if (left <= 0) return false;
       await this.nextProgress(Math.min(left, 20));
-    }
-  }
-
-  /** True when no entry up to `id` is left undelivered or delivered-but-unwritten in the group (any replica's). */
-  private async writtenUpTo(stream: string, id: string): Promise<boolean> {
-    try {
-      const [groups, pending] = await withRedisTimeout(
-        Promise.all([
-          this.redis.xinfo('GROUPS', stream) as Promise<unknown[][]>,
-          this.redis.xpending(stream, GROUP) as Promise<[number, string | null, string | null, unknown]>,
-        ]),
-        COMMAND_TIMEOUT_MS,
-      );
-      const group = groups.map(pairs).find((g) => g.name === GROUP);
-      // The consumer has not created its group yet: nothing was read.
-      if (!group) return false;
-      const delivered = String(group['last-delivered-id']);
-      if (idCompare(delivered, id) < 0) return false;
-      return Number(pending[0]) === 0 || pending[1] === null || idCompare(pending[1], id) > 0;
-    } catch (err) {
-      // The stream is gone (XINFO: "ERR no such key"): nothing is left to write. No group yet (XPENDING: "NOGROUP No such
-      // key … or consumer group"): nothing was read yet. Anything else (Redis not answering): try again.
-      const message = (err as Error).message;
-      return !/^NOGROUP/.test(message) && /no such key/i.test(message);
     }
   }
 
@@ -393,7 +351,7 @@ export class RedisOutcomeWriter extends OutcomeBatchWriter implements OutcomeQue
       // Null fields: an entry already deleted (written by another replica) that was still pending here.
       if (!fields) continue;
       try {
-        for (const o of this.decodeEntry(fields)) {
+        for (const o of decodeStreamEntry(fields, this.opts.sealer)) {
           outcomes.push(o);
           idOf.set(o, id);
         }

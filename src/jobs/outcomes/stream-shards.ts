@@ -248,3 +248,27 @@ export class RecentAppends<T> {
     return out;
   }
 }
+
+/** True when no entry up to `id` of `stream` is left undelivered or delivered-but-unwritten in `group` (any replica's). */
+export async function writtenUpTo(redis: Redis, stream: string, group: string, id: string): Promise<boolean> {
+  try {
+    const [groups, pending] = await withRedisTimeout(
+      Promise.all([
+        redis.xinfo('GROUPS', stream) as Promise<unknown[][]>,
+        redis.xpending(stream, group) as Promise<[number, string | null, string | null, unknown]>,
+      ]),
+      COMMAND_TIMEOUT_MS,
+    );
+    const info = groups.map(pairs).find((g) => g.name === group);
+    // The consumer has not created its group yet: nothing was read.
+    if (!info) return false;
+    const delivered = String(info['last-delivered-id']);
+    if (idCompare(delivered, id) < 0) return false;
+    return Number(pending[0]) === 0 || pending[1] === null || idCompare(pending[1], id) > 0;
+  } catch (err) {
+    // The stream is gone (XINFO: "ERR no such key"): nothing is left to write. No group yet (XPENDING: "NOGROUP No such
+    // key … or consumer group"): nothing was read yet. Anything else (Redis not answering): try again.
+    const message = (err as Error).message;
+    return !/^NOGROUP/.test(message) && /no such key/i.test(message);
+  }
+}
