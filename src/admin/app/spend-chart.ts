@@ -35,12 +35,14 @@ export interface StackSeries {
   values: number[];
 }
 
-function usdTicks(splits: number[], incr: number): string[] {
+/** Dollar ticks with as many decimals as the tick step needs ($0.002, $0.50, $12). */
+export function usdTicks(splits: number[], incr: number): string[] {
   const decimals = Math.min(6, Math.max(0, -Math.floor(Math.log10(incr || 1))));
   return splits.map((s) => `$${s.toFixed(decimals)}`);
 }
 
-function tooltip(days: string[], series: StackSeries[], fmt: (n: number) => string): uPlot.Plugin {
+/** A tooltip over the plot for the day under the cursor (uPlot draws no tooltip of its own): `linesAt(i)` for day i. */
+export function dayTooltip(days: string[], linesAt: (i: number) => string[]): uPlot.Plugin {
   let tip: HTMLDivElement;
   return {
     hooks: {
@@ -58,8 +60,7 @@ function tooltip(days: string[], series: StackSeries[], fmt: (n: number) => stri
           return;
         }
         tip.textContent = '';
-        const lines = [days[i]!, ...series.filter((s) => s.values[i]! > 0).map((s) => `${s.label}: ${fmt(s.values[i]!)}`)];
-        for (const line of lines) {
+        for (const line of linesAt(i)) {
           const div = document.createElement('div');
           div.textContent = line;
           tip.appendChild(div);
@@ -130,7 +131,7 @@ export function StackedChart({ days, series, usd, label, lines = [], cumulative 
           .reverse(),
         ...lines.map((l) => ({ label: l.label, stroke: css('--danger'), width: 2, dash: [6, 4], points: { show: false } })),
       ],
-      plugins: [tooltip(days, shown, fmt)],
+      plugins: [dayTooltip(days, (i) => [days[i]!, ...shown.filter((s) => s.values[i]! > 0).map((s) => `${s.label}: ${fmt(s.values[i]!)}`)])],
     };
     const plot = new uPlot(opts, data, el);
     const resize = new ResizeObserver(() => plot.setSize({ width: el.clientWidth, height: 260 }));

@@ -2,6 +2,7 @@ import { useEffect, useRef } from 'preact/hooks';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import { fmtUsd, html } from './ui.ts';
+import { dayTooltip, usdTicks } from './spend-chart.ts';
 
 export interface UsageDay {
   date: string;
@@ -25,51 +26,6 @@ export function fillDays(days: UsageDay[], start: string, end: string): UsageDay
     out.push(byDate.get(date) ?? { date, requests: 0, costUsd: 0, promptTokens: 0, completionTokens: 0 });
   }
   return out;
-}
-
-/** A tooltip over the plot for the day under the cursor (uPlot draws no tooltip of its own). */
-function tooltip(days: UsageDay[]): uPlot.Plugin {
-  let tip: HTMLDivElement;
-  return {
-    hooks: {
-      init: (u) => {
-        tip = document.createElement('div');
-        tip.className = 'chart-tip';
-        tip.setAttribute('role', 'tooltip');
-        tip.hidden = true;
-        u.over.appendChild(tip);
-      },
-      setCursor: (u) => {
-        const i = u.cursor.idx;
-        if (i === null || i === undefined || u.cursor.left === undefined || u.cursor.left < 0) {
-          tip.hidden = true;
-          return;
-        }
-        const d = days[i]!;
-        tip.textContent = '';
-        for (const line of [
-          d.date,
-          `${fmtCount(d.requests)} request${d.requests === 1 ? '' : 's'}`,
-          `${fmtCount(d.promptTokens + d.completionTokens)} tokens`,
-          `${fmtUsd(d.costUsd)} cost`,
-        ]) {
-          const div = document.createElement('div');
-          div.textContent = line;
-          tip.appendChild(div);
-        }
-        tip.hidden = false;
-        const x = u.valToPos(utcSeconds(d.date), 'x');
-        tip.style.left = `${Math.min(x + 10, u.over.clientWidth - tip.offsetWidth)}px`;
-        tip.style.top = `${Math.max(0, (u.cursor.top ?? 0) - tip.offsetHeight - 8)}px`;
-      },
-    },
-  };
-}
-
-/** Dollar ticks with as many decimals as the tick step needs ($0.002, $0.50, $12). */
-function usdTicks(splits: number[], incr: number): string[] {
-  const decimals = Math.min(6, Math.max(0, -Math.floor(Math.log10(incr || 1))));
-  return splits.map((s) => `$${s.toFixed(decimals)}`);
 }
 
 function options(days: UsageDay[], width: number): uPlot.Options {
@@ -127,7 +83,12 @@ function options(days: UsageDay[], width: number): uPlot.Options {
     },
     axes,
     series,
-    plugins: [tooltip(days)],
+    plugins: [
+      dayTooltip(days.map((d) => d.date), (i) => {
+        const d = days[i]!;
+        return [d.date, `${fmtCount(d.requests)} request${d.requests === 1 ? '' : 's'}`, `${fmtCount(d.promptTokens + d.completionTokens)} tokens`, `${fmtUsd(d.costUsd)} cost`];
+      }),
+    ],
   };
 }
 
