@@ -3,7 +3,7 @@ import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import { fmtUsd, html } from './ui.ts';
 
-const DAY_S = 86_400;
+export const DAY_S = 86_400;
 export const utcSeconds = (date: string) => Date.parse(`${date}T00:00:00Z`) / 1000;
 export const dayOf = (unix: number) => new Date(unix * 1000).toISOString().slice(0, 10);
 

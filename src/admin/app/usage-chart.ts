@@ -2,7 +2,7 @@ import { useEffect, useRef } from 'preact/hooks';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import { fmtUsd, html } from './ui.ts';
-import { dayTooltip, usdTicks } from './spend-chart.ts';
+import { DAY_S, dayOf, dayTooltip, usdTicks, utcSeconds } from './spend-chart.ts';
 
 export interface UsageDay {
   date: string;
@@ -12,9 +12,6 @@ export interface UsageDay {
   completionTokens: number;
 }
 
-const DAY_S = 86_400;
-const utcSeconds = (date: string) => Date.parse(`${date}T00:00:00Z`) / 1000;
-const dayOf = (unix: number) => new Date(unix * 1000).toISOString().slice(0, 10);
 const fmtCount = (n: number) => n.toLocaleString('en-US');
 
 /** Every day of the window, a day without usage as zero: one day of data is one bar on a dated axis. */
