@@ -4,7 +4,7 @@ import type { Config } from './config/config.ts';
 import type { Database, Db } from './db/client.ts';
 import type { Bus } from './pubsub/bus.ts';
 import type { WebhookRuntime } from './domain/events/ports.ts';
-import type { KeyCache } from './domain/auth/key-cache.ts';
+import type { KeyCache } from './domain/auth/service.ts';
 import type { ProviderRegistry } from './providers/router.ts';
 import type { ResponseCache } from './domain/inference/cache.ts';
 import type { Limiter } from './limits/limiter.ts';

@@ -30,14 +30,12 @@ import { registerErrorHandling, registerNotFoundHandler, sendFrameworkError, wri
 import { registerAuth } from './hooks/auth.ts';
 import { registerIdempotency } from './hooks/idempotency.ts';
 import { registerProjectNames } from './hooks/project.ts';
-import { registerStrictInput } from './hooks/strict-input.ts';
 import { rateLimitRequest, registerRateLimitHeaders } from './hooks/rate-limit.ts';
 import { budgetsRoutes } from './routes/budgets.ts';
 import { customersRoutes } from './routes/customers.ts';
 import { rateLimitsRoutes } from './routes/rate-limits.ts';
-import { parseJsonBodies } from './json-body.ts';
+import { parseJsonBodies, registerStrictInput, routeValidatorCompiler } from './input.ts';
 import { lazyRequestLogger } from './request-logger.ts';
-import { routeValidatorCompiler } from './route-validation.ts';
 import { approvalsRoutes } from './routes/approvals.ts';
 import { evalsRoutes } from './routes/evals.ts';
 import { batchesRoutes } from './routes/batches.ts';

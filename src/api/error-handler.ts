@@ -15,9 +15,9 @@ interface AjvError {
 }
 
 /**
- * For routes whose schema is still plain JSON Schema (ajv): the inference routes and strict-input's defaults. A TypeBox
- * route schema is checked by domain/validation.ts (api/route-validation.ts), whose SvcError already carries the param
- * and the schema's wording, the same GraphQL gets.
+ * For routes whose schema is still plain JSON Schema (ajv): the inference routes and the defaults of api/input.ts. A
+ * TypeBox route schema is checked by domain/validation.ts (api/input.ts), whose SvcError already carries the param and
+ * the schema's wording, the same GraphQL gets.
  * The request field a schema failure is about: `/scopes/0` is `scopes`; a missing or unknown property names itself.
  */
 function paramOf(err: AjvError): string | null {

@@ -7,7 +7,7 @@ import { SvcError } from '../errors/svc-error.ts';
 
 /**
  * Input validation, once for both surfaces: each input's TypeBox schema (domain/<capability>/schema.ts) is the fastify
- * route schema (api/route-validation.ts compiles it with this module) and the service's own check (GraphQL hands
+ * route schema (api/input.ts compiles it with this module) and the service's own check (GraphQL hands
  * the service the same snake_case object). The first error becomes 400 invalid_request with
  *   - `param`: the field's path as the API writes it (`scopes`, `targets[0].weight`, `messages[2].role`); an index into
  *     a list of plain values is left out (`scopes`, not `scopes[3]`);

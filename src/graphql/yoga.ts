@@ -9,7 +9,7 @@ import { renderOfflineGraphiQL } from './graphiql.ts';
 import { NoSchemaIntrospectionCustomRule } from './graphql-js.ts';
 import { queryLimits } from './limits.ts';
 import { schema } from './schema.ts';
-import { parseJsonBodies } from '../api/json-body.ts';
+import { parseJsonBodies } from '../api/input.ts';
 
 export const GRAPHQL_PATH = '/graphql';
 export const GRAPHIQL_PATH = '/graphiql';

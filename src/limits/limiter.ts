@@ -10,7 +10,7 @@ import {
   type LimiterHealth,
   type Resource,
   type VersionedLimits,
-} from './types.ts';
+} from './store.ts';
 
 /** What the X-Svc-RateLimit-* headers of a response say: the binding window (spec 8.1.6). */
 export interface RateLimitState {

@@ -1,14 +1,10 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsync } from 'fastify';
 import { SvcError } from '../errors/svc-error.ts';
 import { HOME_LINKS, homeRoutes } from './home.ts';
-import type { GatewayMetrics } from './metrics.ts';
 import { registerOpenApi, registerOpenApiRoutes } from './openapi.ts';
 
 export const METRICS_PATH = '/metrics';
-
-const LIMIT_DECISION = Symbol('svc.limit-decision');
-type Decided = FastifyRequest & { [LIMIT_DECISION]?: 'rate_limited' | 'budget_exceeded' };
 
 const sha256 = (s: string) => createHash('sha256').update(s).digest();
 
@@ -30,34 +26,13 @@ function metricsAuthorizer(token: string | null, masterKeyHash: string): (header
 }
 
 /**
- * Counting hooks: one onResponse per request (a Map lookup and a few additions, no await), plus onError, which only
- * errors reach, to tell the limits' refusals apart.
- */
-function registerMetricHooks(app: FastifyInstance, metrics: GatewayMetrics): void {
-  app.addHook('onError', (req, _reply, error, done) => {
-    const code = (error as { code?: unknown }).code;
-    if (code === 'rate_limit_exceeded') (req as Decided)[LIMIT_DECISION] = 'rate_limited';
-    else if (code === 'budget_exceeded') (req as Decided)[LIMIT_DECISION] = 'budget_exceeded';
-    done();
-  });
-  app.addHook('onResponse', (req, reply, done) => {
-    metrics.request(req.method, req.routeOptions.url ?? 'unmatched', reply.statusCode, reply.elapsedTime / 1000);
-    // Every authenticated request passed through the limits (CONTRACT §7); the identity hook set its Ctx.
-    if (req.ctx) metrics.limiterDecision((req as Decided)[LIMIT_DECISION] ?? 'allowed');
-    const cache = reply.getHeader('x-svc-cache');
-    if (cache !== undefined) metrics.cacheLookup(String(cache));
-    done();
-  });
-}
-
-/**
  * The hooks: tracing (first of all hooks, when tracing is on) and the metric hooks (when metrics are on); and the
  * OpenAPI generator, which sees routes as they are added. Registered by buildApp before any other hook and route.
  */
 export const observabilityHooks: FastifyPluginAsync = async (app) => {
   const { observability } = app.deps;
   observability.tracing?.register(app);
-  if (observability.metrics) registerMetricHooks(app, observability.metrics);
+  observability.metrics?.registerHooks(app);
   await registerOpenApi(app, observability.version);
 };
 // Not encapsulated: the hooks must see every route, and swagger every route registered after it.

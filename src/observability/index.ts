@@ -81,12 +81,7 @@ export async function createObservability(cfg: ObservabilityConfig, log: Logger,
       },
     };
   } else if (metrics) {
-    hops = {
-      start(route) {
-        const started = performance.now();
-        return (outcome) => metrics.providerHop(route, outcome, (performance.now() - started) / 1000);
-      },
-    };
+    hops = metrics.hops;
   } else if (tracing) {
     hops = { start: (route, stream) => tracing!.hop(route, stream) };
   }
@@ -97,11 +92,12 @@ export async function createObservability(cfg: ObservabilityConfig, log: Logger,
     tracing,
     hops,
     observeOutcomes(sink) {
-      if (!metrics && !tracing) return { record: (o) => sink().record(o) };
+      if (!tracing) return metrics ? metrics.counting(sink) : { record: (o) => sink().record(o) };
+      const t = tracing;
       return {
         record(o: InferenceOutcome) {
           metrics?.inference(o);
-          return tracing ? tracing.outcome(o, () => sink().record(o)) : sink().record(o);
+          return t.outcome(o, () => sink().record(o));
         },
       };
     },

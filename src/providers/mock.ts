@@ -116,10 +116,20 @@ export interface MockAnswer {
 }
 
 /**
- * What the mock answers instead of its echo to a call it is told to recognise, else null: an evaluation's llm_judge
- * call (domain/evals/judge.ts), wired by the composition root (RouterOptions.mockScript), so the mock knows no domain.
+ * A call the mock is told to recognise, and its answer instead of the echo: an evaluation's llm_judge call
+ * (domain/evals/judge.ts), wired by the composition root (RouterOptions.mockScript), so the mock knows no domain.
+ * Only a call whose first message is a system message starting with `marker` is handed to `answer` (null: the echo).
  */
-export type MockScript = (messages: ChatMessage[]) => string | null;
+export interface MockScript {
+  marker: string;
+  answer(messages: ChatMessage[]): string | null;
+}
+
+function scriptedAnswer(script: MockScript | undefined, messages: ChatMessage[]): string | null {
+  const first = messages[0];
+  if (!script || first?.role !== 'system' || !contentText(first.content).startsWith(script.marker)) return null;
+  return script.answer(messages);
+}
 
 const lastOf = (messages: ChatMessage[], role: ChatMessage['role']) => {
   for (let i = messages.length - 1; i >= 0; i--) if (messages[i]!.role === role) return messages[i]!;
@@ -168,7 +178,7 @@ export function mockAnswer(messages: ChatMessage[], maxTokens: number | undefine
   }
   let text = last?.role === 'tool' ? contentText(last.content) : contentText(lastOf(messages, 'user')?.content ?? null);
   // A call the mock was told to recognise (an evaluation's judge): its scripted answer instead of the echo.
-  const scripted = script?.(messages);
+  const scripted = scriptedAnswer(script, messages);
   if (scripted != null) text = scripted;
   const format = options?.response_format;
   const broken = format && format.type !== 'text' ? invalidJsonAsked(messages) : null;

@@ -1,6 +1,6 @@
 import type { Redis } from './connection.ts';
 import { redisBatchOf, type Posted, type RedisBatch } from './batch.ts';
-import type { ApplyRequest, ApplyResult, BucketOutcome, LimitStore, VersionedLimits } from '../limits/types.ts';
+import type { ApplyRequest, ApplyResult, BucketOutcome, LimitStore, VersionedLimits } from '../limits/store.ts';
 
 const MAX_MEMO_KEYS = 100_000;
 

@@ -1,7 +1,6 @@
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { MemoryLimitStore } from '../../src/limits/memory-store.ts';
-import { SCALE, type ApplyRequest, type LimitStore } from '../../src/limits/types.ts';
+import { MemoryLimitStore, SCALE, type ApplyRequest, type LimitStore } from '../../src/limits/store.ts';
 import { RedisLimitStore } from '../../src/redis/limit-store.ts';
 import { REDIS_URL, deleteRedisPrefix, uniqueName } from '../helpers/services.ts';
 

@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { mockAnswer, mockEmbedding } from '../../src/providers/mock.ts';
-import { answerJudgeCall } from '../../src/domain/evals/judge.ts';
+import { judgeScript } from '../../src/domain/evals/judge.ts';
 
 /** What the mock does with the next chat-completions requests; change it between requests with set(). */
 export interface MockBehaviour {
@@ -144,7 +144,7 @@ export async function startMockOpenAI(initial: MockBehaviour = {}): Promise<Mock
       return;
     }
     const smart = b.content === undefined && (body?.tools || body?.response_format);
-    const answer = smart ? mockAnswer(body.messages ?? [], body.max_tokens, body, answerJudgeCall) : null;
+    const answer = smart ? mockAnswer(body.messages ?? [], body.max_tokens, body, judgeScript) : null;
     const toolCalls = answer?.toolCalls;
     const content = b.content ?? answer?.content ?? lastUser(body);
     const promptChars = (body?.messages ?? []).reduce((n: number, m: any) => n + textOf(m.content).length, 0);

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { KeyCache, KEY_CACHE_TTL_MS, type CachedKey } from '../../src/domain/auth/key-cache.ts';
+import type { CachedKey } from '../../src/domain/auth/ports.ts';
+import { KeyCache, KEY_CACHE_TTL_MS } from '../../src/domain/auth/service.ts';
 import { LocalBus } from '../../src/pubsub/bus.ts';
 import { FakeClock } from '../helpers/clock.ts';
 import { uniqueName } from '../helpers/services.ts';

@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Limiter } from '../../src/limits/limiter.ts';
-import { MemoryLimitStore } from '../../src/limits/memory-store.ts';
-import type { VersionedLimits } from '../../src/limits/types.ts';
+import { MemoryLimitStore, type VersionedLimits } from '../../src/limits/store.ts';
 import { LocalBus } from '../../src/pubsub/bus.ts';
 import { uniqueName } from '../helpers/services.ts';
 

@@ -1,10 +1,9 @@
 import { createHash } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MemoryLimitStore } from '../../src/limits/memory-store.ts';
+import { MemoryLimitStore, SCALE, type ApplyRequest, type BucketSpec, type LimitStore, type VersionedLimits } from '../../src/limits/store.ts';
 import { RedisLimitStore } from '../../src/redis/limit-store.ts';
 import { BATCH_LUA } from '../../src/redis/batch-script.ts';
-import { SCALE, type ApplyRequest, type BucketSpec, type LimitStore, type VersionedLimits } from '../../src/limits/types.ts';
 import { REDIS_URL, deleteRedisPrefix, uniqueName } from '../helpers/services.ts';
 
 const T0 = Date.UTC(2026, 10, 22, 12, 0, 0);

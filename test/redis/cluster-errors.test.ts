@@ -2,8 +2,7 @@ import { EventEmitter } from 'node:events';
 import { ReplyError } from 'ioredis';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import { MemoryLimitStore } from '../../src/limits/memory-store.ts';
-import type { ApplyRequest, ApplyResult } from '../../src/limits/types.ts';
+import { MemoryLimitStore, type ApplyRequest, type ApplyResult } from '../../src/limits/store.ts';
 import type { Redis } from '../../src/redis/connection.ts';
 import { FallbackLimitStore } from '../../src/redis/fallback-limit-store.ts';
 import { isRedisOutage, publicReason, RedisHealth } from '../../src/redis/health.ts';
@@ -72,7 +71,7 @@ describe('cluster and failover errors', () => {
 
   function rig() {
     const redis = Object.assign(new EventEmitter(), { status: 'ready', ping: async () => 'PONG' });
-    /** The shared windows, standing in for Redis (the same arithmetic: limits/memory-store.ts). */
+    /** The shared windows, standing in for Redis (the same arithmetic: limits/store.ts). */
     const shared = new MemoryLimitStore();
     let fail: Error | null = null;
     const applied: ApplyRequest[] = [];

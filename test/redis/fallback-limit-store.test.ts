@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { FallbackLimitStore } from '../../src/redis/fallback-limit-store.ts';
 import { PROBE_INTERVAL_MS } from '../../src/redis/health.ts';
 import type { RedisLimitStore } from '../../src/redis/limit-store.ts';
-import type { ApplyRequest, ApplyResult } from '../../src/limits/types.ts';
+import type { ApplyRequest, ApplyResult } from '../../src/limits/store.ts';
 import { LogCapture } from '../helpers/app.ts';
 
 const REQ: ApplyRequest = {

@@ -18,7 +18,7 @@ import {
   type GeminiFields,
 } from '../../domain/inference/protocols/gemini.ts';
 import { createEmbeddings, createInference, streamInference } from '../../domain/inference/service.ts';
-import { parseInput } from '../../domain/inference/validator.ts';
+import { parseInput } from '../../domain/inference/validate.ts';
 import { SvcError, invalid } from '../../errors/svc-error.ts';
 import type { ErrorBody } from '../error-body.ts';
 import { ticketOf } from '../hooks/rate-limit.ts';

@@ -9,8 +9,8 @@ import {
 } from '../../domain/keys/service.ts';
 import { CreateKey, KeyIdParams, ListKeysQuery, RotateKey, UpdateKey } from '../../domain/keys/schema.ts';
 import { microsToUsd } from '../../kernel/money.ts';
-import { KEY_PREFIX, redactSecret } from '../../domain/keys/secrets.ts';
-import { shownModels } from '../../domain/keys/models.ts';
+import { KEY_PREFIX, redactSecret } from '../../domain/auth/service.ts';
+import { shownModels } from '../../domain/auth/actions.ts';
 import { Nullable } from '../../domain/schema.ts';
 import { ListOf, sendList } from '../list.ts';
 import { UnixOrNull, Unix } from '../response-fields.ts';

@@ -3,7 +3,7 @@ import { unixSeconds } from '../../domain/context.ts';
 import { getModel, listModels, type ModelInfo } from '../../domain/inference/models.ts';
 import type { TSchema } from 'typebox';
 import { ChatCompletionRequest, ProjectQuery } from '../../domain/inference/schema.ts';
-import { validatorOf } from '../../domain/inference/validator.ts';
+import { validatorOf } from '../../domain/inference/validate.ts';
 import { createInference, streamInference } from '../../domain/inference/service.ts';
 import { ticketOf } from '../hooks/rate-limit.ts';
 import { sendEventStream, setCacheHeader, sse, type StreamFormat } from './event-stream.ts';

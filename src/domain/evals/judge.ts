@@ -2,7 +2,7 @@ import { contentText, type ChatMessage } from '../../providers/types.ts';
 
 /**
  * The llm_judge protocol (CONTRACT §14): the prompt the eval runner sends, the verdict it reads, and the mock kind's
- * deterministic answer to it (answerJudgeCall, which the composition root hands the mock as its script).
+ * deterministic answer to it (judgeScript, which the composition root hands the mock).
  */
 
 /** The first line of the judge's system message; the mock provider recognises a judge call by it. */
@@ -60,7 +60,7 @@ export function parseJudgeVerdict(answer: string): { passed: boolean; reason: st
   return { passed: m[1]!.toUpperCase() === 'PASS', reason: m[2]!.trim().slice(0, 1000) };
 }
 
-/** The mock kind's script (providers/mock.ts MockScript): a judge call's deterministic verdict, else null. */
+/** A judge call's deterministic verdict, else null. */
 export function answerJudgeCall(messages: readonly ChatMessage[]): string | null {
   const first = messages[0];
   const last = messages[messages.length - 1];
@@ -68,3 +68,6 @@ export function answerJudgeCall(messages: readonly ChatMessage[]): string | null
   const question = readJudgeQuestion(contentText(first.content), contentText(last.content));
   return question ? mockJudgeVerdict(question) : null;
 }
+
+/** The mock kind's script (providers/mock.ts MockScript): calls marked as judge calls get answerJudgeCall's verdict. */
+export const judgeScript = { marker: JUDGE_MARKER, answer: answerJudgeCall };

@@ -15,7 +15,7 @@ import { checkAssert } from './assertions.ts';
 import { CancelEvalRun, CreateEvalRun, DEFAULT_CONCURRENCY, ListEvalResultsQuery, ListEvalRunsQuery, type EvalStatus } from './schema.ts';
 import * as store from './store.ts';
 import type { EvalSummary } from './store.ts';
-import { assertModelAllowed } from '../keys/models.ts';
+import { assertModelAllowed } from '../auth/actions.ts';
 
 export type { EvalSummary } from './store.ts';
 

@@ -3,7 +3,7 @@ import type { Route } from '../../providers/router.ts';
 import type { Ctx } from '../context.ts';
 import type { ProviderRouter } from './ports.ts';
 import { visibleProjectId } from '../tenancy.ts';
-import { routeAllowed } from '../keys/models.ts';
+import { routeAllowed } from '../auth/actions.ts';
 
 export interface ModelInfo {
   id: string;

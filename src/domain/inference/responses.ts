@@ -1,7 +1,7 @@
 import { invalid } from '../../errors/svc-error.ts';
 import type { ChatMessage, ContentPart, FunctionTool, ResponseFormat, ToolCall, ToolChoice } from '../../providers/types.ts';
 import { InferenceRequest, type ResponsesRequest } from './schema.ts';
-import { markChecked } from './validator.ts';
+import { markChecked } from './validate.ts';
 
 /** A content part of a Responses input item (schema.ts: input_text, output_text, input_image, refusal). */
 type InputContent =

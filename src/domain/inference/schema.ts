@@ -6,7 +6,7 @@ import { InferenceTemplate } from '../templates/schema.ts';
 /**
  * The inference inputs (CONTRACT §8, §9): POST /v1/chat/completions and /v1/inference (one request: OpenAI's
  * chat-completions request plus the svc fields), /v1/responses and /v1/embeddings. Each is the fastify route schema
- * and the service's check (through `validatorOf` / `parseInput`, validator.ts), so that a bad field is 400 invalid_request naming it
+ * and the service's check (through `validatorOf` / `parseInput`, validate.ts), so that a bad field is 400 invalid_request naming it
  * the same way everywhere (`messages[2].role`, `tools[0].function.name`).
  *
  * `x-problem` on a node is what a refusal says after the field's name; `{value}` is the value found.

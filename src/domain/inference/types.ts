@@ -10,8 +10,8 @@ import type { InferenceRequest } from './schema.ts';
 import type { OutputCheck } from './stages/structured-output.ts';
 
 /**
- * The inference pipeline's shared types. The steps, one file each: validate.ts (the request by itself, and begin:
- * template, validation, project, rag) -> plan.ts (project state, residency, routes, cache key) -> admit.ts (budget,
+ * The inference pipeline's shared types. The steps: validate.ts (the request by itself, and begin: template,
+ * validation, project, customer, rag) -> admit.ts (plan: project state, residency, routes, cache key; admit: budget,
  * cache lookup, token reservation) -> call.ts (createInference) or stream.ts (streamInference) -> account.ts (tokens,
  * spend, cache store, the outcome); embeddings.ts runs the same steps for /v1/embeddings; tracker.ts follows one
  * inference to its usage record. service.ts is the public entry.

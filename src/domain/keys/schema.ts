@@ -4,7 +4,7 @@ import { pageQueryProperties } from '../pagination.ts';
 import { Input, Nullable, PathId, ProjectIdField, ProjectIdFilter } from '../schema.ts';
 import { SCOPES } from './scopes.ts';
 import { McpToolGrants } from '../mcp/schema.ts';
-import { KeyModels } from './models.ts';
+import { MAX_KEY_MODELS } from '../auth/actions.ts';
 
 /** CONTRACT §3: the rotate overlap, in hours. */
 /** A key name's length in code points after trimming (kernel/names.ts normalizeName: NFC, no invisible or mixed-script names). */
@@ -21,6 +21,22 @@ export const BudgetUsd = (description: string, nullMeans: string) =>
     description,
     ...says({ minimum: `must be a number of at least 0${nullMeans}`, type: `must be a number of at least 0${nullMeans}`, maximum: 'is too large' }),
   });
+
+const MODELS_SHAPE = 'must be a non-empty array of model ids, provider/model or provider/* entries';
+
+/** `models` of CreateKey: checked entry by entry by checkKeyModels (the refusal names the list, not an index). */
+export const KeyModels = Nullable(
+  // Each entry's shape and length are checked by checkKeyModels, so that the refusal names the list, not an index.
+  Type.Array(Type.String(says('must be entries of the form model, provider/model or provider/*')), {
+    minItems: 1,
+    maxItems: MAX_KEY_MODELS,
+    ...says({ type: MODELS_SHAPE, minItems: `${MODELS_SHAPE} (null: every model)`, maxItems: `must list at most ${MAX_KEY_MODELS} entries` }),
+  }),
+  {
+    description:
+      'The models the key may use: a model id (`gpt-4o-mini`), `provider/model` or `provider/*` (the provider\'s name or kind in the providers file). null or absent: every model.',
+  },
+);
 
 /** POST /v1/keys, GraphQL createKey. Checked by the service besides: the name's characters, the scope subset, expiry in the future. */
 export const CreateKey = Input({

@@ -14,10 +14,10 @@ import { addressed, requireProjectId, visibleProjectId } from '../tenancy.ts';
 import { nameFold, normalizeName } from '../../kernel/names.ts';
 import { CreateKey, ListKeysQuery, MAX_KEY_NAME_CHARS, RotateKey } from './schema.ts';
 import type { Scope } from './scopes.ts';
-import { generateSecret, hashSecret } from './secrets.ts';
+import { generateSecret, hashSecret } from '../auth/service.ts';
 import { grantsWithin } from '../mcp/tools.ts';
 import { badToolGrant } from '../mcp/schema.ts';
-import { checkKeyModels, modelsBeyond, shownModels } from './models.ts';
+import { checkKeyModels, modelsBeyond, shownModels } from '../auth/actions.ts';
 import { ownTransaction, type Checked } from '../transact.ts';
 
 /** A key row with, on create and rotate only, the full secret. */

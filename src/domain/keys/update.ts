@@ -6,7 +6,7 @@ import { nameFold, normalizeName } from '../../kernel/names.ts';
 import { recordAudit } from '../audit/service.ts';
 import type { Ctx } from '../context.ts';
 import { badToolGrant } from '../mcp/schema.ts';
-import { checkKeyModels } from './models.ts';
+import { checkKeyModels } from '../auth/actions.ts';
 import { visibleProjectId } from '../tenancy.ts';
 import { ownTransaction, type Checked } from '../transact.ts';
 import { parseInput } from '../validation.ts';

@@ -1,4 +1,4 @@
-import type { VersionedLimits } from '../../limits/types.ts';
+import type { VersionedLimits } from '../../limits/store.ts';
 
 /** Tells the limiter (this replica and, over the bus, the others) that a project's limits changed. */
 export interface LimitsChanged {

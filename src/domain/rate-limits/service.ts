@@ -1,6 +1,6 @@
 import type { Db } from '../../db/client.ts';
 import { SvcError } from '../../errors/svc-error.ts';
-import type { RateLimits, VersionedLimits } from '../../limits/types.ts';
+import type { RateLimits, VersionedLimits } from '../../limits/store.ts';
 import { recordAudit } from '../audit/service.ts';
 import type { Ctx } from '../context.ts';
 import type { RateLimitPorts } from './ports.ts';

@@ -17,7 +17,7 @@ import {
   replaceOperator,
   type GroupWithMembers,
 } from '../../../domain/operators/provisioning.ts';
-import { safeEqualHex } from '../../../domain/keys/secrets.ts';
+import { safeEqualHex } from '../../../domain/auth/service.ts';
 import { SvcError } from '../../../errors/svc-error.ts';
 import { SCIM_BASE, SCIM_TYPE, sendScim, sendScimError } from './responses.ts';
 

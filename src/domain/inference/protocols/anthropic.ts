@@ -2,7 +2,7 @@ import { type Static } from 'typebox';
 import { invalid, SvcError } from '../../../errors/svc-error.ts';
 import type { AnthropicExtras, ChatMessage, ContentPart, FunctionTool, ToolCall, ToolChoice } from '../../../providers/types.ts';
 import { InferenceRequest } from '../schema.ts';
-import { markChecked } from '../validator.ts';
+import { markChecked } from '../validate.ts';
 import { ContentBlock, TOOL_EXTRAS, Tool, type CountTokensRequest, type MessagesRequest } from './anthropic-schema.ts';
 
 /**

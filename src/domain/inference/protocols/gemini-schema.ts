@@ -3,7 +3,7 @@ import { Type, type Static, type TSchema } from 'typebox';
 /**
  * The Gemini API's request bodies (CONTRACT §19) as `@google/genai` sends them (camelCase JSON): generateContent and
  * streamGenerateContent, countTokens, embedContent and batchEmbedContents. Checked by the inference validator
- * (validator.ts), so a bad field is 400 naming it the Gemini way (`contents[0].parts[1].inlineData.mimeType`). A field
+ * (validate.ts), so a bad field is 400 naming it the Gemini way (`contents[0].parts[1].inlineData.mimeType`). A field
  * the API has and the gateway does not take is absent here: "Unknown parameter: contents[0].parts[0].fileData."
  */
 const says = (problem: string) => ({ 'x-problem': problem });

@@ -1,5 +1,66 @@
-import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify';
-import { SvcError, invalid } from '../../errors/svc-error.ts';
+import type { FastifyInstance, FastifyRequest, FastifySchemaCompiler, RouteOptions } from 'fastify';
+import type { TSchema } from 'typebox';
+import { parseInput, parseTextInput } from '../domain/validation.ts';
+import { SvcError, invalid } from '../errors/svc-error.ts';
+
+/**
+ * A request's input, from its bytes to a checked value: the JSON body parser, the validator compiler (a route's
+ * TypeBox schema checked by the domain's parser), and what no route schema says (the defaults of routes without one,
+ * NUL characters, integers written loosely).
+ */
+
+// ---- the body ----
+
+/**
+ * The application/json parser of a fastify scope: an empty body is no body (curl -X POST on revoke), and a body that
+ * is not JSON is handed to `invalid`, which decides how that scope answers it (REST: an error; GraphQL: a request
+ * error in errors[]).
+ */
+export function parseJsonBodies(app: FastifyInstance, invalid: () => { error: Error } | { value: unknown }): void {
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
+    const text = (body as string).trim();
+    if (text === '') return done(null, undefined);
+    try {
+      done(null, JSON.parse(text));
+    } catch {
+      const answer = invalid();
+      if ('error' in answer) done(answer.error, undefined);
+      else done(null, answer.value);
+    }
+  });
+}
+
+// ---- the route schema ----
+
+/** Whether a route schema was built with TypeBox (its nodes carry a `~kind`), not written as plain JSON Schema. */
+const isTypeBox = (schema: unknown): schema is TSchema =>
+  typeof schema === 'object' && schema !== null && Object.prototype.hasOwnProperty.call(schema, '~kind');
+
+/**
+ * fastify's validator compiler: a TypeBox route schema (domain/<capability>/schema.ts) is checked by the same
+ * parseInput the services call, so a bad value gets the same SvcError (code, param, message) on REST as on GraphQL;
+ * query strings and path parameters are text, converted to the schema's types first. Plain JSON schemas go to
+ * `fallback` (ajv).
+ */
+export function routeValidatorCompiler(fallback: FastifySchemaCompiler<any>): FastifySchemaCompiler<any> {
+  return (route) => {
+    const { schema, httpPart } = route;
+    if (!isTypeBox(schema)) return fallback(route);
+    const parse = httpPart === 'body' ? parseInput : parseTextInput;
+    return (value: unknown) => {
+      try {
+        // A POST without a body (fastify: null) sends no parameters (as Stripe's API reads it): `{}`, so a missing required field is
+        // named rather than the whole body refused.
+        return { value: parse(schema, httpPart === 'body' && (value === undefined || value === null) ? {} : value) };
+      } catch (error) {
+        return { error: error as Error };
+      }
+    };
+  };
+}
+
+// ---- what the schemas alone would let through ----
 
 /**
  * What the routes' schemas alone would let through. A route with no query schema takes no query parameter but
