@@ -15,7 +15,7 @@ export interface Caller {
   scopes: readonly Scope[];
   /** The key's monthly budget in micro-dollars (null: none; the operator has none). */
   budgetMicros?: bigint | null;
-  /** CONTRACT §22: the key's model list (domain/keys/models.ts); null or absent: every model. */
+  /** CONTRACT §22: the key's model list (domain/auth/actions.ts); null or absent: every model. */
   models?: readonly string[] | null;
   /** Kind `session`: the signed-in operator (domain/operators). Its projectId is the project the request addresses. */
   session?: OperatorSession;
@@ -73,6 +73,16 @@ export interface Ctx {
   customerHeader?: string;
   /** Set by inference on a zero-retention project (CONTRACT §12): no content of the answer may be kept. */
   zeroRetention?: boolean;
+  /**
+   * The request's marks for its usage record's timings (domain/usage/timings.ts): performance.now() when the auth hook
+   * began and ended. Absent for work without a request of its own.
+   */
+  startedAt?: number;
+  authenticatedAt?: number;
+  /** The trace the gateway exports the request's spans under (observability/tracing.ts); absent when not traced. */
+  traceId?: string;
+  /** The caller's `traceparent` header as sent (parsed only when an inference records it: timings.ts traceIdOf). */
+  traceparent?: string;
   now(): Date;
 }
 

@@ -100,7 +100,11 @@ export function startTracing(cfg: ObservabilityConfig, version: string): Tracing
       app.addHook('preHandler', (req, _reply, done) => {
         const s = spansOf(req);
         if (!s) return done();
-        if (req.ctx) s.root.setAttributes({ 'svc.key_id': req.ctx.caller.keyId });
+        if (req.ctx) {
+          s.root.setAttributes({ 'svc.key_id': req.ctx.caller.keyId });
+          // The usage record's trace id (domain/usage/timings.ts): the trace X-Svc-Trace-Id names, when exported.
+          if (s.root.isRecording()) req.ctx.traceId = s.root.spanContext().traceId;
+        }
         context.with(s.ctx, done);
       });
       app.addHook('onError', (req, _reply, error, done) => {

@@ -64,6 +64,31 @@ export interface HopObserver {
   start(route: Route, stream: boolean): (outcome: HopOutcome, result: unknown) => void;
 }
 
+/**
+ * One provider hop of one inference as its caller's hop log keeps it (the request detail's timeline:
+ * domain/usage/timings.ts). Recorded at the HopObserver's points; a route skipped for its open circuit is a hop too.
+ */
+export interface ProviderHop {
+  route: string;
+  model: string;
+  /** performance.now() when it began (the log's owner rebases it on the request's start). */
+  startMs: number;
+  durationMs: number;
+  outcome: HopOutcome | 'circuit_open';
+  /** What failed: `http_<status>`, or the error's kind (`connection`, `timeout`, `protocol`, …); null when ok. */
+  error: string | null;
+}
+
+function logHop(log: ProviderHop[], route: Route, startMs: number, outcome: ProviderHop['outcome'], err: unknown): void {
+  const error =
+    outcome === 'ok' || outcome === 'circuit_open'
+      ? null
+      : err instanceof ProviderError
+        ? err.status !== null ? `http_${err.status}` : err.kind
+        : outcome;
+  log.push({ route: route.id, model: route.model.id, startMs, durationMs: outcome === 'circuit_open' ? 0 : performance.now() - startMs, outcome, error });
+}
+
 function hopOutcome(ended: HopEnd, err: unknown): HopOutcome {
   if (ended === 'client') return 'aborted';
   if (ended === 'deadline' || ended === 'hop' || (err instanceof ProviderError && err.kind === 'timeout')) return 'timeout';
@@ -256,16 +281,17 @@ export class ProviderRegistry {
     return strategy === 'cheapest' ? byPrice(out) : out;
   }
 
-  complete(routes: readonly Route[], req: Omit<ProviderRequest, 'signal' | 'model'>, client?: AbortSignal): Promise<Routed<Completion>> {
-    return this.attempt(routes, client, false, (route, signal) => route.provider.complete({ ...req, model: route.model.id, signal }));
+  /** `log`: the caller's hop log (ProviderHop), filled hop by hop (the same for embed and openStream). */
+  complete(routes: readonly Route[], req: Omit<ProviderRequest, 'signal' | 'model'>, client?: AbortSignal, log?: ProviderHop[]): Promise<Routed<Completion>> {
+    return this.attempt(routes, client, false, (route, signal) => route.provider.complete({ ...req, model: route.model.id, signal }), log);
   }
 
   /** POST /v1/embeddings: the first route that answers, with the same fallback, circuits and deadlines as chat. */
-  embed(routes: readonly Route[], req: Omit<EmbeddingRequest, 'signal' | 'model'>, client?: AbortSignal): Promise<Routed<EmbeddingResult>> {
+  embed(routes: readonly Route[], req: Omit<EmbeddingRequest, 'signal' | 'model'>, client?: AbortSignal, log?: ProviderHop[]): Promise<Routed<EmbeddingResult>> {
     return this.attempt(routes, client, false, (route, signal) => {
       if (!route.provider.embed) throw new ProviderError('rejected', `${route.provider.name} (kind ${route.provider.kind}) serves no embeddings`);
       return route.provider.embed({ ...req, model: route.model.id, signal });
-    });
+    }, log);
   }
 
   /**
@@ -276,10 +302,10 @@ export class ProviderRegistry {
     routes: readonly Route[],
     req: Omit<ProviderRequest, 'signal' | 'model'>,
     client: AbortSignal,
+    hops?: ProviderHop[],
   ): Promise<Routed<AsyncIterable<StreamPart>>> {
-    const routed = await this.attempt(routes, client, true, (route, signal) =>
-      route.provider.openStream({ ...req, model: route.model.id, signal }),
-    );
+    const open = (route: Route, signal: ProviderSignal) => route.provider.openStream({ ...req, model: route.model.id, signal });
+    const routed = await this.attempt(routes, client, true, open, hops);
     const breaker = this.breakers.get(routed.route.provider.name)!;
     const hop = routed.hop!;
     const log = this.opts.log;
@@ -305,6 +331,7 @@ export class ProviderRegistry {
     client: AbortSignal | undefined,
     stream: boolean,
     call: (route: Route, signal: ProviderSignal) => Promise<T>,
+    log?: ProviderHop[],
   ): Promise<Routed<T> & { hop?: Hop }> {
     const deadline = performance.now() + this.opts.routingTimeoutMs;
     const attempts: string[] = [];
@@ -315,22 +342,31 @@ export class ProviderRegistry {
       const remaining = deadline - performance.now();
       if (remaining <= 0) throw this.timeout(last);
       const breaker = this.breakers.get(route.provider.name)!;
-      if (!breaker.tryAcquire()) continue;
+      if (!breaker.tryAcquire()) {
+        if (log) logHop(log, route, performance.now(), 'circuit_open', null);
+        continue;
+      }
       attempts.push(route.id);
       last = route;
       const timeoutMs = route.provider.timeoutMs;
       const hop = new Hop(client, Math.min(timeoutMs, remaining), remaining <= timeoutMs ? 'deadline' : 'hop');
       const observed = this.opts.hops?.start(route, stream);
+      const startedAt = log ? performance.now() : 0;
       try {
         const value = await call(route, hop.signal);
         observed?.('ok', value);
+        if (log) logHop(log, route, startedAt, 'ok', null);
         breaker.onSuccess();
         if (stream) hop.keepForClientOnly();
         else hop.dispose();
         return { route, value, attempts, hop: stream ? hop : undefined };
       } catch (err) {
         hop.dispose();
-        observed?.(hopOutcome(hop.ended, err), err);
+        if (observed || log) {
+          const outcome = hopOutcome(hop.ended, err);
+          observed?.(outcome, err);
+          if (log) logHop(log, route, startedAt, outcome, err);
+        }
         if (hop.ended === 'client') {
           breaker.release();
           throw err;

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../../src/db/ids.ts';
+import { FakeClock } from '../helpers/clock.ts';
 import { buildTestApp, client, createTestDatabase, seedProject, type Client, type TestApp, type TestDatabase } from '../helpers/app.ts';
 import { expectGqlError, expectGqlHiddenFrom, expectGqlScopeRequired, gqlClient, type Gql } from '../graphql/gql.ts';
 
@@ -20,7 +21,8 @@ const ids: string[] = [];
 beforeAll(async () => {
   db = await createTestDatabase({ log: true });
   db.database.prisma.$on('query' as never, (e: { query: string }) => statements.push(e.query));
-  t = await buildTestApp({ database: db });
+  // Noon (UTC) today: the records an hour before `now` stay on their day whatever the time the tests run.
+  t = await buildTestApp({ database: db, clock: new FakeClock(Math.floor(Date.now() / DAY) * DAY + 12 * 3_600_000) });
   operator = client(t.app);
   gql = gqlClient(t.app);
   a = await seedProject(operator, { scopes: ['usage:read', 'inference:write'] });

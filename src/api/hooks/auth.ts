@@ -5,6 +5,7 @@ import { SvcError } from '../../errors/svc-error.ts';
 import { accessOf, actionOf, missingScope, registerRouteActions } from '../route-actions.ts';
 import { callerMay } from '../../domain/operators/roles.ts';
 import { refuseByRole } from '../../domain/operators/service.ts';
+import { markAuthenticated } from '../../domain/usage/timings.ts';
 import { sessionCallerOf, sessionTokenOf } from './session.ts';
 
 /** Runs once the caller is known, before the scope check: the rate limiter, so that a 403 is counted too. */
@@ -40,6 +41,7 @@ export function registerAuth(app: FastifyInstance, afterAuthentication?: AfterAu
 
   const identify = identifyCaller(app, afterAuthentication);
   app.addHook('onRequest', async (req, reply) => {
+    const startedAt = performance.now();
     const action = actionOf(req);
     // Unknown routes fall through to the 404 handler (it identifies a caller that sent a key); public routes need no key.
     if (action === undefined || action === 'public') return;
@@ -52,6 +54,7 @@ export function registerAuth(app: FastifyInstance, afterAuthentication?: AfterAu
     if (caller.kind === 'session' && action !== 'authenticated' && !callerMay(caller, action)) {
       throw await refuseByRole(app.ports.operators, req.ctx, action);
     }
+    markAuthenticated(req.ctx, startedAt, req.headers.traceparent);
   });
 
   // The operator has no project of its own: its identity header names the project the call addressed.

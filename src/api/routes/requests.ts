@@ -2,10 +2,11 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { PathId } from '../../domain/schema.ts';
 import { getRequestDetail, listRequestLog, RequestLogQuery, type RequestDetail } from '../../domain/usage/requests.ts';
+import type { RequestTimings } from '../../domain/usage/timings.ts';
 import { spendReport, SpendQuery, type SpendCell, type SpendFigures, type SpendReport } from '../../domain/usage/spend.ts';
 import { microsToUsd } from '../../kernel/money.ts';
 import { ListOf, sendList } from '../list.ts';
-import { NullableStr } from '../response-fields.ts';
+import { Nullable, NullableStr, Num, Str } from '../response-fields.ts';
 import { presentUsageRecord, UsageRecordObject } from './usage.ts';
 
 const RequestIdParams = PathId('request_id', 'The request id (req_…) of a usage record.');
@@ -17,13 +18,24 @@ const figures = (f: SpendFigures) => ({
   cost_usd: microsToUsd(f.costMicros),
 });
 
+const presentTimings = (t: RequestTimings) => ({
+  authenticated_ms: t.authenticatedMs,
+  validated_ms: t.validatedMs,
+  admitted_ms: t.admittedMs,
+  hops: t.hops.map((h) => ({ route: h.route, model: h.model, start_ms: h.startMs, duration_ms: h.durationMs, outcome: h.outcome, error: h.error })),
+  answered_ms: t.answeredMs,
+  total_ms: t.totalMs,
+});
+
 export function presentRequestDetail(d: RequestDetail) {
   return {
     object: 'svc.request_detail' as const,
     record: presentUsageRecord(d.record),
     inference_id: d.inferenceId,
     content_retained: d.contentRetained,
-    timeline: d.timeline.map((s) => ({ step: s.step, at_ms: s.atMs, status: s.status, detail: s.detail })),
+    trace_id: d.traceId,
+    timings: d.timings ? presentTimings(d.timings) : null,
+    timeline: d.timeline.map((s) => ({ step: s.step, at_ms: s.atMs, offset_ms: s.offsetMs, duration_ms: s.durationMs, status: s.status, detail: s.detail })),
   };
 }
 
@@ -47,16 +59,47 @@ const Figures = {
   cost_usd: Type.Number({ description: 'Cost in USD.' }),
 };
 
+const Ms = (description: string) => Num(`${description} (ms from the request's start).`);
+const NullableMs = (description: string) => Nullable(Type.Number(), `${description} (ms from the request's start), or null.`);
+
+const RequestTimingsObject = Type.Object(
+  {
+    authenticated_ms: NullableMs('End of the auth hook: key lookup, request window, scope check; null for background work'),
+    validated_ms: Ms('The body read and validated: the inference began (the record\'s created_at)'),
+    admitted_ms: NullableMs('Budget check, cache lookup and token reservation passed; null when it stopped before'),
+    hops: Type.Array(
+      Type.Object({
+        route: Str('<provider>/<model>.'),
+        model: Str('The model asked of the provider.'),
+        start_ms: Ms('When the hop began'),
+        duration_ms: Num('How long it took (ms).'),
+        outcome: Str('ok, error, timeout, rejected (the provider refused the request), aborted (the client left) or circuit_open (skipped).'),
+        error: NullableStr('What failed: http_<status>, or connection, timeout, protocol…; null when ok.'),
+      }),
+      { description: 'The provider hops in order, fallbacks and circuit-open skips included.' },
+    ),
+    answered_ms: NullableMs('The answer was complete (a stream\'s last part); null when none came'),
+    total_ms: Ms('The outcome handed to the usage writer'),
+  },
+  { description: "Where the request spent its time, on a monotonic clock from the auth hook's start (for background work, the inference's)." },
+);
+
 const RequestDetailObject = Type.Object(
   {
     object: Type.Literal('svc.request_detail'),
     record: UsageRecordObject,
     inference_id: NullableStr('The inf_ id of its retained record (GET /v1/inference/{id}), or null when none was kept.'),
     content_retained: Type.Boolean({ description: 'Whether the retained record still holds the request and answer.' }),
+    trace_id: NullableStr(
+      "The request's W3C trace id: the gateway's trace (X-Svc-Trace-Id) when tracing exported it, else the caller's traceparent trace id, else null.",
+    ),
+    timings: Nullable(RequestTimingsObject, 'Where the request spent its time; null on records written before timings were kept.'),
     timeline: Type.Array(
       Type.Object({
-        step: Type.String({ description: 'received, authenticated, limits, cache, provider or outcome.' }),
-        at_ms: Type.Number({ description: 'Unix milliseconds.' }),
+        step: Type.String({ description: 'received, authenticated, validated, limits, cache, provider (one per hop), answered or outcome.' }),
+        at_ms: Type.Number({ description: 'Unix milliseconds when the step began.' }),
+        offset_ms: Type.Number({ description: "Milliseconds from the request's start." }),
+        duration_ms: Nullable(Type.Number(), 'How long the step took (ms); null on records written before timings were kept.'),
         status: Type.String({ description: 'ok, failed or skipped.' }),
         detail: Type.String({ description: 'What happened at this step.' }),
       }),

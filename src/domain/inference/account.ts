@@ -44,6 +44,7 @@ function hitResult(ctx: Ctx, t: Tracker, answer: CachedAnswer): InferenceResult 
  * same script call as the outcome's stream entry.
  */
 export async function serveHit(t: Tracker, answer: CachedAnswer): Promise<InferenceResult> {
+  t.answeredAt = performance.now();
   t.model = answer.model;
   t.route = answer.route;
   t.region = answer.region;
@@ -72,6 +73,7 @@ export async function account(
   prior: Tally = NO_TALLY,
 ): Promise<InferenceResult> {
   const ctx = t.ctx;
+  t.answeredAt = performance.now();
   const promptTokens = answer.usage.promptTokens + prior.promptTokens;
   const completionTokens = answer.usage.completionTokens + prior.completionTokens;
   // Cache reads and writes at the model's cache prices, where the providers file sets them (kernel/money.ts).

@@ -7,8 +7,7 @@ import type { InferencePorts } from './ports.ts';
 import { finishPrivacy } from '../privacy/stage.ts';
 import { askUntilValid, failureMessage } from './stages/structured-output.ts';
 import { account, serveHit, tokensOf, withAttempts } from './account.ts';
-import { admit } from './admit.ts';
-import { plan } from './plan.ts';
+import { admit, plan } from './admit.ts';
 import { errorCodeOf, refuseOrRecord } from './tracker.ts';
 import type { InferenceInput, InferenceResult, InferenceSurface, Validated } from './types.ts';
 import { begin } from './validate.ts';
@@ -30,9 +29,10 @@ export async function createInference(
   try {
     const p = await plan(ctx, t, v);
     const { cached, reserved } = await admit(ctx, t, v, p);
+    t.admittedAt = performance.now();
     if (cached.answer || !reserved) return finishPrivacy(t.privacy, withAttempts(v, await serveHit(t, cached.answer!), 0));
     const ask = async (messages: ChatMessage[]) => {
-      const routed = await ports.providers.complete(p.routes, providerRequest(v, messages));
+      const routed = await ports.providers.complete(p.routes, providerRequest(v, messages), undefined, t.hopLog());
       t.tried(routed.route);
       const c: Completion = routed.value;
       // The provider's usage as it came (no await: the gateway counts only when the provider reported none).

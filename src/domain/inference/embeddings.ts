@@ -4,14 +4,13 @@ import type { Ctx } from '../context.ts';
 import type { InferencePorts } from './ports.ts';
 import { requireProjectId } from '../tenancy.ts';
 import { EmbeddingsRequest } from './schema.ts';
-import { parseInput } from './validator.ts';
+import { parseInput } from './validate.ts';
 import { account } from './account.ts';
-import { admit } from './admit.ts';
-import { plan } from './plan.ts';
+import { admit, plan } from './admit.ts';
 import { refuseOrRecord, Tracker } from './tracker.ts';
 import type { InferenceResult, Validated } from './types.ts';
 import { bindCustomer } from '../customers/inference-stage.ts';
-import { assertModelAllowed } from '../keys/models.ts';
+import { assertModelAllowed } from '../auth/actions.ts';
 
 export interface EmbeddingsOutcome {
   result: InferenceResult;
@@ -60,13 +59,14 @@ export async function createEmbeddings(
   try {
     const p = await plan(ctx, t, v);
     await admit(ctx, t, v, p);
+    t.admittedAt = performance.now();
     let routed;
     try {
       routed = await ports.providers.embed(p.routes, {
         input: texts,
         ...(input.dimensions !== undefined ? { dimensions: input.dimensions } : {}),
         ...(input.user != null ? { user: input.user } : {}),
-      });
+      }, undefined, t.hopLog());
     } catch (err) {
       await ticket.refund();
       throw err;

@@ -7,9 +7,8 @@ import type { InferencePorts } from './ports.ts';
 import { restoreStream } from '../privacy/stage.ts';
 import { failureMessage } from './stages/structured-output.ts';
 import { account, serveHit, tokensOf, withAttempts } from './account.ts';
-import { admit } from './admit.ts';
+import { admit, plan } from './admit.ts';
 import { providerRequest } from './call.ts';
-import { plan } from './plan.ts';
 import { refuseOrRecord } from './tracker.ts';
 import type { InferenceInput, InferenceResult, InferenceStream, InferenceSurface, Lookup, Plan, StreamEvent } from './types.ts';
 import { begin } from './validate.ts';
@@ -80,6 +79,7 @@ export async function streamInference(
   try {
     p = await plan(ctx, t, v);
     const admitted = await admit(ctx, t, v, p);
+    t.admittedAt = performance.now();
     cached = admitted.cached;
     if (cached.answer || !admitted.reserved) {
       const result = withAttempts(v, await serveHit(t, cached.answer!), 0);
@@ -87,7 +87,7 @@ export async function streamInference(
       return { head, events: restoreStream(t.privacy, replayHit(result)) };
     }
     try {
-      routed = await ports.providers.openStream(p.routes, providerRequest(v), signal);
+      routed = await ports.providers.openStream(p.routes, providerRequest(v), signal, t.hopLog());
     } catch (err) {
       await ticket.refund();
       throw err;

@@ -1,7 +1,7 @@
 import { newId } from '../../db/ids.ts';
 import { SvcError } from '../../errors/svc-error.ts';
 import { isRequestWindowRefusal, type RateLimitTicket } from '../../limits/index.ts';
-import { isAbortError, RoutingError, type Route } from '../../providers/router.ts';
+import { isAbortError, RoutingError, type ProviderHop, type Route } from '../../providers/router.ts';
 import type { Ctx } from '../context.ts';
 import type { InferencePorts } from './ports.ts';
 import type { CacheStatus } from './types.ts';
@@ -10,10 +10,16 @@ import type { Citation } from '../rag/stage.ts';
 import { retainedRecord, type PrivacyPlan, type RetainedResult } from '../privacy/stage.ts';
 import type { AppliedTemplate } from '../templates/inference-stage.ts';
 import type { BoundCustomer } from '../customers/inference-stage.ts';
+import { timingsOf, traceIdOf, type InferenceMarks } from '../usage/timings.ts';
 
 /** One inference from start to its usage record: what is known so far about where it went and how it ended. */
-export class Tracker {
+export class Tracker implements InferenceMarks {
   readonly startedAt = performance.now();
+  /** performance.now() when admitted and when the answer was complete; 0 until then (usage/timings.ts). */
+  admittedAt = 0;
+  answeredAt = 0;
+  /** The provider hops, in order, as the router records them (hopLog()). */
+  hops: ProviderHop[] | undefined = undefined;
   readonly createdAt: Date;
   readonly id: string;
   model: string;
@@ -39,6 +45,11 @@ export class Tracker {
     this.createdAt = ctx.now();
     this.id = newId('inf', this.createdAt.getTime());
     this.model = requestedModel;
+  }
+
+  /** The hop log to hand the router: one array per inference, made when a provider is first asked. */
+  hopLog(): ProviderHop[] {
+    return (this.hops ??= []);
   }
 
   tried(route: Route | null): void {
@@ -80,6 +91,7 @@ export class Tracker {
   }): Promise<void> {
     if (this.recorded) return;
     this.recorded = true;
+    const now = performance.now();
     await this.ports.outcomes.record({
       requestId: this.ctx.requestId,
       projectId: this.projectId,
@@ -93,10 +105,12 @@ export class Tracker {
       promptTokens: o.promptTokens ?? 0,
       completionTokens: o.completionTokens ?? 0,
       costMicros: o.costMicros ?? 0n,
-      latencyMs: Math.round(performance.now() - this.startedAt),
+      latencyMs: Math.round(now - this.startedAt),
       createdAt: this.createdAt,
       eventId: newId('evt', this.createdAt.getTime()),
       spend: o.spend ?? null,
+      traceId: traceIdOf(this.ctx),
+      timings: timingsOf(this.ctx, this, now),
       retained: this.privacy ? retainedRecord(this.privacy, this.id, this.createdAt, o.status, o.result ?? null) : null,
       ...(this.template ? { templateId: this.template.id, templateVersion: this.template.version } : {}),
       ...(this.customer ? { customer: this.customer.id } : {}),

@@ -1,5 +1,6 @@
 import type { RetainedRecord } from '../privacy/types.ts';
 import { microsToUsd } from '../../kernel/money.ts';
+import type { RequestTimings } from './timings.ts';
 
 /** How one inference ended: the usage record (CONTRACT §8) and the inference.completed event are made from it. */
 export interface InferenceOutcome {
@@ -33,6 +34,10 @@ export interface InferenceOutcome {
   templateVersion?: number | null;
   /** The end customer the inference named (CONTRACT §22); absent when none. Its budget scope is charged with the spend. */
   customer?: string | null;
+  /** The request's W3C trace id (timings.ts traceIdOf); absent on outcomes queued by an earlier version. */
+  traceId?: string | null;
+  /** Where the request spent its time (timings.ts); absent on outcomes queued by an earlier version. */
+  timings?: RequestTimings | null;
 }
 
 /** inference.completed's data (spec 2.4). */

@@ -8,6 +8,10 @@ import { Input, ProjectIdFilter } from '../schema.ts';
 import { addressed, visibleProjectId } from '../tenancy.ts';
 import { parseInput } from '../validation.ts';
 import type { UsagePorts } from './ports.ts';
+import { timelineOf, type TimelineStep } from './timeline.ts';
+import { readTimings, type RequestTimings } from './timings.ts';
+
+export type { TimelineStep } from './timeline.ts';
 
 const Text = (description: string) =>
   Type.Optional(Type.String({ minLength: 1, maxLength: 200, description, ...says('must be a string of 1 to 200 characters') }));
@@ -73,73 +77,17 @@ export async function listRequestLog(ports: UsagePorts, ctx: Ctx, raw: unknown):
   });
 }
 
-/** One step of a request's timeline, as far as the usage record tells it. */
-export interface TimelineStep {
-  /** received, authenticated, limits, cache, provider, outcome. */
-  step: string;
-  /** Unix milliseconds. */
-  atMs: number;
-  status: 'ok' | 'failed' | 'skipped';
-  detail: string;
-}
-
 export interface RequestDetail {
   record: UsageRecord;
   /** The inference's inf_ id when its content was retained (read it with GET /v1/inference/{id}); else null. */
   inferenceId: string | null;
   /** Whether the retained record still holds content (it may have been purged or stored under zero retention). */
   contentRetained: boolean;
+  /** The request's W3C trace id (timings.ts traceIdOf); null when it had none or was recorded before it was kept. */
+  traceId: string | null;
+  /** Where it spent its time, with its provider hops; null on records written before timings were kept. */
+  timings: RequestTimings | null;
   timeline: TimelineStep[];
-}
-
-/** Error codes that the limits stage answers (the request never reached a provider). */
-const LIMIT_CODES = new Set(['rate_limit_exceeded', 'budget_exceeded', 'project_archived']);
-
-/** The steps a request went through, from its usage record: where it stopped, which route answered, how long it took. */
-export function timelineOf(r: UsageRecord): TimelineStep[] {
-  const start = r.createdAt.getTime();
-  const end = start + r.latencyMs;
-  const failed = r.status === 'failed';
-  const stoppedAtLimits = failed && r.errorCode !== null && LIMIT_CODES.has(r.errorCode);
-  const steps: TimelineStep[] = [
-    { step: 'received', atMs: start, status: 'ok', detail: `Request ${r.requestId} for model ${r.model}.` },
-    { step: 'authenticated', atMs: start, status: 'ok', detail: `Key ${r.keyId}${r.customer ? ` for customer ${r.customer}` : ''}.` },
-    stoppedAtLimits
-      ? { step: 'limits', atMs: start, status: 'failed', detail: `Refused: ${r.errorCode}.` }
-      : { step: 'limits', atMs: start, status: 'ok', detail: 'Within the rate limits and budgets.' },
-  ];
-  if (stoppedAtLimits) {
-    steps.push({ step: 'outcome', atMs: end, status: 'failed', detail: `Failed with ${r.errorCode} after ${r.latencyMs} ms.` });
-    return steps;
-  }
-  steps.push(
-    r.cacheHit
-      ? { step: 'cache', atMs: start, status: 'ok', detail: 'Answered from the response cache: no provider was called.' }
-      : { step: 'cache', atMs: start, status: 'skipped', detail: 'Not answered from the cache.' },
-  );
-  if (!r.cacheHit) {
-    steps.push(
-      r.route
-        ? {
-            step: 'provider',
-            atMs: start,
-            status: failed ? 'failed' : 'ok',
-            detail: `${failed ? 'Last tried' : 'Answered by'} ${r.route}${r.region ? ` in ${r.region}` : ''}.`,
-          }
-        : { step: 'provider', atMs: start, status: failed ? 'failed' : 'skipped', detail: 'No provider was reached.' },
-    );
-  }
-  steps.push(
-    failed
-      ? { step: 'outcome', atMs: end, status: 'failed', detail: `Failed with ${r.errorCode ?? 'an error'} after ${r.latencyMs} ms.` }
-      : {
-          step: 'outcome',
-          atMs: end,
-          status: 'ok',
-          detail: `Succeeded in ${r.latencyMs} ms: ${r.promptTokens} prompt and ${r.completionTokens} completion tokens.`,
-        },
-  );
-  return steps;
 }
 
 /**
@@ -163,5 +111,12 @@ export async function getRequestDetail(ports: UsagePorts, ctx: Ctx, requestId: s
     where: { projectId: record.projectId, requestId },
     select: { id: true, sealed: true },
   });
-  return { record, inferenceId: retained?.id ?? null, contentRetained: retained?.sealed != null, timeline: timelineOf(record) };
+  return {
+    record,
+    inferenceId: retained?.id ?? null,
+    contentRetained: retained?.sealed != null,
+    traceId: record.traceId,
+    timings: readTimings(record.timings),
+    timeline: timelineOf(record),
+  };
 }

@@ -26,16 +26,19 @@ export async function insertUsageRecords(tx: RawSql, outcomes: readonly Inferenc
     template_id: o.templateId ?? null,
     template_version: o.templateVersion ?? null,
     customer: o.customer ?? null,
+    // Absent on outcomes queued by an earlier version: null.
+    trace_id: o.traceId ?? null,
+    timings: o.timings ?? null,
   }));
   const [inserted] = await tx.$queryRaw<{ written: string | null }[]>`
     WITH u AS (
       INSERT INTO usage_records (request_id, project_id, key_id, model, route, region, cache_hit, status, error_code,
                                  prompt_tokens, completion_tokens, cost_micros, latency_ms, created_at, template_id, template_version,
-                                 customer)
+                                 customer, trace_id, timings)
       SELECT * FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS x(
         request_id text, project_id text, key_id text, model text, route text, region text, cache_hit boolean, status text,
         error_code text, prompt_tokens int, completion_tokens int, cost_micros bigint, latency_ms int, created_at timestamptz,
-        template_id text, template_version int, customer text)
+        template_id text, template_version int, customer text, trace_id text, timings jsonb)
       ON CONFLICT DO NOTHING
       RETURNING request_id
     )

@@ -35,8 +35,11 @@ beforeAll(async () => {
         models: [
           { id: 'mock-1', input_per_mtok: 0, output_per_mtok: 0 },
           { id: 'mock-priced', input_per_mtok: 1, output_per_mtok: 2 },
+          { id: 'mock-fallback', input_per_mtok: 1, output_per_mtok: 2 },
         ],
       },
+      // Cheaper for mock-fallback, but nothing listens there: the request detail shows the failed hop, then the fallback.
+      { name: 'flaky', kind: 'openai', base_url: 'http://127.0.0.1:9/v1', region: 'us-east-1', timeout_ms: 2000, models: [{ id: 'mock-fallback', input_per_mtok: 0.5, output_per_mtok: 0.5 }] },
     ],
   });
   t = await buildTestApp({ env: { SVC_PROVIDERS_FILE: file, SVC_EGRESS_ALLOWLIST: '127.0.0.1' } });
@@ -97,8 +100,8 @@ async function expectAccessible(page: Page, what: string) {
   expect(violations, `${what}: ${JSON.stringify(violations, null, 2)}`).toEqual([]);
 }
 
-async function infer(secret: string, model: string, content: string) {
-  const res = await client(t.app, secret).post('/v1/inference', { model, project_id: project.projectId, messages: [{ role: 'user', content }] });
+async function infer(secret: string, model: string, content: string, headers: Record<string, string> = {}) {
+  const res = await client(t.app, secret).post('/v1/inference', { model, project_id: project.projectId, messages: [{ role: 'user', content }] }, { headers });
   expect(res.status, JSON.stringify(res.body)).toBe(200);
   return res.body as { request_id: string; id: string };
 }
@@ -167,8 +170,10 @@ describe('the console layout', () => {
 });
 
 describe('Requests', () => {
-  it('lists requests newest first, filters them, and opens one with its timeline and retained content', async () => {
-    const live = await infer(project.secret, 'mock-priced', 'What is the capital of France?');
+  it('lists requests newest first, filters them, and opens one with its timeline, hops, trace id and retained content', async () => {
+    // Through a fallback (flaky refuses the connection, priced answers), in the caller's trace.
+    const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
+    const live = await infer(project.secret, 'mock-fallback', 'What is the capital of France?', { traceparent: `00-${traceId}-00f067aa0ba902b7-01` });
     const page = await signIn(project.secret);
     await nav(page).getByRole('link', { name: 'Requests' }).click();
     const rows = page.locator('table.requests tbody tr');
@@ -195,13 +200,31 @@ describe('Requests', () => {
     await page.locator(`tr[data-request-id="${live.request_id}"]`).getByRole('button', { name: `Details of ${live.request_id}` }).click();
     const drawer = page.getByRole('dialog', { name: `Request ${live.request_id}` });
     await drawer.getByTestId('request-detail').waitFor();
-    for (const step of ['received', 'authenticated', 'limits', 'cache', 'provider', 'outcome']) await hasText(drawer.locator('ol.request-timeline'), step);
-    await hasText(drawer, 'Answered by priced/mock-priced in eu-west-1');
-    await hasText(drawer.getByTestId('trace-id'), live.request_id);
+    for (const step of ['received', 'authenticated', 'validated', 'limits', 'cache', 'provider', 'answered', 'outcome']) await hasText(drawer.locator('ol.request-timeline'), step);
+    await hasText(drawer, 'Answered by priced/mock-fallback (eu-west-1)');
+    await hasText(drawer, 'flaky/mock-fallback failed (connection)');
+    await hasText(drawer.getByTestId('trace-id'), traceId);
+    await drawer.getByRole('button', { name: 'Copy trace id' }).waitFor();
+    // The waterfall: a bar per step, a failed hop's bar among them; the hops listed with their outcomes.
+    expect(await drawer.locator('ol.waterfall .wf-bar').count()).toBe(9);
+    expect(await drawer.locator('ol.waterfall .wf-bar.failed').count()).toBe(1);
+    const hops = drawer.getByTestId('provider-hops').locator('tbody tr');
+    expect(await hops.count()).toBe(2);
+    await hasText(hops.nth(0), 'flaky/mock-fallback');
+    await hasText(hops.nth(0), 'fell back');
+    await hasText(hops.nth(1), 'priced/mock-fallback');
+    await hasText(hops.nth(1), 'ok');
     await hasText(drawer.getByTestId('retained-content'), 'What is the capital of France?');
     await screenshot(page, 'console-05-request-detail');
     await drawer.screenshot({ path: path.join(SCREENSHOTS, 'console-05b-request-detail-panel.png') });
+    await drawer.getByTestId('provider-hops').scrollIntoViewIfNeeded();
+    await drawer.screenshot({ path: path.join(SCREENSHOTS, 'console-05c-request-hops.png') });
     await expectAccessible(page, 'Request detail');
+    // Dark: the page follows the system's theme, live.
+    await page.emulateMedia({ colorScheme: 'dark' });
+    await page.waitForFunction(() => document.documentElement.dataset.theme === 'dark');
+    await drawer.screenshot({ path: path.join(SCREENSHOTS, 'console-05d-request-hops-dark.png') });
+    await expectAccessible(page, 'Request detail, dark');
     await page.keyboard.press('Escape');
     await drawer.waitFor({ state: 'hidden' });
     await page.close();

@@ -2,7 +2,8 @@ import { useEffect, useState } from 'preact/hooks';
 import { gql } from '../api.ts';
 import { SidePanel } from '../panel.ts';
 import type { ScreenProps, Viewer } from '../viewer.ts';
-import { ErrorBox, Pager, Status, fmtTime, fmtUsd, html, usePager, useQuery } from '../ui.ts';
+import { Copy, ErrorBox, Pager, Status, fmtTime, fmtUsd, html, usePager, useQuery } from '../ui.ts';
+import { Hops, TIMING_FIELDS, Waterfall, type Step, type Timings } from './request-timeline.ts';
 
 export interface UsageRow {
   requestId: string;
@@ -30,7 +31,7 @@ const LOG = `query RequestLog($projectId: ID, $after: String, $model: String, $k
   }
 }`;
 const DETAIL = `query RequestDetail($requestId: ID!) {
-  requestDetail(requestId: $requestId) { inferenceId contentRetained record { ${ROW} } timeline { step atMs status detail } }
+  requestDetail(requestId: $requestId) { inferenceId contentRetained record { ${ROW} } ${TIMING_FIELDS} }
 }`;
 const CONTENT = `query RetainedContent($id: ID!) { inference(id: $id) { request content finishReason } }`;
 
@@ -51,7 +52,9 @@ interface Detail {
   inferenceId: string | null;
   contentRetained: boolean;
   record: UsageRow;
-  timeline: { step: string; atMs: number; status: string; detail: string }[];
+  traceId: string | null;
+  timings: Timings | null;
+  timeline: Step[];
 }
 
 const fmtMs = (ms: number) => (ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${ms} ms`);
@@ -78,18 +81,19 @@ function RequestDrawer({ requestId, viewer }: { requestId: string; viewer: Viewe
   if (!q.data) return html`<p class="muted">Loading…</p>`;
   const d = q.data.requestDetail;
   const r = d.record;
-  const start = d.timeline[0]?.atMs ?? 0;
   const canRead = viewer.scopes.includes('inference:read');
   return html`<div data-testid="request-detail">
     <dl class="facts">
       <dt>Request id</dt><dd class="mono">${r.requestId}</dd>
-      <dt>Trace</dt><dd data-testid="trace-id">spans with <code>svc.request_id = ${r.requestId}</code></dd>
+      <dt>Trace id</dt><dd data-testid="trace-id">${d.traceId
+        ? html`<span class="secret"><code>${d.traceId}</code><${Copy} text=${d.traceId} label="Copy trace id" /></span>`
+        : html`<span class="muted">none: tracing did not export this request and the caller sent no <code>traceparent</code></span>`}</dd>
       <dt>Status</dt><dd><${Status} value=${r.status} />${r.errorCode ? html` <code>${r.errorCode}</code>` : null}</dd>
       <dt>Model</dt><dd>${r.model}</dd>
       <dt>Route</dt><dd>${r.route ?? '—'}${r.region ? ` (${r.region})` : ''}</dd>
       <dt>Key</dt><dd class="mono">${r.keyId}</dd>
       ${r.customer ? html`<dt>Customer</dt><dd>${r.customer}</dd>` : null}
-      <dt>Latency</dt><dd>${fmtMs(r.latencyMs)}</dd>
+      <dt>Latency</dt><dd>${fmtMs(r.latencyMs)}${d.timings ? html` <span class="muted">(${fmtMs(Math.round(d.timings.totalMs))} from the request's start)</span>` : null}</dd>
       <dt>Tokens</dt><dd>${fmtCount(r.promptTokens)} prompt + ${fmtCount(r.completionTokens)} completion</dd>
       <dt>Cost</dt><dd>${fmtUsd(r.costUsd)}</dd>
       <dt>Cache</dt><dd>${r.cacheHit ? 'hit' : 'miss'}</dd>
@@ -97,11 +101,8 @@ function RequestDrawer({ requestId, viewer }: { requestId: string; viewer: Viewe
       <dt>Created</dt><dd>${fmtTime(r.createdAt)}</dd>
     </dl>
     <h3>Timeline</h3>
-    <ol class="timeline request-timeline">${d.timeline.map((s) => html`<li class=${`step ${s.status}`}>
-      <span class="offset">+${fmtMs(Math.max(0, Math.round(s.atMs - start)))}</span>
-      <strong>${s.step}</strong> <span class=${`status ${s.status === 'ok' ? 'succeeded' : s.status === 'failed' ? 'failed' : 'skipped'}`}>${s.status}</span>
-      <div>${s.detail}</div>
-    </li>`)}</ol>
+    <${Waterfall} steps=${d.timeline} recorded=${d.timings !== null} />
+    ${d.timings ? html`<h3>Provider hops</h3><${Hops} hops=${d.timings.hops} cacheHit=${r.cacheHit} />` : null}
     <h3>Content</h3>
     ${!d.inferenceId || !d.contentRetained
       ? html`<p class="muted">No content is retained for this request (zero retention, purged, or past its retention period).</p>`
