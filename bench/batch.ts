@@ -1,7 +1,7 @@
 // A batch of N chat lines through the built-in mock provider, as deployed: one api process (SVC_ROLE=api) takes the
 // upload and the batch, one worker process (SVC_ROLE=worker) runs it, over PostgreSQL and Redis. Reports the
-// throughput, each process's CPU per line (from /proc, over the batch's run) and the worker's RSS as the batch goes
-// (it should plateau, not grow with the lines done).
+// throughput, each process's CPU per line (from /proc, over the batch's run) and the worker's RSS as the batch goes,
+// sampled every 250 ms (it should plateau, not grow with the lines done, and not rise while the files are written).
 //   node --import tsx bench/batch.ts [lines=10000]
 // DATABASE_URL and REDIS_URL default to the local services (postgresql://postgres@127.0.0.1:5432/postgres,
 // redis://127.0.0.1:6379); a fresh schema and Redis prefix are used and dropped.
@@ -58,21 +58,35 @@ try {
   worker = await startGateway({ ...env, SVC_ROLE: 'worker' }, { timeoutMs: 300_000 });
   const workerCpu0 = cpuMs(worker.pid);
   const runStarted = performance.now();
-  const rss: { done: number; worker_mb: number; api_mb: number }[] = [];
+  // RSS sampled every 250 ms, each sample with the batch's status and lines done as last polled: the series by lines
+  // done while lines run, and the peak while the files are written (finalizing).
+  const rss: { done: number; status: string; worker_mb: number; api_mb: number }[] = [];
   const statuses = new Set<string>();
-  let last: { status: string; request_counts: { total: number; completed: number; failed: number } };
+  let last: { status: string; request_counts: { total: number; completed: number; failed: number } } = { status: 'validating', request_counts: { total: N, completed: 0, failed: 0 } };
+  const sample = () => {
+    try {
+      rss.push({ done: last.request_counts.completed + last.request_counts.failed, status: last.status, worker_mb: worker!.rssMb(), api_mb: api!.rssMb() });
+    } catch {
+      // the process is gone
+    }
+  };
+  sample();
+  const sampler = setInterval(sample, 250);
   for (;;) {
     last = await call('GET', `/v1/batches/${batch.id}`, undefined, key.secret);
     statuses.add(last.status);
-    rss.push({ done: last.request_counts.completed + last.request_counts.failed, worker_mb: worker.rssMb(), api_mb: api.rssMb() });
     if (['completed', 'failed', 'expired', 'cancelled'].includes(last.status)) break;
-    await new Promise((r) => setTimeout(r, 1_000));
+    await new Promise((r) => setTimeout(r, 500));
   }
+  clearInterval(sampler);
+  sample();
   const runMs = performance.now() - runStarted;
   const workerCpu = cpuMs(worker.pid) - workerCpu0;
   const apiCpu = cpuMs(api.pid) - apiCpu0;
-  // The RSS at each quarter of the lines done: flat once the worker's caches and pools are warm.
+  // The worker's RSS at each tenth of the lines done: flat once its caches and pools are warm.
   const at = (share: number) => rss.find((r) => r.done >= share * N) ?? rss.at(-1)!;
+  const byTenth = Object.fromEntries(Array.from({ length: 11 }, (_, i) => [`${i * 10}%`, at(i / 10).worker_mb]));
+  const peak = (status: string) => Math.max(0, ...rss.filter((r) => r.status === status).map((r) => r.worker_mb));
   console.log(
     JSON.stringify(
       {
@@ -86,7 +100,7 @@ try {
         lines_per_s: Math.round(N / (runMs / 1000)),
         worker_cpu_ms_per_line: +(workerCpu / N).toFixed(3),
         api_cpu_ms_per_line: +(apiCpu / N).toFixed(3),
-        worker_rss_mb: { at_0: rss[0]!.worker_mb, at_25: at(0.25).worker_mb, at_50: at(0.5).worker_mb, at_75: at(0.75).worker_mb, at_100: at(1).worker_mb, max: Math.max(...rss.map((r) => r.worker_mb)) },
+        worker_rss_mb: { by_lines_done: byTenth, max_in_progress: peak('in_progress'), max_finalizing: peak('finalizing'), max: Math.max(...rss.map((r) => r.worker_mb)), samples: rss.length },
         api_rss_mb: { at_0: rss[0]!.api_mb, max: Math.max(...rss.map((r) => r.api_mb)), end: rss.at(-1)!.api_mb },
       },
       null,

@@ -43,6 +43,8 @@ it('finishes a 60-line batch killed with SIGKILL mid-way, every line charged at 
   const out = (await (await sdk().files.content(done.output_file_id!)).text()).trim().split('\n').map((l) => JSON.parse(l));
   const errors = done.error_file_id ? (await (await sdk().files.content(done.error_file_id)).text()).trim().split('\n').map((l) => JSON.parse(l)) : [];
   expect(out.length + errors.length).toBe(LINES);
+  // Every line once across both files (the files are written a chunk at a time, rewritten whole after a restart).
+  expect(new Set([...out, ...errors].map((l) => l.custom_id)).size).toBe(LINES);
   for (const e of errors) expect({ line: e.custom_id, code: e.error.code }).toEqual({ line: e.custom_id, code: 'interrupted' });
   expect(out.length).toBeGreaterThanOrEqual(LINES - 4);
 

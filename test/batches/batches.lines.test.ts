@@ -81,9 +81,13 @@ describe('output lines', () => {
     const [err] = parse(await (await openai.files.content(done.error_file_id!)).text());
     expect(err).toMatchObject({
       custom_id: 'outside',
-      response: { status_code: 403, body: { error: { code: 'insufficient_scope', type: 'insufficient_scope', param: 'model', message: expect.stringContaining('mock-2') } } },
-      error: { code: 'insufficient_scope' },
+      response: { status_code: 403, body: { error: { code: 'insufficient_scope', type: 'svc.error', param: 'model', message: expect.stringContaining('mock-2') } } },
+      error: null,
     });
+    // The error body the live call answered, field for field (its request id and doc_url are the line's).
+    const liveError = (live as InstanceType<typeof OpenAI.PermissionDeniedError>).error as Record<string, unknown>;
+    expect(Object.keys(err.response.body.error).sort()).toEqual(Object.keys(liveError).sort());
+    expect(err.response.body.error).toEqual({ ...liveError, request_id: err.response.request_id, doc_url: expect.stringMatching(/\/docs\/errors#insufficient_scope$/) });
   });
 });
 

@@ -12,6 +12,7 @@ import { beginMultipartIdempotency } from '../hooks/idempotency.ts';
 import { Bool, Int, NullableStr, ObjectType, Str, Unix, UnixOrNull } from '../response-fields.ts';
 import { acceptUploads, boundBody } from './uploads.ts';
 import { createHash } from 'node:crypto';
+import { Readable } from 'node:stream';
 
 /** OpenAI's file object (CONTRACT §21), plus the project. */
 const FileObject = Type.Object(
@@ -145,9 +146,9 @@ export const filesRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/v1/files/:file_id', { config: { action: 'file.read' }, schema: { params: FileIdParams, response: { 200: FileObject } } }, async (req) => presentFile(await getFile(req.ctx, req.params.file_id)));
 
   app.get('/v1/files/:file_id/content', { config: { action: 'file.read' }, schema: { params: FileIdParams, response: { 200: FileContent } } }, async (req, reply) => {
-    const text = await fileContent(ports(), req.ctx, req.params.file_id);
-    // Raw bytes: fastify sends a Buffer as it is (the response schema only describes the lines).
-    return reply.type('application/jsonl').send(Buffer.from(text, 'utf8') as never);
+    const content = await fileContent(ports(), req.ctx, req.params.file_id);
+    // The chunks streamed as they are read and opened (the response schema only describes the lines).
+    return reply.type('application/jsonl').header('content-length', content.bytes).send(Readable.from(content.body) as never);
   });
 
   app.delete('/v1/files/:file_id', { config: { action: 'file.delete' }, schema: { params: FileIdParams, response: { 200: Deleted } } }, async (req) => {

@@ -1,6 +1,8 @@
+import { isUtf8 } from 'node:buffer';
 import { SvcError } from '../../errors/svc-error.ts';
 import { ChatCompletionRequest, EmbeddingsRequest, ResponsesRequest } from '../inference/schema.ts';
-import { parseInput } from '../inference/validator.ts';
+import { parseInput } from '../inference/validate.ts';
+import { splitChunks, type JsonlLine } from './files.ts';
 import type { BatchPorts } from './ports.ts';
 import { MAX_BATCH_LINES, type BatchEndpoint } from './schema.ts';
 
@@ -11,47 +13,45 @@ export type ParsedLine =
 
 const bodySchemas = { '/v1/chat/completions': ChatCompletionRequest, '/v1/embeddings': EmbeddingsRequest, '/v1/responses': ResponsesRequest } as const;
 
-/** The non-empty lines of a JSONL text (a trailing newline, CRLF and blank lines are allowed). */
-export function jsonlLines(text: string): { line: number; text: string }[] {
-  const out: { line: number; text: string }[] = [];
-  const raw = text.split('\n');
-  for (let i = 0; i < raw.length; i++) {
-    const t = raw[i]!.replace(/\r$/, '');
-    if (t.trim() !== '') out.push({ line: i + 1, text: t });
-  }
-  return out;
-}
-
 /**
- * Checks an uploaded batch file as a whole (POST /v1/files): UTF-8 JSONL with at least one line and at most
- * MAX_BATCH_LINES; each line a JSON object. What a line asks for is checked when a batch runs it (parseBatchLines).
+ * Checks an uploaded batch file as a whole (POST /v1/files), a chunk at a time: UTF-8 JSONL with at least one line and
+ * at most MAX_BATCH_LINES; each line a JSON object. What a line asks for is checked when a batch is created
+ * (lineParser).
  */
 export function checkBatchFile(data: Buffer): { lines: number } {
-  const text = data.toString('utf8');
-  if (Buffer.byteLength(text) !== data.length || text.includes('\uFFFD')) throw new SvcError('invalid_request', { param: 'file', message: 'The file must be UTF-8 JSONL.' });
-  const lines = jsonlLines(text);
-  if (lines.length === 0) throw new SvcError('invalid_request', { param: 'file', message: 'The file holds no lines: a batch file is JSONL, one request a line.' });
-  if (lines.length > MAX_BATCH_LINES) throw new SvcError('invalid_request', { param: 'file', message: `The file holds ${lines.length} lines; a batch takes at most ${MAX_BATCH_LINES}.` });
-  for (const l of lines) {
-    let v: unknown;
-    try {
-      v = JSON.parse(l.text);
-    } catch {
-      throw new SvcError('invalid_request', { param: 'file', message: `Line ${l.line} is not valid JSON.` });
+  if (!isUtf8(data)) throw new SvcError('invalid_request', { param: 'file', message: 'The file must be UTF-8 JSONL.' });
+  let count = 0;
+  let line = 0;
+  for (const chunk of splitChunks(data)) {
+    const parts = chunk.text.split('\n');
+    if (chunk.text.endsWith('\n')) parts.pop();
+    for (const p of parts) {
+      line++;
+      if (p.trim() === '') continue;
+      count++;
+      if (count > MAX_BATCH_LINES) throw new SvcError('invalid_request', { param: 'file', message: `The file holds more than ${MAX_BATCH_LINES} lines; a batch takes at most ${MAX_BATCH_LINES}.` });
+      let v: unknown;
+      try {
+        v = JSON.parse(p);
+      } catch {
+        throw new SvcError('invalid_request', { param: 'file', message: `Line ${line} is not valid JSON.` });
+      }
+      if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new SvcError('invalid_request', { param: 'file', message: `Line ${line} is not a JSON object.` });
     }
-    if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new SvcError('invalid_request', { param: 'file', message: `Line ${l.line} is not a JSON object.` });
   }
-  return { lines: lines.length };
+  if (count === 0) throw new SvcError('invalid_request', { param: 'file', message: 'The file holds no lines: a batch file is JSONL, one request a line.' });
+  return { lines: count };
 }
 
 /**
- * The lines of a batch's input file for `endpoint`: each `{custom_id, method: "POST", url, body}`, its body checked
- * with the endpoint's own schema (the same check a live call gets), its model known and of the endpoint's type. A bad
- * line is kept with its error (it goes to the error file, by line number); duplicate custom_ids are bad lines too.
+ * Reads the lines of a batch's input file for `endpoint`, in order: each `{custom_id, method: "POST", url, body}`, its
+ * body checked with the endpoint's own schema (the same check a live call gets), its model known and of the endpoint's
+ * type. A bad line is kept with its error (it goes to the error file, by line number); a custom_id used by an earlier
+ * line makes a bad line too (the parser remembers the custom_ids it has read).
  */
-export function parseBatchLines(ports: BatchPorts, text: string, endpoint: BatchEndpoint): ParsedLine[] {
+export function lineParser(ports: BatchPorts, endpoint: BatchEndpoint): (l: JsonlLine) => ParsedLine {
   const seen = new Set<string>();
-  return jsonlLines(text).map(({ line, text: t }, index): ParsedLine => {
+  return ({ index, line, text: t }): ParsedLine => {
     let v: any;
     try {
       v = JSON.parse(t);
@@ -83,5 +83,5 @@ export function parseBatchLines(ports: BatchPorts, text: string, endpoint: Batch
     if (type === undefined) return bad(`unknown model "${body.model.slice(0, 200)}".`, 'body.model');
     if (type !== wanted) return bad(`${body.model.slice(0, 200)} is not a${wanted === 'chat' ? ' chat' : 'n embedding'} model, as ${endpoint} needs.`, 'body.model');
     return { index, line, customId, body };
-  });
+  };
 }

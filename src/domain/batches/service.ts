@@ -1,6 +1,5 @@
 import type { Batch, BatchFile, Prisma } from '../../generated/prisma/client.ts';
-import type { Db, Tx } from '../../db/client.ts';
-import { releaseLease } from '../../db/leases.ts';
+import type { Tx } from '../../db/client.ts';
 import { newId, type IdPrefix } from '../../db/ids.ts';
 import { SvcError, invalid } from '../../errors/svc-error.ts';
 import { microsToUsd } from '../../kernel/money.ts';
@@ -11,15 +10,19 @@ import { pageById, type Page } from '../pagination.ts';
 import { documentLimitOf, showBytes } from '../rag/limits.ts';
 import { addressed, requireProjectId, visibleProjectId } from '../tenancy.ts';
 import { parseInput } from '../validation.ts';
-import { checkBatchFile, parseBatchLines } from './lines.ts';
+import { dropContent, hasContent, jsonlOf, readChunks, storeChunks } from './files.ts';
+import { checkBatchFile, lineParser } from './lines.ts';
 import type { BatchPorts } from './ports.ts';
-import { CancelBatch, COMPLETION_WINDOW_MS, CreateBatch, FileFields, ListBatchesQuery, TERMINAL_STATUSES, type BatchStatus } from './schema.ts';
+import { CancelBatch, COMPLETION_WINDOW_MS, CreateBatch, FileFields, ListBatchesQuery, TERMINAL_STATUSES } from './schema.ts';
 
 /**
- * The OpenAI Files and Batch APIs (CONTRACT §21). A file's content is sealed at rest (bound to its id) and kept for the
- * project's retention days; a zero-retention project keeps no files (403 zero_retention). A batch's lines run in
+ * The OpenAI Files and Batch APIs (CONTRACT §21). A file's content is sealed at rest in chunks (files.ts) and kept for
+ * the project's retention days; a zero-retention project keeps no files (403 zero_retention). A batch's lines run in
  * jobs/batch-runner as the creating key.
  */
+
+/** Line rows written per statement when a batch is created. */
+const LINE_PAGE = 1000;
 
 const fileId = (ms: number) => `file-${newId('file' as IdPrefix, ms).slice(5)}`;
 export const isTerminal = (status: string) => (TERMINAL_STATUSES as readonly string[]).includes(status);
@@ -57,40 +60,47 @@ export async function createFile(ports: BatchPorts, ctx: Ctx, rawFields: unknown
   const now = ctx.now();
   const id = fileId(now.getTime());
   const filename = (file.filename || 'batch.jsonl').slice(0, 255);
-  return ctx.db.$transaction(async (tx) => {
-    const row = await tx.batchFile.create({
-      data: {
-        id,
-        projectId,
-        keyId: ctx.caller.keyId,
-        purpose: 'batch',
-        filename,
-        bytes: file.bytes,
-        sealed: ports.sealer.seal(file.data.toString('utf8'), id),
-        createdAt: now,
-        expiresAt: new Date(now.getTime() + retention.days * 86_400_000),
-      },
-    });
-    await recordAudit(tx, ctx, 'file.create', { projectId, targetId: id, data: { purpose: 'batch', bytes: file.bytes, filename } });
-    return row;
-  });
+  return ctx.db.$transaction(
+    async (tx) => {
+      const row = await tx.batchFile.create({
+        data: { id, projectId, keyId: ctx.caller.keyId, purpose: 'batch', filename, bytes: file.bytes, sealed: null, createdAt: now, expiresAt: new Date(now.getTime() + retention.days * 86_400_000) },
+      });
+      // Sealed a chunk at a time: the upload is never one string.
+      await storeChunks(tx, ports.sealer, id, file.data);
+      await recordAudit(tx, ctx, 'file.create', { projectId, targetId: id, data: { purpose: 'batch', bytes: file.bytes, filename } });
+      return row;
+    },
+    { timeout: 60_000 },
+  );
 }
 
 export async function getFile(ctx: Ctx, id: string): Promise<BatchFile> {
   return findVisibleFile(ctx, id);
 }
 
-/** A file's content, opened; past its retention (or purged): 404 record_not_retained. */
-export function openFile(ports: BatchPorts, file: BatchFile, now: Date): string {
-  if (!file.sealed || (file.expiresAt && file.expiresAt <= now)) {
-    throw new SvcError('record_not_retained', { param: 'file_id', message: "The file's content is past the project's retention." });
-  }
-  return ports.sealer.open(file.sealed, file.id);
+/**
+ * Refuses a file whose content is gone: past its retention, purged, deleted, or its project keeps no content (zero
+ * retention): 404 record_not_retained.
+ */
+async function requireContent(ports: BatchPorts, db: Tx, file: BatchFile, now: Date): Promise<void> {
+  const gone = (message = "The file's content is past the project's retention.") => new SvcError('record_not_retained', { param: 'file_id', message });
+  if ((file.expiresAt && file.expiresAt <= now) || file.deletedAt) throw gone();
+  if ((await ports.retentionOf(file.projectId)).mode === 'zero') throw gone('The project keeps no content (zero retention): its files are not kept.');
+  if (!(await hasContent(db, file))) throw gone();
 }
 
-/** GET /v1/files/{id}/content. */
-export async function fileContent(ports: BatchPorts, ctx: Ctx, id: string): Promise<string> {
-  return openFile(ports, await findVisibleFile(ctx, id), ctx.now());
+/**
+ * GET /v1/files/{id}/content: the file's size and its bytes, read a chunk at a time as they are sent (a file is never
+ * held whole).
+ */
+export async function fileContent(ports: BatchPorts, ctx: Ctx, id: string): Promise<{ bytes: number; body: AsyncIterable<Buffer> }> {
+  const file = await findVisibleFile(ctx, id);
+  await requireContent(ports, ctx.db, file, ctx.now());
+  const db = ctx.db;
+  async function* body() {
+    for await (const c of readChunks(db, ports.sealer, file)) yield Buffer.from(c.text, 'utf8');
+  }
+  return { bytes: file.bytes, body: body() };
 }
 
 /**
@@ -104,6 +114,7 @@ export async function deleteFile(ctx: Ctx, id: string): Promise<BatchFile> {
   const now = ctx.now();
   return ctx.db.$transaction(async (tx) => {
     const row = await tx.batchFile.update({ where: { id: file.id }, data: { deletedAt: now, sealed: null } });
+    await dropContent(tx, [file.id]);
     await recordAudit(tx, ctx, 'file.delete', { projectId: file.projectId, targetId: file.id, data: {} });
     return row;
   });
@@ -122,59 +133,86 @@ export async function createBatch(ports: BatchPorts, ctx: Ctx, raw: unknown): Pr
   if (file.purpose !== 'batch') throw invalid('input_file_id', 'The file is not a batch input file (purpose "batch").');
   if ((await ports.retentionOf(projectId)).mode === 'zero') throw zeroRetention();
   const now = ctx.now();
-  const lines = parseBatchLines(ports, openFile(ports, file, now), input.endpoint);
-  const good = lines.filter((l) => 'body' in l).length;
+  await requireContent(ports, ctx.db, file, now);
   const id = newId('batch' as IdPrefix, now.getTime());
-  const failedNow = good === 0;
-  return ctx.db.$transaction(async (tx) => {
-    const created = await tx.batch.create({
-      data: {
-        id,
-        projectId,
-        keyId: ctx.caller.keyId,
-        endpoint: input.endpoint,
-        inputFileId: file.id,
-        completionWindow: input.completion_window,
-        metadata: input.metadata ?? undefined,
-        status: failedNow ? 'failed' : 'validating',
-        total: lines.length,
-        failed: lines.length - good,
-        createdAt: now,
-        expiresAt: new Date(now.getTime() + COMPLETION_WINDOW_MS),
-        ...(failedNow
-          ? {
-              failedAt: now,
-              errors: {
-                object: 'list',
-                data: lines.slice(0, 100).map((l) => ('error' in l ? { code: l.error.code, message: l.error.message, param: l.error.param, line: l.line } : null)).filter((x) => x !== null),
-              },
-            }
-          : {}),
-      },
-    });
-    // newId is strictly increasing within a process: line ids sort in line order.
-    const rows = lines.map((l) => {
-      const lineId = newId('bln' as IdPrefix, now.getTime());
-      return {
-        id: lineId,
-        batchId: id,
-        index: l.index,
-        customId: l.customId,
-        status: 'error' in l ? 'failed' : 'pending',
-        result: 'error' in l ? ports.sealer.seal(JSON.stringify(errorLine(lineId, l.customId, null, { code: l.error.code, message: l.error.message, param: l.error.param, line: l.line })), lineId) : null,
-      };
-    });
-    for (let i = 0; i < rows.length; i += 1000) await tx.batchLine.createMany({ data: rows.slice(i, i + 1000) });
-    await recordAudit(tx, ctx, 'batch.create', { projectId, targetId: id, data: { endpoint: input.endpoint, input_file_id: file.id, lines: lines.length, invalid_lines: lines.length - good } });
-    if (failedNow) await enqueueEvent(tx, now, projectId, 'batch.completed', completedEventData(created));
-    return created;
+  const parse = lineParser(ports, input.endpoint);
+  return ctx.db.$transaction(
+    async (tx) => {
+      await tx.batch.create({
+        data: {
+          id,
+          projectId,
+          keyId: ctx.caller.keyId,
+          endpoint: input.endpoint,
+          inputFileId: file.id,
+          completionWindow: input.completion_window,
+          metadata: input.metadata ?? undefined,
+          status: 'validating',
+          createdAt: now,
+          expiresAt: new Date(now.getTime() + COMPLETION_WINDOW_MS),
+        },
+      });
+      // The file read a chunk at a time, its lines written a page at a time: a batch is never held whole.
+      let total = 0;
+      let bad = 0;
+      const errors: { code: string; message: string; param: string | null; line: number }[] = [];
+      let rows: Prisma.BatchLineCreateManyInput[] = [];
+      for await (const l of jsonlOf(readChunks(tx, ports.sealer, file))) {
+        const p = parse(l);
+        // newId is strictly increasing within a process: line ids sort in line order.
+        const lineId = newId('bln' as IdPrefix, now.getTime());
+        total++;
+        let result: string | null = null;
+        if ('error' in p) {
+          bad++;
+          const error = { code: p.error.code, message: p.error.message, param: p.error.param, line: p.line };
+          if (errors.length < 100) errors.push(error);
+          result = ports.sealer.seal(JSON.stringify(errorLine(lineId, p.customId, error)), lineId);
+        }
+        rows.push({ id: lineId, batchId: id, index: p.index, customId: p.customId, status: 'error' in p ? 'failed' : 'pending', result });
+        if (rows.length === LINE_PAGE) {
+          await tx.batchLine.createMany({ data: rows });
+          rows = [];
+        }
+      }
+      if (rows.length > 0) await tx.batchLine.createMany({ data: rows });
+      const failedNow = total === bad;
+      const created = await tx.batch.update({
+        where: { id },
+        data: { total, failed: bad, ...(failedNow ? { status: 'failed', failedAt: now, errors: { object: 'list', data: errors } } : {}) },
+      });
+      await recordAudit(tx, ctx, 'batch.create', { projectId, targetId: id, data: { endpoint: input.endpoint, input_file_id: file.id, lines: total, invalid_lines: bad } });
+      if (failedNow) await enqueueEvent(tx, now, projectId, 'batch.completed', completedEventData(created));
+      return created;
+    },
     // Up to 50,000 line rows in one transaction: more than the default 5 s on a busy embedded database.
-  }, { timeout: 60_000 });
+    { timeout: 60_000 },
+  );
 }
 
-/** An error file's line (OpenAI's shape): `response` when the request reached the pipeline, else null. */
-export function errorLine(lineId: string, customId: string, response: { status_code: number; request_id: string; body: unknown } | null, error: Record<string, unknown>) {
-  return { id: `batch_req_${lineId.slice(4)}`, custom_id: customId, response, error };
+/** An output or error file's line id: batch_req_ and the line's. */
+export const lineRequestIdOf = (lineId: string) => `batch_req_${lineId.slice(4)}`;
+
+/**
+ * An error file's line for a line that got no answer (OpenAI's shape): `response` null, `error` {code, message, …}.
+ * A line the pipeline refused has its answer instead (failedLine).
+ */
+export function errorLine(lineId: string, customId: string, error: Record<string, unknown>) {
+  return { id: lineRequestIdOf(lineId), custom_id: customId, response: null, error };
+}
+
+/**
+ * An error file's line for a line the pipeline refused (OpenAI's shape: `error` null, the answer in `response`): its
+ * HTTP status and the error body the live call answers on the OpenAI routes (the spec's error object, §7:
+ * `{type: "svc.error", code, message, param, request_id, doc_url}`).
+ */
+export function failedLine(
+  lineId: string,
+  customId: string,
+  answer: { status: number; requestId: string; code: string; message: string; param: string | null; docsBase: string | null },
+) {
+  const error = { type: 'svc.error', code: answer.code, message: answer.message, param: answer.param, request_id: answer.requestId, doc_url: `${answer.docsBase ?? ''}/docs/errors#${answer.code}` };
+  return { id: lineRequestIdOf(lineId), custom_id: customId, response: { status_code: answer.status, request_id: answer.requestId, body: { error } }, error: null };
 }
 
 /** GET /v1/batches: newest first; OpenAI's `after` is starting_after. */
@@ -223,65 +261,4 @@ export async function cancelBatch(ctx: Ctx, id: string, raw: unknown = {}): Prom
 /** batch.completed's data (CONTRACT §21). */
 export function completedEventData(b: Pick<Batch, 'id' | 'status' | 'total' | 'completed' | 'failed' | 'costMicros'>): Prisma.InputJsonObject {
   return { batch_id: b.id, status: b.status, request_counts: { total: b.total, completed: b.completed, failed: b.failed }, cost_usd: microsToUsd(b.costMicros) };
-}
-
-/**
- * The worker's end of a batch it holds: the output and error files (sealed; none under zero retention), the final
- * status and batch.completed, in one transaction, only while it still holds the lease. False: the lease was lost, or
- * (for `completed`) the batch is being cancelled.
- */
-export async function finishBatch(
-  db: Db,
-  ports: BatchPorts,
-  batch: Batch,
-  owner: string,
-  now: Date,
-  status: Extract<BatchStatus, 'completed' | 'expired' | 'cancelled' | 'failed'>,
-): Promise<boolean> {
-  const retention = await ports.retentionOf(batch.projectId);
-  const lines = await db.batchLine.findMany({ where: { batchId: batch.id }, orderBy: { index: 'asc' }, select: { id: true, status: true, result: true } });
-  const out: string[] = [];
-  const err: string[] = [];
-  for (const l of lines) {
-    if (!l.result) continue;
-    const text = ports.sealer.open(l.result, l.id);
-    (l.status === 'succeeded' ? out : err).push(text);
-  }
-  return db.$transaction(async (tx: Tx) => {
-    const counts = await tx.batchLine.groupBy({ by: ['status'], where: { batchId: batch.id }, _count: { _all: true }, _sum: { costMicros: true } });
-    const n = (s: string) => counts.find((c) => c.status === s)?._count._all ?? 0;
-    const cost = counts.reduce((a, c) => a + (c._sum.costMicros ?? 0n), 0n);
-    const keep = retention.mode !== 'zero';
-    const file = async (lines: string[]) => {
-      if (!keep || lines.length === 0) return null;
-      const id = fileId(now.getTime());
-      const text = lines.join('\n') + '\n';
-      await tx.batchFile.create({
-        data: { id, projectId: batch.projectId, keyId: null, purpose: 'batch_output', filename: `${batch.id}_${lines === out ? 'output' : 'error'}.jsonl`, bytes: Buffer.byteLength(text), sealed: ports.sealer.seal(text, id), createdAt: now, expiresAt: new Date(now.getTime() + retention.days * 86_400_000) },
-      });
-      return id;
-    };
-    const stamp = { completed: { completedAt: now }, expired: { expiredAt: now }, cancelled: { cancelledAt: now }, failed: { failedAt: now } }[status];
-    const data = { status, completed: n('succeeded'), failed: n('failed'), costMicros: cost, finalizingAt: batch.finalizingAt ?? now, ...stamp };
-    // Completed only from finalizing (a cancel that came meanwhile wins: the worker ends the batch cancelled instead).
-    const from = status === 'completed' ? ['in_progress', 'finalizing'] : ['in_progress', 'finalizing', 'cancelling', 'validating'];
-    const ended = await releaseLease(tx, 'batches', { id: batch.id, owner }, { where: { status: { in: from } }, data });
-    if (!ended) return false;
-    const outputFileId = await file(out);
-    const errorFileId = await file(err);
-    // The files hold the results now (or, under zero retention, nothing does).
-    await tx.batchLine.updateMany({ where: { batchId: batch.id }, data: { result: null } });
-    const row = await tx.batch.update({ where: { id: batch.id }, data: { outputFileId, errorFileId } });
-    await enqueueEvent(tx, now, batch.projectId, 'batch.completed', completedEventData(row));
-    return true;
-  }, { timeout: 60_000 });
-}
-
-/**
- * CONTRACT §12: file content past the project's retention is dropped (the row stays, its content answers 404
- * record_not_retained). Returns how many files were purged.
- */
-export async function purgeExpiredFiles(db: Db, now: Date): Promise<number> {
-  const { count } = await db.batchFile.updateMany({ where: { sealed: { not: null }, expiresAt: { lte: now } }, data: { sealed: null } });
-  return count;
 }

@@ -1,4 +1,5 @@
 import type { Ctx } from '../context.ts';
+import type { RouteName } from '../auth/actions.ts';
 
 /** What the RAG services need from outside the domain, composed in app-deps.ts. */
 export interface RagPorts {
@@ -12,4 +13,6 @@ export interface RagPorts {
   embed(ctx: Ctx, projectId: string, model: string, texts: string[]): Promise<number[][]>;
   /** The model's type, undefined when no provider serves it. */
   modelType(model: string): 'chat' | 'embedding' | undefined;
+  /** The routes serving a model (for a key's model list, CONTRACT §22). */
+  routesForModel(model: string): readonly RouteName[];
 }

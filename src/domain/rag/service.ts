@@ -3,6 +3,7 @@ import { newId } from '../../db/ids.ts';
 import { SvcError, invalid } from '../../errors/svc-error.ts';
 import { recordAudit } from '../audit/service.ts';
 import type { Ctx } from '../context.ts';
+import { routeAllowed } from '../auth/actions.ts';
 import { pageById, type Page } from '../pagination.ts';
 import { addressed, requireProjectId, visibleProjectId } from '../tenancy.ts';
 import { parseInput } from '../validation.ts';
@@ -67,6 +68,7 @@ export async function createDocument(ports: RagPorts, ctx: Ctx, up: Upload): Pro
       message: `The document is ${up.bytes} bytes; the ${project.plan} plan accepts documents of up to ${showBytes(limit)} (${limit} bytes).`,
     });
   }
+  await assertEmbeddingAllowed(ports, ctx, projectId);
   const text = await extractDocumentText(up.contentType, up.data, up.param, { maxTextBytes: limit });
   if (!/\S/.test(text)) throw invalid(up.param, 'The document has no text to index.');
   const now = ctx.now();
@@ -88,6 +90,21 @@ export async function createDocument(ports: RagPorts, ctx: Ctx, up: Upload): Pro
     });
     await recordAudit(tx, ctx, 'rag_document.create', { projectId, targetId: id, data: { name: up.name, bytes: up.bytes, content_type: up.contentType } });
     return doc;
+  });
+}
+
+/**
+ * CONTRACT §22: a document is embedded with the project's embedding model as the key that uploads it; a key whose
+ * model list leaves that model out is refused at upload (403 insufficient_scope, param model), as on /v1/embeddings
+ * (a search that embeds its query is refused there, by the embeddings service).
+ */
+async function assertEmbeddingAllowed(ports: RagPorts, ctx: Ctx, projectId: string): Promise<void> {
+  if (!ctx.caller.models) return;
+  const model = (await store.settingsOf(ctx.db, projectId)).embeddingModel;
+  if (model === null || ports.routesForModel(model).some((r) => routeAllowed(ctx.caller.models, r))) return;
+  throw new SvcError('insufficient_scope', {
+    param: 'model',
+    message: `This key may not use model ${JSON.stringify(model.slice(0, 200))} (it is outside the key's models), and the project embeds its documents with it.`,
   });
 }
 

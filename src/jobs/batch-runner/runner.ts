@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Batch, BatchLine } from '../../generated/prisma/client.ts';
+import type { Batch, BatchFile, BatchLine } from '../../generated/prisma/client.ts';
 import { Prisma } from '../../generated/prisma/client.ts';
 import type { Deps } from '../../deps.ts';
 import { claimLeases, renewLease, updateLeased } from '../../db/leases.ts';
@@ -10,9 +10,11 @@ import type { Caller } from '../../domain/context.ts';
 import { OPERATOR_KEY_ID, keyCaller } from '../../domain/auth/service.ts';
 import { SCOPES } from '../../domain/keys/scopes.ts';
 import { keyStatus } from '../../domain/keys/service.ts';
-import { parseBatchLines, type ParsedLine } from '../../domain/batches/lines.ts';
+import { finishBatch } from '../../domain/batches/finalize.ts';
+import { jsonlOf, readChunks } from '../../domain/batches/files.ts';
+import { lineParser } from '../../domain/batches/lines.ts';
 import { batchPortsOf, type BatchPorts } from '../../domain/batches/ports.ts';
-import { errorLine, finishBatch, openFile, purgeExpiredFiles } from '../../domain/batches/service.ts';
+import { errorLine, failedLine, lineRequestIdOf } from '../../domain/batches/service.ts';
 import type { BatchEndpoint } from '../../domain/batches/schema.ts';
 import type { IdempotencyStore } from '../../domain/idempotency/store.ts';
 import { inferOnce, type CallLedger, type CallResult, type OncePorts } from '../../domain/inference/once.ts';
@@ -55,6 +57,9 @@ export function lineRequestId(batchId: string, index: number, attempt: number): 
   return `req_${batchId.slice(6, 16)}${linePart}${tail}`;
 }
 
+/** Lines read per query while a batch runs. */
+const LINE_PAGE = 500;
+
 const callKey = (batchId: string, index: number) => `svc-batch:${batchId}:${index}`;
 
 type Stop = { kind: 'cancelled' | 'lost' | 'expired' } | { kind: 'budget'; message: string } | { kind: 'key' };
@@ -88,7 +93,6 @@ export class BatchRunner {
       {
         name: 'batch runner',
         idField: 'batch_id',
-        beforeClaim: () => purgeExpiredFiles(this.deps.db, this.now()),
         claim: async (_limit, working) => {
           const batch = await this.claim(working);
           return batch ? [batch] : [];
@@ -164,9 +168,6 @@ export class BatchRunner {
     const state: { stop: Stop | null } = { stop: batch.status === 'cancelling' ? { kind: 'cancelled' } : null };
     if (!state.stop) {
       const file = await db.batchFile.findFirst({ where: { id: batch.inputFileId, projectId: batch.projectId } });
-      const parsed = new Map<number, ParsedLine>();
-      if (file?.sealed) for (const l of parseBatchLines(this.ports, openFile(this.ports, file, new Date(0)), batch.endpoint as BatchEndpoint)) parsed.set(l.index, l);
-      const queue = await db.batchLine.findMany({ where: { batchId: batch.id, status: { in: ['pending', 'started'] } }, orderBy: { index: 'asc' } });
       const zero = (await this.ports.retentionOf(batch.projectId)).mode === 'zero';
       let renewedAt = 0;
       // The creating key, looked up again at most once a second (a revoked key stops the batch within that).
@@ -175,38 +176,47 @@ export class BatchRunner {
         if (!caller || Date.now() - caller.at > 1_000) caller = { at: Date.now(), value: await this.callerOf(batch) };
         return caller.value;
       };
-      await drainWithLease(
-        queue,
-        this.concurrency,
-        () => state.stop !== null || this.stopped,
-        async (line) => {
-          if (this.deps.clock.now() >= batch.expiresAt.getTime()) {
-            state.stop ??= { kind: 'expired' };
-            return;
-          }
-          // A cancel is seen here at most a second late (and always right before a call: the ledger renews).
-          if (Date.now() - renewedAt > 1_000) {
-            if (!(await this.renew(batch))) {
-              state.stop ??= await this.whyNotMine(batch);
+      // The lines left, a page at a time (keyset by index), each page's requests read from the input file's chunks
+      // that hold them: memory stays flat whatever the batch's size.
+      let after = -1;
+      while (!state.stop && !this.stopped) {
+        const queue = await db.batchLine.findMany({ where: { batchId: batch.id, status: { in: ['pending', 'started'] }, index: { gt: after } }, orderBy: { index: 'asc' }, take: LINE_PAGE });
+        if (queue.length === 0) break;
+        after = queue.at(-1)!.index;
+        const bodies = file ? await this.bodiesOf(file, batch.endpoint as BatchEndpoint, queue[0]!.index, after) : new Map<number, Record<string, unknown>>();
+        await drainWithLease(
+          queue,
+          this.concurrency,
+          () => state.stop !== null || this.stopped,
+          async (line) => {
+            if (this.deps.clock.now() >= batch.expiresAt.getTime()) {
+              state.stop ??= { kind: 'expired' };
               return;
             }
-            renewedAt = Date.now();
-          }
-          const caller = await callerNow();
-          if (!caller) {
-            state.stop ??= { kind: 'key' };
-            return;
-          }
-          const p = parsed.get(line.index);
-          if (!p || !('body' in p)) {
-            await this.finishLine(line, 'failed', errorLine(line.id, line.customId, null, { code: 'invalid_request', message: 'The line could not be read from the input file.' }), 0n);
-            return;
-          }
-          const stop = await this.runLine(batch, line, p.body, caller, zero, () => state.stop !== null || this.stopped);
-          if (stop) state.stop ??= stop;
-        },
-        { everyMs: Math.floor(this.leaseMs / 3), renew: () => this.renew(batch) },
-      );
+            // A cancel is seen here at most a second late (and always right before a call: the ledger renews).
+            if (Date.now() - renewedAt > 1_000) {
+              if (!(await this.renew(batch))) {
+                state.stop ??= await this.whyNotMine(batch);
+                return;
+              }
+              renewedAt = Date.now();
+            }
+            const caller = await callerNow();
+            if (!caller) {
+              state.stop ??= { kind: 'key' };
+              return;
+            }
+            const body = bodies.get(line.index);
+            if (!body) {
+              await this.finishLine(line, 'failed', errorLine(line.id, line.customId, { code: 'invalid_request', message: 'The line could not be read from the input file.' }), 0n);
+              return;
+            }
+            const stop = await this.runLine(batch, line, body, caller, zero, () => state.stop !== null || this.stopped);
+            if (stop) state.stop ??= stop;
+          },
+          { everyMs: Math.floor(this.leaseMs / 3), renew: () => this.renew(batch) },
+        );
+      }
     }
     if (this.stopped && !state.stop) return; // shutting down: the lease passes and a worker resumes the batch
     if (state.stop?.kind === 'lost') return;
@@ -239,30 +249,45 @@ export class BatchRunner {
               ? { code: 'invalid_api_key', message: `The key that created this batch (${batch.keyId}) was revoked or has expired.` }
               : null;
     if (why) {
-      const rest = await db.batchLine.findMany({ where: { batchId: batch.id, status: { in: ['pending', 'started'] } }, select: { id: true, customId: true, batchId: true } });
-      for (const l of rest) await this.finishLine(l, 'failed', errorLine(l.id, l.customId, null, why), 0n);
+      for (let after = -1; ; ) {
+        const rest = await db.batchLine.findMany({ where: { batchId: batch.id, status: { in: ['pending', 'started'] }, index: { gt: after } }, orderBy: { index: 'asc' }, take: LINE_PAGE, select: { id: true, index: true, customId: true, batchId: true } });
+        for (const l of rest) await this.finishLine(l, 'failed', errorLine(l.id, l.customId, why), 0n);
+        if (rest.length < LINE_PAGE) break;
+        after = rest.at(-1)!.index;
+      }
     }
-    let status: 'completed' | 'expired' | 'cancelled' = stop?.kind === 'expired' ? 'expired' : stop?.kind === 'cancelled' ? 'cancelled' : 'completed';
+    const status: 'completed' | 'expired' | 'cancelled' = stop?.kind === 'expired' ? 'expired' : stop?.kind === 'cancelled' ? 'cancelled' : 'completed';
     // Writing the files of a long batch can take longer than the lease: it is renewed meanwhile, whatever the status.
     const keepAlive = setInterval(
       () => void renewLease(db, 'batches', { id: batch.id, owner: this.owner }, new Date(this.deps.clock.now() + this.leaseMs)).catch(() => undefined),
       Math.max(250, Math.floor(this.leaseMs / 3)),
     );
     keepAlive.unref();
-    let ended: boolean;
+    let ended: string | null;
     try {
-      let fresh = (await db.batch.findUnique({ where: { id: batch.id } })) ?? batch;
+      // A cancel that comes while finalizing: every line ran, and finishBatch ends the batch cancelled with its files.
+      const fresh = (await db.batch.findUnique({ where: { id: batch.id } })) ?? batch;
       ended = await finishBatch(db, this.ports, fresh, this.owner, this.now(), status);
-      if (!ended && status === 'completed' && (await this.whyNotMine(batch)).kind === 'cancelled') {
-        // Cancelled while finalizing: every line ran, and the batch ends cancelled with its files, as asked.
-        status = 'cancelled';
-        fresh = (await db.batch.findUnique({ where: { id: batch.id } })) ?? fresh;
-        ended = await finishBatch(db, this.ports, fresh, this.owner, this.now(), status);
-      }
     } finally {
       clearInterval(keepAlive);
     }
-    if (ended) this.deps.log.info({ batch_id: batch.id, status }, 'batch ended');
+    if (ended) this.deps.log.info({ batch_id: batch.id, status: ended }, 'batch ended');
+  }
+
+  /**
+   * The requests of the lines from index `from` to `to`, read from the input file's chunks that hold them (checked
+   * again as when the batch was created; a line that no longer passes gets no request).
+   */
+  private async bodiesOf(file: BatchFile, endpoint: BatchEndpoint, from: number, to: number): Promise<Map<number, Record<string, unknown>>> {
+    const bodies = new Map<number, Record<string, unknown>>();
+    const parse = lineParser(this.ports, endpoint);
+    for await (const l of jsonlOf(readChunks(this.deps.db, this.ports.sealer, file, from))) {
+      if (l.index > to) break;
+      if (l.index < from) continue;
+      const p = parse(l);
+      if ('body' in p) bodies.set(l.index, p.body);
+    }
+    return bodies;
   }
 
   /** Why the batch is no longer this worker's: cancelled, or taken over by another worker. */
@@ -316,18 +341,17 @@ export class BatchRunner {
     }
     if (result === null) return this.whyNotMine(batch); // cancelled or taken over right before the call
     if (!result.ok) {
-      const http = isErrorCode(result.code) ? ERRORS[result.code].http : 500;
-      const error = { code: result.code, message: result.message };
-      // The error body a live call answers (OpenAI's fields: message, type, param, code).
-      const body = { error: { ...error, type: result.code, param: result.param ?? null } };
-      await this.finishLine(line, 'failed', errorLine(line.id, line.customId, { status_code: http, request_id: result.requestId, body }, error), 0n);
+      const status = isErrorCode(result.code) ? ERRORS[result.code].http : 500;
+      // OpenAI's line for a refused request: the live call's status and error body in `response`, `error` null.
+      const answer = { status, requestId: result.requestId, code: result.code, message: result.message, param: result.param ?? null, docsBase: this.deps.config.publicUrl };
+      await this.finishLine(line, 'failed', failedLine(line.id, line.customId, answer), 0n);
       // CONTRACT §22: an end customer's budget fails that customer's lines only; the key's or the project's stops the batch.
       return result.code === 'budget_exceeded' && result.param !== 'customer' ? { kind: 'budget', message: result.message } : null;
     }
     const cost = BigInt(result.costMicros);
     if (result.dropped) {
       const error = { code: 'interrupted', message: 'The worker stopped after the model answered, and the project keeps no answers (zero retention); the line was charged once and is not run again.' };
-      await this.finishLine(line, 'failed', errorLine(line.id, line.customId, null, error), cost);
+      await this.finishLine(line, 'failed', errorLine(line.id, line.customId, error), cost);
       return null;
     }
     let responseBody: unknown;
@@ -335,12 +359,12 @@ export class BatchRunner {
       responseBody = this.present(endpoint, String(body.model), result);
     } catch {
       const error = { code: 'interrupted', message: 'The answer could not be recovered after a restart; the line was charged once and is not run again.' };
-      await this.finishLine(line, 'failed', errorLine(line.id, line.customId, null, error), cost);
+      await this.finishLine(line, 'failed', errorLine(line.id, line.customId, error), cost);
       return null;
     }
     // Zero retention (set after the batch began): the answer is not kept, only its figures.
     const kept = zero ? { id: result.inferenceId ?? result.requestId, model: String(body.model), usage: { prompt_tokens: result.promptTokens, completion_tokens: result.completionTokens }, content_dropped: true } : responseBody;
-    await this.finishLine(line, 'succeeded', { id: `batch_req_${line.id.slice(4)}`, custom_id: line.customId, response: { status_code: 200, request_id: result.requestId, body: kept }, error: null }, cost);
+    await this.finishLine(line, 'succeeded', { id: lineRequestIdOf(line.id), custom_id: line.customId, response: { status_code: 200, request_id: result.requestId, body: kept }, error: null }, cost);
     return null;
   }
 
