@@ -4,11 +4,10 @@ import { checkPooledSchema, openDatabase, isUniqueViolation, type Database } fro
 import { DataDirInUseError } from './db/data-dir-lock.ts';
 import { applyMigrations } from './db/migrations.ts';
 import type { Deps } from './deps.ts';
-import { answerJudgeCall } from './domain/evals/judge.ts';
+import { judgeScript } from './domain/evals/judge.ts';
 import type { DomainPorts } from './domain/ports.ts';
 import { systemClock, type Clock } from './kernel/clock.ts';
-import { generateSecret, hashSecret } from './domain/keys/secrets.ts';
-import { KeyCache } from './domain/auth/key-cache.ts';
+import { KeyCache, generateSecret, hashSecret } from './domain/auth/service.ts';
 import { LocalBus, type Bus } from './pubsub/bus.ts';
 import { RedisBus } from './redis/bus.ts';
 import { ProviderRegistry } from './providers/router.ts';
@@ -30,6 +29,7 @@ import { spentMany } from './domain/budgets/store.ts';
 import { usageStreamKeys } from './jobs/outcomes/stream-shards.ts';
 import { createOutcomeWriter } from './jobs/outcomes/outcome-writer.ts';
 import { PrismaSessionStore } from './domain/operators/session-store.ts';
+import { signInSettingsOf } from './domain/operators/directory.ts';
 import { RedisSessionStore } from './redis/session-store.ts';
 import { CidrList } from './kernel/cidr.ts';
 import { createObservability } from './observability/index.ts';
@@ -89,6 +89,7 @@ export async function createDeps(config: Readonly<Config>, overrides: DepsOverri
         poolSize: config.databasePoolSize,
         dataDir: config.dataDir,
         warn: (obj, msg) => log.warn(obj, msg),
+        info: (msg) => log.info(msg),
       }));
     if (!overrides.database) {
       // On the direct connection (DATABASE_DIRECT_URL): the migration lock is a session advisory lock.
@@ -130,7 +131,7 @@ export async function createDeps(config: Readonly<Config>, overrides: DepsOverri
     cooldownMs: config.circuitCooldownMs,
     routingTimeoutMs: config.routingTimeoutMs,
     hops: observability.hops,
-    mockScript: answerJudgeCall,
+    mockScript: judgeScript,
   });
   const responseCache = redis ? new RedisResponseCache(redis, config.redisPrefix) : new MemoryResponseCache(clock);
   const webhooks = createWebhookRuntime(
@@ -247,6 +248,7 @@ export function composePorts(deps: Omit<Deps, 'ports'>): DomainPorts {
       return out.vectors;
     },
     modelType: (model) => deps.providers.modelType(model),
+    routesForModel: (model) => deps.providers.routesForModel(model),
   };
   const inference: InferencePorts = {
     get providers() {
@@ -356,6 +358,7 @@ export function composePorts(deps: Omit<Deps, 'ports'>): DomainPorts {
         absoluteTimeoutMs: deps.config.operators.absoluteTimeoutMs,
         consoleAllowlist: new CidrList(deps.config.operators.consoleAllowlist),
       },
+      signIn: signInSettingsOf(deps.config.operators, deps.config.publicUrl),
     },
     // Dev's model work on the request path (a question's answer): the pipeline, the limiter, the project's prompts.
     dev: {

@@ -52,6 +52,9 @@ const TWINS: [route: string, type: string, field: string][] = [
   ['PATCH /v1/routing/policies/:policy_id', 'Mutation', 'updateRoutingPolicy'],
   ['DELETE /v1/routing/policies/:policy_id', 'Mutation', 'deleteRoutingPolicy'],
   ['GET /v1/operator-groups', 'Query', 'operatorGroups'],
+  // The Operators screen's reads: the operator key's, like the groups (domain/operators/directory.ts).
+  ['GET /v1/operator-groups', 'Query', 'operators'],
+  ['GET /v1/operator-groups', 'Query', 'signInSettings'],
   ['PUT /v1/operator-groups/:group_id/roles', 'Mutation', 'setOperatorGroupRoles'],
   ['GET /v1/projects/:project_id/ip-allowlist', 'Query', 'projectIpAllowlist'],
   ['PUT /v1/projects/:project_id/ip-allowlist', 'Mutation', 'setProjectIpAllowlist'],

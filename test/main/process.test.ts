@@ -6,7 +6,7 @@ import { PGlite } from '@electric-sql/pglite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDeps, closeDeps } from '../../src/app-deps.ts';
 import { loadConfig } from '../../src/config/config.ts';
-import { hashSecret } from '../../src/domain/keys/secrets.ts';
+import { hashSecret } from '../../src/domain/auth/service.ts';
 import { createTestDatabase, seedProject, type Seeded } from '../helpers/app.ts';
 import { pollUntil, spawnMain, startGateway, type Answer, type GatewayProcess } from '../helpers/gateway-process.ts';
 import { freePort } from '../helpers/ports.ts';

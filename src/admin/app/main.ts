@@ -279,7 +279,7 @@ function App() {
   const top = html`<header class="top">
       <${Brand} tag="div" />
       ${projectId ? html`<${ProjectSwitcher} projectId=${projectId} switchable=${switchable} onSwitch=${switchProject} />` : null}
-      <span class="who">${ssoSession
+      <span class="who" title=${ssoSession ? ssoSession.operator.user_name : viewer.keyId}>${ssoSession
         ? html`operator <code>${ssoSession.operator.user_name}</code>`
         : html`key <code>${viewer.keyId}</code>`}</span>
       <${ThemeToggle} theme=${theme} onToggle=${toggleTheme} />

@@ -21,6 +21,7 @@ import { PlaygroundScreen } from './screens/playground.ts';
 import { ModelsScreen } from './screens/models.ts';
 import { BudgetsScreen } from './screens/budgets.ts';
 import { CustomersScreen } from './screens/customers.ts';
+import { OperatorsScreen } from './screens/operators.ts';
 
 /** The left navigation's groups, in the order shown. */
 export const AREAS = ['Traffic', 'Access', 'Models', 'Governance', 'Verticals'] as const;
@@ -51,6 +52,8 @@ export const SCREENS: Screen[] = [
   { area: 'Traffic', path: 'batches', title: 'Batches', actions: ['batch.list'], view: BatchesScreen },
   { area: 'Access', path: 'keys', title: 'Keys', actions: ['key.list'], view: KeysScreen },
   { area: 'Access', path: 'customers', title: 'Customers', actions: ['customer.list'], view: CustomersScreen },
+  // The project's console allowlist needs governance:manage; the operators and the SSO settings, the operator key.
+  { area: 'Access', path: 'operators', title: 'SSO and operators', actions: ['ip_allowlist.read'], view: OperatorsScreen },
   { area: 'Models', path: 'models', title: 'Providers and models', actions: ['provider.list'], view: ModelsScreen },
   { area: 'Models', path: 'templates', title: 'Templates', actions: ['template.list'], view: TemplatesScreen },
   { area: 'Models', path: 'evals', title: 'Evals', actions: ['eval_run.list'], view: EvalsScreen },

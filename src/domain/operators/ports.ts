@@ -19,6 +19,18 @@ export interface OperatorPorts {
   clock: Clock;
   log: WarnLog;
   settings: SessionSettings;
+  /** What the Operators screen shows of the sign-in configuration (directory.ts); absent: nothing configured. */
+  signIn?: SignInSettings;
+}
+
+/** The sign-in configuration without its secrets (no client secret, IdP certificate or SCIM token). */
+export interface SignInSettings {
+  oidc: { issuer: string; clientId: string; usernameClaim: string; scopes: string; redirectUri: string } | null;
+  saml: { entryPoint: string; entityId: string; acsUrl: string; metadataUrl: string } | null;
+  /** null: SCIM is off (SVC_SCIM_TOKEN unset). */
+  scim: { baseUrl: string } | null;
+  /** SVC_CONSOLE_IP_ALLOWLIST; empty: any address. */
+  consoleIpAllowlist: string[];
 }
 
 /** The request's facts before there is a caller (sign-in, SCIM). */

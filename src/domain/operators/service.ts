@@ -5,7 +5,7 @@ import { SvcError } from '../../errors/svc-error.ts';
 import { CidrList } from '../../kernel/cidr.ts';
 import type { Caller, Ctx, OperatorSession } from '../context.ts';
 import { auditOperator, refuseProjectAddress } from './audit.ts';
-import { safeEqualHex } from '../keys/secrets.ts';
+import { safeEqualHex } from '../auth/service.ts';
 import type { OperatorPorts, RequestFacts } from './ports.ts';
 import { scopesOfRole, strongest, type Role } from './roles.ts';
 import type { SessionRecord } from './session-store.ts';

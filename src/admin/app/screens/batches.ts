@@ -33,7 +33,7 @@ function Progress({ b }: { b: Batch }) {
   const c = b.requestCounts;
   const done = c.completed + c.failed;
   return html`<span class="progress" aria-label=${`Progress of ${b.id}`}>
-    <progress max=${c.total} value=${done}></progress> ${done}/${c.total}
+    <progress max=${c.total} value=${done}></progress> ${done}/${c.total}${' '}
     · <span class="ok">${c.completed} completed</span> · ${c.failed} failed
   </span>`;
 }

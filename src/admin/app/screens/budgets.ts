@@ -83,7 +83,8 @@ function ProjectBudget({ projectId }: { projectId: string }) {
         </div>
         <${BudgetBar} spent=${b.spentUsd} budget=${b.budgetUsd} />`
       : null}
-    <p class="muted">Calendar month, UTC. Alerts (event <code>budget.threshold</code>) at 80% and 95%; at 100% every key of the project gets 429 budget_exceeded.</p>
+    <p class="muted">Calendar month, UTC. Alerts (event <code>budget.threshold</code>) at 80% and 95%; at 100% every key of the project gets 429 budget_exceeded.
+      A key's budget is set below; an end customer's on the <a href="#/customers">Customers</a> screen.</p>
     <form class="inline" aria-label="Set the project budget" novalidate onSubmit=${(e: Event) => { e.preventDefault(); if (!problem) void save(shown.trim() === '' ? null : Number(shown)); }}>
       <div class="field"><label for="project-budget-usd">Monthly budget (USD)</label>
         <input id="project-budget-usd" name="budget_usd" inputmode="decimal" placeholder="none" value=${shown} aria-invalid=${problem ? 'true' : 'false'} aria-describedby="project-budget-error"

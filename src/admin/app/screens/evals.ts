@@ -48,7 +48,7 @@ function Progress({ run }: { run: EvalRun }) {
   const s = run.summary;
   const done = s.passed + s.failed + s.errored;
   return html`<span class="progress" aria-label=${`Progress of ${run.name}`}>
-    <progress max=${s.total} value=${done}></progress> ${done}/${s.total}
+    <progress max=${s.total} value=${done}></progress> ${done}/${s.total}${' '}
     · <span class="ok">${s.passed} passed</span> · ${s.failed} failed · ${s.errored} errored
   </span>`;
 }
@@ -73,7 +73,7 @@ function ResultsTable({ id, tick }: { id: string; tick: number }) {
   if (!q.data) return html`<${ErrorBox} error=${q.error} />`;
   const { run, results } = q.data;
   return html`<div aria-label=${`Results of ${run.name}`}>
-    <p><strong>${run.name}</strong> <${Status} value=${run.status} /> <${Progress} run=${run} />
+    <p><strong>${run.name}</strong> <${Status} value=${run.status} /> <${Progress} run=${run} />${' '}
       · pass rate ${(run.summary.passRate * 100).toFixed(1)}% · ${fmtUsd(run.summary.costUsd)} · p50 ${run.summary.latencyP50Ms ?? '—'} ms</p>
     ${run.error ? html`<div class="error" role="alert">${run.error.code}: ${run.error.message}</div>` : null}
     <table aria-label="Results">

@@ -72,6 +72,12 @@ function CreateKeyForm({ viewer, projectId, catalog, onCreated }: { viewer: View
   </form>`;
 }
 
+/** A time as two unbroken parts, the date and the time of day, so a narrow column breaks it only between them. */
+function when(unix: number | null) {
+  const [date, ...rest] = fmtTime(unix).split(' ');
+  return rest.length ? html`<span class="nowrap">${date}</span> <span class="nowrap">${rest.join(' ')}</span>` : date;
+}
+
 function KeyRow({ k, onChanged, onSecret }: { k: Key; onChanged: () => void; onSecret: (title: string, secret: string, note?: string) => void }) {
   const [confirming, setConfirming] = useState(false);
   const [overlap, setOverlap] = useState('0');
@@ -98,19 +104,21 @@ function KeyRow({ k, onChanged, onSecret }: { k: Key; onChanged: () => void; onS
     <td>${k.scopes.join(' ')}</td>
     <td><${Status} value=${k.status} /></td>
     <td>${fmtUsd(k.budgetUsd)}</td>
-    <td>${fmtTime(k.expiresAt)}</td>
-    <td>${fmtTime(k.lastUsedAt)}</td>
+    <td>${when(k.expiresAt)}</td>
+    <td>${when(k.lastUsedAt)}</td>
     <td>
       ${active
-        ? html`<label>Overlap
+        ? html`<div class="row-actions one-row">
+            <label class="inline">Overlap
               <select aria-label=${`Overlap for ${k.name}`} value=${overlap} onChange=${(e: Event) => setOverlap((e.target as HTMLSelectElement).value)}>
                 <option value="0">none</option><option value="1">1 hour</option><option value="24">24 hours</option><option value="168">7 days</option>
               </select></label>
             <button type="button" onClick=${rotate}>Rotate</button>
             ${confirming
-              ? html`<span role="group" aria-label="Confirm revoke"><button type="button" class="danger" onClick=${revoke}>Confirm revoke</button>
+              ? html`<span class="row-actions" role="group" aria-label="Confirm revoke"><button type="button" class="danger" onClick=${revoke}>Confirm revoke</button>
                   <button type="button" onClick=${() => setConfirming(false)}>Cancel</button></span>`
-              : html`<button type="button" class="danger" onClick=${() => setConfirming(true)}>Revoke</button>`}`
+              : html`<button type="button" class="danger" onClick=${() => setConfirming(true)}>Revoke</button>`}
+          </div>`
         : null}
       <${ErrorBox} error=${error} />
     </td>
@@ -131,10 +139,10 @@ export function KeysScreen({ viewer, projectId, catalog }: ScreenProps) {
     <section class="card" aria-label="Keys">
       <div class="card-head"><h2>Keys</h2><button type="button" class="primary" onClick=${() => setCreating(true)}>New key</button></div>
       <${ErrorBox} error=${q.error} />
-      <table>
+      <div class="table-scroll"><table class="keys">
         <thead><tr><th>Name</th><th>Secret</th><th>Scopes</th><th>Status</th><th>Budget</th><th>Expires</th><th>Last used</th><th>Actions</th></tr></thead>
         <tbody>${rows.map(({ node }) => html`<${KeyRow} key=${node.id} k=${node} onChanged=${q.reload} onSecret=${(title: string, s: string, note?: string) => setSecret({ title, secret: s, note })} />`)}</tbody>
-      </table>
+      </table></div>
       ${q.data && rows.length === 0 ? html`<p class="empty">No keys on this page.</p>` : null}
       <${Pager} pager=${pager} hasNext=${q.data?.keys.pageInfo.hasNextPage ?? false} endCursor=${q.data?.keys.pageInfo.endCursor ?? null} />
     </section>

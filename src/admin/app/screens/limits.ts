@@ -78,8 +78,9 @@ export function LimitsScreen({ projectId }: { projectId: string }) {
     <${ErrorBox} error=${q.error} />
     <p class="muted">These figures bind twice: once for the project's whole traffic and once for each of its keys on its
       own (every key gets the same figures; a key's windows cannot be set apart); the tighter window binds. Burst allows
-      short spikes above requests per minute and does not raise the token window. Budgets are on the
-      <a href="#/budgets">Budgets</a> screen. Last change: ${fmtTime(q.data?.rateLimits.updatedAt)}.</p>
+      short spikes above requests per minute and does not raise the token window. An end customer can have windows of
+      its own, set on the <a href="#/customers">Customers</a> screen; they bind beside these.
+      Budgets are on the <a href="#/budgets">Budgets</a> screen. Last change: ${fmtTime(q.data?.rateLimits.updatedAt)}.</p>
     <form class="inline" onSubmit=${submit} aria-label="Edit rate limits" novalidate>
       ${FIELDS.map((f) => {
         const msg = problems[f.name] ?? (serverParam === f.param ? refusal(error as ApiError, f.min) : null);

@@ -111,8 +111,8 @@ export function McpScreen({ projectId }: Pick<ScreenProps, 'projectId'>) {
           <td class="mono">${s.id}<div class="muted">${s.endpoint}</div></td><td>${s.name}</td><td class="mono">${s.url}</td>
           <td>${s.headerNames.join(', ')}</td><td>${s.toolsAllowed ? s.toolsAllowed.join(', ') : 'all'}</td>
           <td>$${s.pricePerCallUsd}</td><td>${fmtTime(s.createdAt)}</td>
-          <td><button type="button" onClick=${() => setOpen(open === s.id ? null : s.id)} aria-expanded=${open === s.id}>Tools and calls</button>
-            <button type="button" class="danger" onClick=${() => remove(s.id)}>Delete</button></td>
+          <td><div class="row-actions"><button type="button" onClick=${() => setOpen(open === s.id ? null : s.id)} aria-expanded=${open === s.id}>Tools and calls</button>
+            <button type="button" class="danger" onClick=${() => remove(s.id)}>Delete</button></div></td>
         </tr>`)}</tbody>
       </table>
       ${q.data && q.data.mcpServers.edges.length === 0 ? html`<p class="empty">No MCP servers yet.</p>` : null}

@@ -67,7 +67,7 @@ function Settings({ projectId }: { projectId: string }) {
           Requests may still say <code>pii: {redact, restore}</code> themselves.</p>
         <button type="button" onClick=${() => run('PII default saved.', SET_PII, { redact: !p.piiRedact })}>
           ${p.piiRedact ? 'Turn redaction off' : 'Redact PII by default'}</button>
-        <p>Retention: <strong>${p.retentionMode === 'zero' ? 'zero (no content stored anywhere)' : `standard, ${p.retentionDays} days`}</strong>
+        <p>Retention: <strong>${p.retentionMode === 'zero' ? 'zero (no content stored anywhere)' : `standard, ${p.retentionDays} days`}</strong>${' '}
           (changed ${fmtTime(p.retentionUpdatedAt)}).</p>
         <form class="inline" aria-label="Edit retention" novalidate onSubmit=${(e: Event) => {
           e.preventDefault();

@@ -141,9 +141,9 @@ export function WebhooksScreen({ projectId, catalog }: Pick<ScreenProps, 'projec
         <tbody>${q.data?.webhooks.edges.map(({ node: w }) => html`<tr data-webhook-id=${w.id}>
           <td class="mono">${w.id}</td><td class="mono">${w.url}</td><td>${w.events.join(', ')}</td><td><${Status} value=${w.status} /></td>
           <td>${fmtTime(w.createdAt)}</td>
-          <td><button type="button" onClick=${() => setOpen(open === w.id ? null : w.id)} aria-expanded=${open === w.id}>Deliveries</button>
+          <td><div class="row-actions one-row"><button type="button" onClick=${() => setOpen(open === w.id ? null : w.id)} aria-expanded=${open === w.id}>Deliveries</button>
             ${w.status === 'active' ? html`<button type="button" onClick=${() => sendTest(w.id)}>Send test event</button>` : null}
-            ${w.status === 'active' ? html`<button type="button" class="danger" onClick=${() => disable(w.id)}>Disable</button>` : null}</td>
+            ${w.status === 'active' ? html`<button type="button" class="danger" onClick=${() => disable(w.id)}>Disable</button>` : null}</div></td>
         </tr>`)}</tbody>
       </table>
       ${q.data && q.data.webhooks.edges.length === 0 ? html`<p class="empty">No webhooks yet.</p>` : null}
