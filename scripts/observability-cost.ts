@@ -14,7 +14,7 @@ const cpu = () => { const u = process.cpuUsage(); return (u.user + u.system) / 1
 
 async function run(name: string, cfg: Parameters<typeof createObservability>[0], n: number) {
   const obs = await createObservability(cfg, log, { redis: true });
-  const sinkObs = obs.observeOutcomes(() => sink);
+  const sinkObs = obs.observeOutcomes(sink);
   const tracer = obs.tracing ? trace.getTracer('micro') : null;
   const once = async (i: number) => {
     // What a traced request makes besides the hop and outcome spans: the root, auth and rate-limit spans, in context.

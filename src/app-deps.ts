@@ -22,6 +22,7 @@ import { redisHealthOf } from './redis/health.ts';
 import { loadProjectLimits } from './domain/rate-limits/service.ts';
 import { BudgetAlertMailer, flushBudgetAlerts } from './jobs/budget-alerts/mailer.ts';
 import { loadCachedProject, ProjectCache } from './domain/projects/cache.ts';
+import type { ProjectEvictions, ProjectReader } from './domain/projects/ports.ts';
 import { CustomerCache, loadCustomerPolicy } from './domain/customers/cache.ts';
 import { MemorySpendCounters, type CounterOptions } from './domain/budgets/counters.ts';
 import { RedisSpendCounters } from './redis/spend-counters.ts';
@@ -212,15 +213,13 @@ export async function createDeps(config: Readonly<Config>, overrides: DepsOverri
 }
 
 /**
- * The ports each capability's services take (src/domain/<capability>/ports.ts), built from the root's pieces. The
- * pieces are read from `deps` when used, so a piece swapped in the root (tests replace the provider registry or the
- * egress guard) reaches every service.
+ * The ports each capability's services take (src/domain/<capability>/ports.ts), built from the root's pieces. What the
+ * request path reads (the project cache, the key cache, the provider registry, the response cache, the outcome sink)
+ * is the piece itself, so a request runs no code of the root; a test that swaps one of those pieces swaps it on the
+ * ports too (test/helpers/app.ts swapPiece). The rest is read from `deps` when used (tests replace the egress guard).
  */
 export function composePorts(deps: Omit<Deps, 'ports'>): DomainPorts {
-  const projects = {
-    get: (projectId: string) => deps.projectCache.get(projectId),
-    invalidate: (projectId: string) => deps.projectCache.invalidate(projectId),
-  };
+  const projects: ProjectReader & ProjectEvictions = deps.projectCache;
   const budgets = {
     counters: {
       read: (projectId: string, scopes: readonly string[], period: string) => deps.spendCounters.read(projectId, scopes, period),
@@ -251,14 +250,10 @@ export function composePorts(deps: Omit<Deps, 'ports'>): DomainPorts {
     routesForModel: (model) => deps.providers.routesForModel(model),
   };
   const inference: InferencePorts = {
-    get providers() {
-      return deps.providers;
-    },
-    get responseCache() {
-      return deps.responseCache;
-    },
+    providers: deps.providers,
+    responseCache: deps.responseCache,
     projects,
-    outcomes: deps.observability.observeOutcomes(() => deps.outcomes),
+    outcomes: deps.observability.observeOutcomes(deps.outcomes),
     budgets,
     privacy: inferencePrivacy,
     templates: deps.templateCache,
@@ -290,9 +285,7 @@ export function composePorts(deps: Omit<Deps, 'ports'>): DomainPorts {
     },
     auth: {
       db: deps.db,
-      get keys() {
-        return deps.keyCache;
-      },
+      keys: deps.keyCache,
       masterKeyHash: deps.masterKeyHash,
       clock: deps.clock,
       log: deps.log,
@@ -300,9 +293,7 @@ export function composePorts(deps: Omit<Deps, 'ports'>): DomainPorts {
     keys: { evictions: { invalidate: (keyId) => deps.keyCache.invalidate(keyId) }, log: deps.log },
     projects: { projects },
     routing: {
-      get providers() {
-        return deps.providers;
-      },
+      providers: deps.providers,
       projects,
     },
     rateLimits: { limiter: { limitsChanged: (projectId, limits) => deps.limiter.limitsChanged(projectId, limits) } },
@@ -332,9 +323,7 @@ export function composePorts(deps: Omit<Deps, 'ports'>): DomainPorts {
       },
     },
     templates: {
-      get providers() {
-        return deps.providers;
-      },
+      providers: deps.providers,
       cache: deps.templateCache,
     },
     webhooks: {

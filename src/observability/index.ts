@@ -28,7 +28,7 @@ export interface Observability {
   /** For the provider router (RouterOptions.hops); undefined when neither metrics nor tracing is on. */
   readonly hops: HopObserver | undefined;
   /** The outcome sink the inference service is given: counts (and a span) around the real one. */
-  observeOutcomes(sink: () => OutcomeSink): OutcomeSink;
+  observeOutcomes(sink: OutcomeSink): OutcomeSink;
   /** For the webhook delivery worker; undefined when metrics are off. */
   readonly webhookAttempt: ((o: { status: WebhookAttemptStatus }) => void) | undefined;
   /** A step of the auth hook (the rate limiter), in a span when tracing is on; the step itself otherwise. */
@@ -92,12 +92,12 @@ export async function createObservability(cfg: ObservabilityConfig, log: Logger,
     tracing,
     hops,
     observeOutcomes(sink) {
-      if (!tracing) return metrics ? metrics.counting(sink) : { record: (o) => sink().record(o) };
+      if (!tracing) return metrics ? metrics.counting(sink) : sink;
       const t = tracing;
       return {
         record(o: InferenceOutcome) {
           metrics?.inference(o);
-          return t.outcome(o, () => sink().record(o));
+          return t.outcome(o, () => sink.record(o));
         },
       };
     },

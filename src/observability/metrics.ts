@@ -326,11 +326,11 @@ export class GatewayMetrics {
   };
 
   /** The outcome sink the inference service is given: counts each outcome, then hands it to the real sink. */
-  counting(sink: () => OutcomeSink): OutcomeSink {
+  counting(sink: OutcomeSink): OutcomeSink {
     return {
       record: (o) => {
         this.inference(o);
-        return sink().record(o);
+        return sink.record(o);
       },
     };
   }

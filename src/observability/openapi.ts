@@ -1,7 +1,7 @@
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
-import { accessOf, publicRoutes, type RouteAction } from '../api/route-actions.ts';
+import { accessOf, publicRoutes, type RouteAction } from '../api/hooks/auth.ts';
 
 /** Where the API's own description is served (README "The API's description"). */
 export const OPENAPI_PATH = '/openapi.json';

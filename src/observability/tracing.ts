@@ -20,7 +20,7 @@ import type { InferenceOutcome } from '../domain/usage/outcome.ts';
 import { MICROS_PER_USD } from '../kernel/money.ts';
 import type { HopOutcome, Route } from '../providers/router.ts';
 import type { Completion } from '../providers/types.ts';
-import { actionOf } from '../api/route-actions.ts';
+import { actionOf } from '../api/hooks/auth.ts';
 
 export interface Tracing {
   /** The request's spans; registered before every other hook of the app. */

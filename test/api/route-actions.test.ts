@@ -1,6 +1,6 @@
 import Fastify from 'fastify';
 import { describe, expect, it } from 'vitest';
-import { publicRoutes, registerRouteActions } from '../../src/api/route-actions.ts';
+import { publicRoutes, registerRouteActions } from '../../src/api/hooks/auth.ts';
 import { buildTestApp } from '../helpers/app.ts';
 
 describe('each route declares its action beside its handler', () => {

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PrismaIdempotencyStore, SealedIdempotencyStore } from '../../src/domain/idempotency/store.ts';
 import { RedisIdempotencyStore } from '../../src/redis/idempotency-store.ts';
 import { caseRequestId } from '../../src/jobs/eval-runner/runner.ts';
-import { buildTestApp, client, type Client, type TestApp } from '../helpers/app.ts';
+import { buildTestApp, client, type Client, type TestApp, swapPiece } from '../helpers/app.ts';
 import { startReceiver, type Receiver } from '../helpers/https-receiver.ts';
 import { startMockOpenAI, type MockOpenAI } from '../helpers/mock-openai.ts';
 import { writeProvidersFile } from '../inference/fixtures.ts';
@@ -157,11 +157,11 @@ describe('the runner', () => {
         return Reflect.get(target, prop, receiver);
       },
     });
-    t.deps.providers = cancelOnThird;
+    swapPiece(t.deps, 'providers', cancelOnThird);
     try {
       await runner.runPending();
     } finally {
-      t.deps.providers = origin;
+      swapPiece(t.deps, 'providers', origin);
     }
     expect(calls).toBe(3);
     const got = await api.get(`/v1/evals/${run.id}`);

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ACTIONS, allows } from '../../src/domain/auth/actions.ts';
 import { schema } from '../../src/graphql/schema.ts';
-import { accessOf, missingScope, type RouteAction } from '../../src/api/route-actions.ts';
+import { accessOf, missingScope, type RouteAction } from '../../src/api/hooks/auth.ts';
 import { buildTestApp, type TestApp } from '../helpers/app.ts';
 
 // The routes' actions as the routes declare them (config.action), collected by the app at ready.

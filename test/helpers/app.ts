@@ -204,3 +204,16 @@ export async function seedProject(api: Client | Pick<GatewayProcess, 'call'>, op
 }
 
 export { closeDeps };
+
+/**
+ * Swaps one of the root's pieces the request path reads (the provider registry, the response cache) mid-test: on
+ * `deps` and on every port holding it (the ports hold the piece itself, not a getter: src/app-deps.ts composePorts).
+ * Swap the original back the same way.
+ */
+export function swapPiece<K extends 'providers' | 'responseCache'>(deps: Deps, name: K, piece: Deps[K]): void {
+  const old = deps[name];
+  deps[name] = piece;
+  for (const port of Object.values(deps.ports) as Record<string, unknown>[]) {
+    for (const [field, value] of Object.entries(port)) if (value === old) port[field] = piece;
+  }
+}

@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { RedisResponseCache } from '../../src/redis/response-cache.ts';
-import { buildTestApp, client, MASTER_KEY, seedProject, type Client, type TestApp } from '../helpers/app.ts';
+import { buildTestApp, client, MASTER_KEY, seedProject, type Client, type TestApp, swapPiece } from '../helpers/app.ts';
 import { expectError } from '../helpers/expect.ts';
 import { startMockOpenAI, type MockOpenAI } from '../helpers/mock-openai.ts';
 import { expectScopeRequired } from '../helpers/security.ts';
@@ -424,7 +424,7 @@ describe('response cache', () => {
     const original = t.deps.responseCache;
     // A Redis that is not there: nothing listens on port 1.
     const dead = new Redis({ host: '127.0.0.1', port: 1, lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0 });
-    t.deps.responseCache = new RedisResponseCache(dead, 'dead:');
+    swapPiece(t.deps, 'responseCache', new RedisResponseCache(dead, 'dead:'));
     try {
       const body = { model: 'gpt-test', messages: user('redis down'), cache: true };
       const first = await infer(body);
@@ -436,7 +436,7 @@ describe('response cache', () => {
       }
       expect(cheap.calls).toBe(2);
     } finally {
-      t.deps.responseCache = original;
+      swapPiece(t.deps, 'responseCache', original);
       dead.disconnect();
     }
   });

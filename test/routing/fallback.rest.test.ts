@@ -1,7 +1,7 @@
 import { createServer } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ProviderRegistry } from '../../src/providers/router.ts';
-import { buildTestApp, client, seedProject, type Client, type TestApp } from '../helpers/app.ts';
+import { buildTestApp, client, seedProject, type Client, type TestApp, swapPiece } from '../helpers/app.ts';
 import { expectError } from '../helpers/expect.ts';
 import { startMockOpenAI, type MockOpenAI } from '../helpers/mock-openai.ts';
 import { expectOneOutcome, user, writeProvidersFile } from '../inference/fixtures.ts';
@@ -67,13 +67,13 @@ afterAll(async () => {
 async function freshRegistry(timeouts: { hopMs?: number; routingMs?: number } = {}): Promise<void> {
   await t.deps.providers.close();
   const specs = timeouts.hopMs === undefined ? t.config.providers : t.config.providers.map((p) => ({ ...p, timeoutMs: timeouts.hopMs! }));
-  t.deps.providers = new ProviderRegistry(specs, {
+  swapPiece(t.deps, 'providers', new ProviderRegistry(specs, {
     clock: t.clock,
     log: t.deps.log,
     failureThreshold: t.config.circuitFailureThreshold,
     cooldownMs: t.config.circuitCooldownMs,
     routingTimeoutMs: timeouts.routingMs ?? t.config.routingTimeoutMs,
-  });
+  }));
 }
 
 beforeEach(async () => {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ProviderRegistry } from '../../src/providers/router.ts';
-import { buildTestApp, client, seedProject, type Client, type TestApp } from '../helpers/app.ts';
+import { buildTestApp, client, seedProject, type Client, type TestApp, swapPiece } from '../helpers/app.ts';
 import { expectError } from '../helpers/expect.ts';
 import { startMockOpenAI, type MockOpenAI } from '../helpers/mock-openai.ts';
 import { expectHiddenFrom, expectScopeRequired } from '../helpers/security.ts';
@@ -138,14 +138,14 @@ describe('routing policies', () => {
         random: () => r,
       });
     try {
-      t.deps.providers = withRandom(0.5); // 5 of 10: the weight-9 target
+      swapPiece(t.deps, 'providers', withRandom(0.5)); // 5 of 10: the weight-9 target
       expect((await auto(p.api, p.projectId)).body.route).toBe('cheap/gpt-a');
       await t.deps.providers.close();
-      t.deps.providers = withRandom(0.95); // 9.5 of 10: the weight-1 target
+      swapPiece(t.deps, 'providers', withRandom(0.95)); // 9.5 of 10: the weight-1 target
       expect((await auto(p.api, p.projectId)).body.route).toBe('pricey/gpt-b');
       await t.deps.providers.close();
     } finally {
-      t.deps.providers = original;
+      swapPiece(t.deps, 'providers', original);
     }
   });
 

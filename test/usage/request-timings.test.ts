@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { newId } from '../../src/db/ids.ts';
 import { ProviderRegistry } from '../../src/providers/router.ts';
-import { buildTestApp, client, seedProject, type Client, type TestApp } from '../helpers/app.ts';
+import { buildTestApp, client, seedProject, type Client, type TestApp, swapPiece } from '../helpers/app.ts';
 import { startMockOpenAI, type MockOpenAI } from '../helpers/mock-openai.ts';
 import { gqlClient } from '../graphql/gql.ts';
 import { user, writeProvidersFile } from '../inference/fixtures.ts';
@@ -60,13 +60,13 @@ beforeEach(async () => {
   secondary.reset();
   // Fresh circuit breakers for each test.
   await t.deps.providers.close();
-  t.deps.providers = new ProviderRegistry(t.config.providers, {
+  swapPiece(t.deps, 'providers', new ProviderRegistry(t.config.providers, {
     clock: t.clock,
     log: t.deps.log,
     failureThreshold: t.config.circuitFailureThreshold,
     cooldownMs: t.config.circuitCooldownMs,
     routingTimeoutMs: t.config.routingTimeoutMs,
-  });
+  }));
 });
 
 const infer = (headers: Record<string, string> = {}, body: Record<string, unknown> = {}) =>

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { RateLimitTicket } from '../../limits/requests.ts';
-import { accessOfRequest } from '../route-actions.ts';
+import { accessOfRequest } from './auth.ts';
 import { SvcError } from '../../errors/svc-error.ts';
 import { errorBody, routeErrorBody } from '../error-body.ts';
 

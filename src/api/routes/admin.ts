@@ -2,9 +2,8 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import fastifyStatic from '@fastify/static';
 import type { FastifyPluginAsync } from 'fastify';
-import { CONSOLE_SESSION_HEADER, setConsoleSession } from '../../domain/audit/console-session.ts';
 import { PROJECT_ROOT } from '../../project-root.ts';
-import { publicRoutes } from '../route-actions.ts';
+import { publicRoutes } from '../hooks/auth.ts';
 
 export const ADMIN_DIR = path.join(PROJECT_ROOT, 'dist', 'admin');
 
@@ -13,8 +12,8 @@ const CSP =
   "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
   "frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
 
-/** The built console's files (vite copies src/admin/public, the icons among them, into dist/admin). */
-const consoleFiles: FastifyPluginAsync = async (app) => {
+/** The admin console (built by `npm run build` into dist/admin), served as static files at /admin/. */
+export const adminRoutes: FastifyPluginAsync = async (app) => {
   publicRoutes(app);
   if (!existsSync(path.join(ADMIN_DIR, 'index.html'))) {
     app.get('/admin/*', { config: { action: 'public' } }, async (_req, reply) =>
@@ -38,18 +37,3 @@ const consoleFiles: FastifyPluginAsync = async (app) => {
     reply.header('Cache-Control', 'public, max-age=86400').type('image/x-icon').sendFile('favicon.ico'),
   );
 };
-
-/**
- * The admin console (built by `npm run build` into dist/admin), served as static files at /admin/; and the console
- * session header read on every authenticated route (the audit log's key.list rule, audit/console-session.ts).
- */
-export const adminRoutes: FastifyPluginAsync = async (app) => {
-  // Runs after the auth hook (onRequest) has made the request's Ctx, on /graphql and /v1 alike.
-  app.addHook('preHandler', async (req) => {
-    const header = req.headers[CONSOLE_SESSION_HEADER];
-    if (header !== undefined && req.ctx) setConsoleSession(req.ctx, header); // API callers send none
-  });
-  await app.register(consoleFiles);
-};
-// Not encapsulated: the preHandler above must see the other plugins' routes (consoleFiles stays encapsulated).
-Object.assign(adminRoutes, { [Symbol.for('skip-override')]: true });

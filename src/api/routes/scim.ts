@@ -1,5 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify';
-import { publicRoutes } from '../route-actions.ts';
+import { publicRoutes } from '../hooks/auth.ts';
 import { SCIM_BASE, sendScimError } from './scim/responses.ts';
 
 const PATHS: [method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', path: string][] = [

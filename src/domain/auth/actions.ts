@@ -9,9 +9,9 @@ import type { Scope } from '../keys/scopes.ts';
 export type ActionRule = readonly [Scope, ...Scope[]] | 'authenticated';
 
 /**
- * The product's actions and who may do them (spec §5), read by both surfaces: api/route-actions.ts maps each route to an
- * action, and each GraphQL field names its action (`authScopes: { action: 'key.create' }`, graphql/builder.ts).
- * Twins share one entry, so REST and GraphQL cannot drift apart.
+ * The product's actions and who may do them (spec §5), read by both surfaces: each route declares its action (checked
+ * by the auth hook, api/hooks/auth.ts), and each GraphQL field names its action (`authScopes: { action: 'key.create' }`,
+ * graphql/builder.ts). Twins share one entry, so REST and GraphQL cannot drift apart.
  */
 export const ACTIONS = {
   // Projects: a key sees its own project, the operator all; create and archive are operator-only (projects/service.ts).

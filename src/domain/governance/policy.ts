@@ -1,13 +1,12 @@
 import { SvcError } from '../../errors/svc-error.ts';
 import { GUARDED_RESOURCES, type GuardedResource } from '../auth/actions.ts';
 import { recordAudit } from '../audit/service.ts';
-import type { Ctx } from '../context.ts';
+import { type Ctx, ownTransaction, type Checked } from '../context.ts';
 import { enqueueEvent } from '../events/outbox.ts';
 import type { ProjectPorts } from '../projects/ports.ts';
 import { requireProjectId } from '../tenancy.ts';
 import { parseInput } from '../validation.ts';
 import { SetGovernance, SetResidency } from './schema.ts';
-import { ownTransaction, type Checked } from '../transact.ts';
 
 const notFound = () => new SvcError('not_found', { param: 'project_id', message: 'No such project.' });
 

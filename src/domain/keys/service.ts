@@ -4,7 +4,7 @@ import { newId } from '../../db/ids.ts';
 import { SvcError, invalid } from '../../errors/svc-error.ts';
 import { recordAudit } from '../audit/service.ts';
 import { recordReadAudit } from '../audit/console-session.ts';
-import type { Ctx } from '../context.ts';
+import { type Ctx, ownTransaction, type Checked } from '../context.ts';
 import type { KeyPorts } from './ports.ts';
 import { enqueueEvent } from '../events/outbox.ts';
 import { microsToUsd, usdToMicros } from '../../kernel/money.ts';
@@ -18,7 +18,6 @@ import { generateSecret, hashSecret } from '../auth/service.ts';
 import { grantsWithin } from '../mcp/tools.ts';
 import { badToolGrant } from '../mcp/schema.ts';
 import { checkKeyModels, modelsBeyond, shownModels } from '../auth/actions.ts';
-import { ownTransaction, type Checked } from '../transact.ts';
 
 /** A key row with, on create and rotate only, the full secret. */
 export type KeyWithSecret = ApiKey & { secret?: string };

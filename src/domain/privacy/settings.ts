@@ -1,12 +1,11 @@
 import type { Tx } from '../../db/client.ts';
 import { SvcError } from '../../errors/svc-error.ts';
 import { recordAudit } from '../audit/service.ts';
-import type { Ctx } from '../context.ts';
+import { type Ctx, ownTransaction, type Checked } from '../context.ts';
 import { enqueueEvent } from '../events/outbox.ts';
 import type { ProjectPorts } from '../projects/ports.ts';
 import { requireProjectId } from '../tenancy.ts';
 import { parseInput } from '../validation.ts';
-import { ownTransaction, type Checked } from '../transact.ts';
 import { DEFAULT_RETENTION_DAYS, SetPii, SetRetention, type RetentionMode } from './schema.ts';
 
 /** A project's PII default and retention (CONTRACT §11, §12), with the defaults when it never set them. */

@@ -5,14 +5,13 @@ import { newId } from '../../db/ids.ts';
 import { SvcError, invalid } from '../../errors/svc-error.ts';
 import { normalizeName, storedNameFold } from '../../kernel/names.ts';
 import { recordAudit } from '../audit/service.ts';
-import type { Ctx } from '../context.ts';
+import { type Ctx, ownTransaction, type Checked } from '../context.ts';
 import { enqueueEvent } from '../events/outbox.ts';
 import { pageById, type Page } from '../pagination.ts';
 import { addressed, visibleProjectId } from '../tenancy.ts';
 import { parseInput } from '../validation.ts';
 import { assertMayRunModelWork, notFound, readProject, writeProject } from '../verticals/access.ts';
 import { enqueueWork } from '../verticals/work.ts';
-import { ownTransaction, type Checked } from '../transact.ts';
 import {
   CloseRiskCase,
   CreateEvidence,

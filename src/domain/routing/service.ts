@@ -4,14 +4,13 @@ import { newId } from '../../db/ids.ts';
 import { SvcError, invalid } from '../../errors/svc-error.ts';
 import type { RoutingTarget } from '../../providers/router.ts';
 import { recordAudit } from '../audit/service.ts';
-import type { Ctx } from '../context.ts';
+import { type Ctx, ownTransaction, type Checked } from '../context.ts';
 import type { ProviderCatalog, RoutingPorts } from './ports.ts';
 import { enqueueEvent } from '../events/outbox.ts';
 import { paginate, type Page } from '../pagination.ts';
 import { parseInput } from '../validation.ts';
 import { CreateRoutingPolicy, ListRoutingPoliciesQuery, UpdateRoutingPolicy } from './schema.ts';
 import { addressed, requireProjectId, visibleProjectId } from '../tenancy.ts';
-import { ownTransaction, type Checked } from '../transact.ts';
 
 const notFound = () => new SvcError('not_found', { param: 'policy_id', message: 'No such routing policy.' });
 

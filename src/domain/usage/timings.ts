@@ -26,16 +26,6 @@ const NO_HOPS: readonly ProviderHop[] = Object.freeze([]);
 
 const tenths = (ms: number): number => Math.round(ms * 10) / 10;
 
-/**
- * The auth hook's mark (one call per authenticated request): when it began and ended, and the caller's `traceparent`
- * as sent (parsed only if an inference records it).
- */
-export function markAuthenticated(ctx: Ctx, startedAt: number, traceparent: string | string[] | undefined): void {
-  ctx.startedAt = startedAt;
-  ctx.authenticatedAt = performance.now();
-  if (typeof traceparent === 'string') ctx.traceparent = traceparent;
-}
-
 /** One inference's marks (performance.now(); 0 until reached), as the tracker keeps them. */
 export interface InferenceMarks {
   startedAt: number;

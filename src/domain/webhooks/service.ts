@@ -6,7 +6,7 @@ import { generateSigningSecret } from './signing.ts';
 import { notifyDeliveryWorkers } from './wakeups.ts';
 import { recordAudit } from '../audit/service.ts';
 import { enqueueEventToWebhook } from '../events/outbox.ts';
-import type { Ctx } from '../context.ts';
+import { type Ctx, ownTransaction, type Checked } from '../context.ts';
 import type { WebhookPorts } from './ports.ts';
 import { paginate, type Page } from '../pagination.ts';
 import { parseInput } from '../validation.ts';
@@ -14,7 +14,6 @@ import { CreateWebhook, ListDeliveriesQuery, ListWebhooksQuery } from './schema.
 import { addressed, requireProjectId, visibleProjectId } from '../tenancy.ts';
 import * as store from './store.ts';
 import type { Tx } from '../../db/client.ts';
-import { ownTransaction, type Checked } from '../transact.ts';
 
 /** A webhook row with, on create only, its signing secret. */
 export type WebhookWithSecret = Webhook & { secret?: string };
