@@ -7,6 +7,7 @@ import { lockDataDir } from './data-dir-lock.ts';
 import { DirectSession } from './direct-session.ts';
 import { AdvisoryLeadership, soleLeader, type Leadership } from './leadership.ts';
 import { primaryReads, replicaReads, type LaggingReads } from './read-replica.ts';
+import { initializeInChild, isInitialized, PGLITE_SETTINGS } from './pglite-init.ts';
 import { startPgliteMaintenance, type PgliteMaintenance, type PgliteMaintenanceOptions } from './pglite-maintenance.ts';
 import { pgDriver, pgliteDriver, type SqlDriver } from './sql.ts';
 
@@ -56,6 +57,8 @@ export interface OpenOptions {
   log?: boolean;
   /** Where the direct session reports a lost connection. */
   warn?: (obj: object, msg: string) => void;
+  /** Hears the creation of a new embedded database (the migrations applied). */
+  info?: (msg: string) => void;
   /** PGlite's maintenance timer (tests make its thresholds small). */
   maintenance?: PgliteMaintenanceOptions;
 }
@@ -63,14 +66,6 @@ export interface OpenOptions {
 export function schemaOf(databaseUrl: string): string {
   return new URL(databaseUrl).searchParams.get('schema') ?? 'public';
 }
-
-/**
- * PostgreSQL settings for the embedded PGlite (issue 36: resident memory). Its WASM heap never shrinks, and PostgreSQL's
- * default 128 MB of shared buffers grew it from 128 MB to about 184 MB and the process's RSS by about 110 MB; the
- * data files stay in the OS page cache either way. maintenance_work_mem (64 MB by default) bounds what one ANALYZE,
- * VACUUM or index build can add to that heap for good.
- */
-const PGLITE_SETTINGS = ['-c', 'shared_buffers=16MB', '-c', 'maintenance_work_mem=16MB'];
 
 /** Opens PostgreSQL through @prisma/adapter-pg, or the embedded PGlite through pglite-prisma-adapter. */
 export async function openDatabase(opts: OpenOptions): Promise<Database> {
@@ -108,6 +103,8 @@ export async function openDatabase(opts: OpenOptions): Promise<Database> {
   let pglite: PGlite;
   let PrismaPGlite: typeof import('pglite-prisma-adapter').PrismaPGlite;
   try {
+    // A new data directory is created and migrated in a child process (pglite-init.ts: resident memory).
+    if (opts.dataDir && !isInitialized(opts.dataDir)) await initializeInChild(opts.dataDir, opts.info);
     const [lite, adapter] = await Promise.all([import('@electric-sql/pglite'), import('pglite-prisma-adapter')]);
     PrismaPGlite = adapter.PrismaPGlite;
     const options = { startParams: [...lite.PGlite.defaultStartParams, ...PGLITE_SETTINGS] };
@@ -198,7 +195,7 @@ export function isUniqueViolation(err: unknown): boolean {
 
 /**
  * PostgreSQL refuses the NUL character in text (22021) and in jsonb (22P05). The REST hooks refuse it up front
- * (api/hooks/strict-input.ts); this names the database's refusal for whatever reaches it anyway (GraphQL arguments).
+ * (api/input.ts); this names the database's refusal for whatever reaches it anyway (GraphQL arguments).
  */
 export function isNulCharacterError(err: unknown): boolean {
   const cause = (err as { meta?: { driverAdapterError?: { cause?: { originalCode?: string } } } } | null)?.meta?.driverAdapterError?.cause;

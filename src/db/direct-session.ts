@@ -18,7 +18,8 @@ const RECONNECT_MS = 1_000;
  * Opened on first use, so a process that needs neither never holds it. A lost connection is opened again (1 s
  * apart, for as long as a step is registered); each registered step (LISTEN, SET application_name) runs again on
  * every connection, and `onReconnect` listeners hear of it (notifications may have been missed meanwhile; the
- * session's advisory locks were released with the old connection: `generation` tells connections apart).
+ * session's advisory locks were released with the old connection: `generation` tells connections apart). Statements
+ * run one at a time (sweeps ask for their locks concurrently): pg refuses a query on a client still running one.
  */
 export class DirectSession {
   private client: pg.Client | null = null;
@@ -61,23 +62,32 @@ export class DirectSession {
   async addStep(step: Step, undo?: (client: pg.Client) => Promise<unknown>): Promise<() => Promise<void>> {
     this.steps.add(step);
     try {
-      const client = await this.open();
-      // A connection opened while this step was being added ran it already.
-      if (!this.ranOn.get(client)?.has(step)) await this.run(client, step, this.pid!);
+      await this.serially(async () => {
+        const client = await this.open();
+        // A connection opened while this step was being added ran it already.
+        if (!this.ranOn.get(client)?.has(step)) await this.run(client, step, this.pid!);
+      });
     } catch (err) {
       this.steps.delete(step);
       throw err;
     }
     return async () => {
       this.steps.delete(step);
-      if (this.client && undo) await undo(this.client).catch(() => {});
+      if (undo) await this.serially(async () => this.client && (await undo(this.client))).catch(() => {});
     };
   }
 
   /** One statement on the session (advisory locks); connects first. */
-  async query<R extends Record<string, unknown>>(text: string, values?: unknown[]): Promise<R[]> {
-    const client = await this.open();
-    return (await client.query(text, values)).rows as R[];
+  query<R extends Record<string, unknown>>(text: string, values?: unknown[]): Promise<R[]> {
+    return this.serially(async () => (await (await this.open()).query(text, values)).rows as R[]);
+  }
+
+  /** The session's statements, one after another (a connection opened meanwhile runs its steps before it is used). */
+  private tail: Promise<unknown> = Promise.resolve();
+  private serially<T>(fn: () => Promise<T>): Promise<T> {
+    const result = this.tail.then(fn);
+    this.tail = result.catch(() => {});
+    return result;
   }
 
   /** Ends the connection (its locks and LISTENs with it) and stops reconnecting. */
