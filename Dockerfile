@@ -22,4 +22,4 @@ VOLUME ["/data"]
 HEALTHCHECK --interval=10s --timeout=3s CMD node -e "fetch('http://127.0.0.1:'+process.env.PORT+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
 # Migrations are applied at start (migrate-deploy semantics, under an advisory lock so replicas do not race).
 # The same Node flags as `npm start` (package.json), the same on Node 22 and 24: docs/OPERATIONS.md "Memory".
-CMD ["node", "--max-old-space-size=192", "--max-semi-space-size=16", "--min-semi-space-size=16", "dist/server/main.js"]
+CMD ["node", "--max-old-space-size=192", "--max-semi-space-size=8", "--min-semi-space-size=8", "--liftoff-only", "dist/server/main.js"]

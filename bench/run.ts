@@ -694,7 +694,8 @@ async function main(): Promise<void> {
   if (before) {
     // The same gateway scenarios on the earlier version's api process, each right after this version's (or right
     // before it, BENCH_BEFORE_FIRST=1).
-    for (const s of all.filter((x) => x.gateway)) {
+    // The api's scenarios only: the embedded gateway is one process of its own, with no "before" beside it.
+    for (const s of all.filter((x) => x.gateway && x.target === 'api')) {
       all.splice(all.indexOf(s) + (BEFORE_FIRST ? 0 : 1), 0, {
         ...s,
         id: `${s.id}-before`,
