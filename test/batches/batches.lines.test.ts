@@ -82,7 +82,7 @@ describe('output lines', () => {
     expect(err).toMatchObject({
       custom_id: 'outside',
       response: { status_code: 403, body: { error: { code: 'insufficient_scope', type: 'svc.error', param: 'model', message: expect.stringContaining('mock-2') } } },
-      error: null,
+      error: { code: 'insufficient_scope', message: expect.stringContaining('mock-2') },
     });
     // The error body the live call answered, field for field (its request id and doc_url are the line's).
     const liveError = (live as InstanceType<typeof OpenAI.PermissionDeniedError>).error as Record<string, unknown>;

@@ -163,8 +163,8 @@ describe('the Batch API through the official openai SDK', () => {
     expect((done as any).cost_usd).toBeCloseTo(0.0003, 8);
     const errors = parse(await (await openai.files.content(done.error_file_id!)).text());
     expect(errors.map((l) => l.custom_id)).toEqual(['l2', 'l3', 'l4', 'l5']);
-    // OpenAI's error-file lines: the refused request with its answer (`error` null), the lines not run with `error`.
-    expect(errors[0]).toMatchObject({ error: null, response: { status_code: 429, request_id: expect.stringMatching(/^req_/), body: { error: { type: 'svc.error', code: 'budget_exceeded', param: null } } } });
+    // Error-file lines: the refused request with its answer and its code in `error`, the lines not run with `error` only.
+    expect(errors[0]).toMatchObject({ error: { code: 'budget_exceeded', message: expect.any(String) }, response: { status_code: 429, request_id: expect.stringMatching(/^req_/), body: { error: { type: 'svc.error', code: 'budget_exceeded', param: null } } } });
     expect(errors[0].response.body.error.request_id).toBe(errors[0].response.request_id);
     expect(errors.slice(1).map((l) => [l.response, l.error.code])).toEqual([1, 2, 3].map(() => [null, 'budget_exceeded']));
     expect(provider.calls).toBe(2);

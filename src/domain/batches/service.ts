@@ -202,9 +202,10 @@ export function errorLine(lineId: string, customId: string, error: Record<string
 }
 
 /**
- * An error file's line for a line the pipeline refused (OpenAI's shape: `error` null, the answer in `response`): its
- * HTTP status and the error body the live call answers on the OpenAI routes (the spec's error object, §7:
- * `{type: "svc.error", code, message, param, request_id, doc_url}`).
+ * An error file's line for a line the pipeline refused: the answer in `response` (OpenAI's shape: its HTTP status and
+ * the error body the live call answers on the OpenAI routes, the spec's error object, §7: `{type: "svc.error", code,
+ * message, param, request_id, doc_url}`), and `error` `{code, message}` as on every error line (CONTRACT §21: the line
+ * fails with its code in the error file).
  */
 export function failedLine(
   lineId: string,
@@ -212,7 +213,7 @@ export function failedLine(
   answer: { status: number; requestId: string; code: string; message: string; param: string | null; docsBase: string | null },
 ) {
   const error = { type: 'svc.error', code: answer.code, message: answer.message, param: answer.param, request_id: answer.requestId, doc_url: `${answer.docsBase ?? ''}/docs/errors#${answer.code}` };
-  return { id: lineRequestIdOf(lineId), custom_id: customId, response: { status_code: answer.status, request_id: answer.requestId, body: { error } }, error: null };
+  return { id: lineRequestIdOf(lineId), custom_id: customId, response: { status_code: answer.status, request_id: answer.requestId, body: { error } }, error: { code: answer.code, message: answer.message } };
 }
 
 /** GET /v1/batches: newest first; OpenAI's `after` is starting_after. */
