@@ -63,7 +63,7 @@ export interface Ctx {
   caller: Caller;
   ip: string | null;
   /**
-   * The projects the request names, read once at the edge (api/hooks/project.ts) and frozen: what tenancy, idempotency
+   * The projects the request names, read once at the edge (api/hooks/auth.ts, registerProjectNames) and frozen: what tenancy, idempotency
    * and governance read. Services still check that an id belongs to the project they resolve (domain/tenancy.ts).
    */
   project: ProjectNames;
@@ -74,14 +74,14 @@ export interface Ctx {
   /** Set by inference on a zero-retention project (CONTRACT §12): no content of the answer may be kept. */
   zeroRetention?: boolean;
   /**
-   * The request's marks for its usage record's timings (domain/usage/timings.ts): performance.now() when the auth hook
+   * The request's marks for its usage record's timings (domain/inference/tracker.ts): performance.now() when the auth hook
    * began and ended. Absent for work without a request of its own.
    */
   startedAt?: number;
   authenticatedAt?: number;
   /** The trace the gateway exports the request's spans under (observability/tracing.ts); absent when not traced. */
   traceId?: string;
-  /** The caller's `traceparent` header as sent (parsed only when an inference records it: timings.ts traceIdOf). */
+  /** The caller's `traceparent` header as sent (parsed only when an inference records it: tracker.ts traceIdOf). */
   traceparent?: string;
   now(): Date;
 }

@@ -21,7 +21,7 @@ export function projectIdOf(value: unknown): string | null {
 
 /**
  * The projects a REST request names (its query's and body's `project_id`, X-Svc-Project), read once by the edge before
- * validation (api/hooks/project.ts) and frozen into `ctx.project`. Refuses nothing: a body that is not an object
+ * validation (api/hooks/auth.ts, registerProjectNames) and frozen into `ctx.project`. Refuses nothing: a body that is not an object
  * names no project, and validation answers for it.
  */
 export function readProjectNames(query: unknown, body: unknown, header: unknown): ProjectNames {

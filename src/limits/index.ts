@@ -1,7 +1,7 @@
 /**
  * The limits that the request path calls (rate-limit hook, inference): one import for all of them. Budgets are the
  * domain's (domain/budgets/service.ts: assertWithinBudget, chargeSpend).
- *   new RateLimitTicket(limiter, clock, caller)  one per authenticated request (api/hooks/rate-limit.ts): take() or
+ *   new RateLimitTicket(limiter, clock, caller)  one per authenticated request (api/hooks/auth.ts): take() or
  *                                        defer(); reserve(estimate) before the provider call (429 rate_limit_exceeded
  *                                        when it does not fit), settle(n) / refund() after it
  *   estimateTokens(messages, maxTokens?) prompt tokens (estimated, no tokenizer) + max_tokens or DEFAULT_COMPLETION_TOKENS

@@ -50,7 +50,7 @@ describe('the error object', () => {
       expect(res.raw).not.toContain('path.ts');
       expect(res.body.error.message).toBe(ERRORS.internal_error.message);
       expect(t.logs.text).toContain('db exploded'); // logged for the operator, with its stack
-      // …on a line bound to the request (the request's logger is made when it first logs: api/request-logger.ts).
+      // …on a line bound to the request (the request's logger is made when it first logs: lazyRequestLogger in api/app.ts).
       const line = JSON.parse(t.logs.lines.find((l) => l.includes('db exploded'))!);
       expect(line).toMatchObject({ level: 50, reqId: res.body.error.request_id, msg: 'unexpected error' });
     } finally {

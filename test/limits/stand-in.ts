@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { newId } from '../../src/kernel/ids.ts';
 import { assertWithinBudget, chargeSpend } from '../../src/domain/budgets/service.ts';
-import { ticketOf } from '../../src/api/hooks/rate-limit.ts';
+import { ticketOf } from '../../src/api/hooks/auth.ts';
 import { estimateTokens } from '../../src/limits/index.ts';
 
 export interface StandInBody {

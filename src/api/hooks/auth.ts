@@ -2,6 +2,9 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from
 import { authenticate } from '../../domain/auth/service.ts';
 import { NO_PROJECT_NAMES, makeCtx, type Caller } from '../../domain/context.ts';
 import { SvcError } from '../../errors/svc-error.ts';
+import { RateLimitTicket } from '../../limits/requests.ts';
+import { assertOneNamedProject, readProjectNames } from '../../domain/tenancy.ts';
+import { errorBody, routeErrorBody } from '../error-body.ts';
 import { scopeWords, scopesFor, type Action } from '../../domain/auth/actions.ts';
 import type { Scope } from '../../domain/keys/scopes.ts';
 import { CONSOLE_SESSION_HEADER, setConsoleSession } from '../../domain/audit/console-session.ts';
@@ -9,7 +12,17 @@ import { callerMay } from '../../domain/operators/roles.ts';
 import { refuseByRole } from '../../domain/operators/service.ts';
 import { sessionCallerOf, sessionTokenOf } from './session.ts';
 
+/*
+ * The caller, at the edge, for REST and /graphql alike: who it is (a key or a console session) and whether the route's
+ * action allows it (registerAuth), its rate-limit windows (rateLimitRequest, registerRateLimitHeaders) and the project
+ * the request names (registerProjectNames).
+ */
+
 declare module 'fastify' {
+  interface FastifyRequest {
+    /** The request's hold on its rate-limit windows (limits/requests.ts); null until the caller is authenticated. */
+    rateLimitTicket: RateLimitTicket | null;
+  }
   interface FastifyContextConfig {
     /**
      * What the route does, declared beside its handler: an action of domain/auth/actions.ts (whose scopes the auth
@@ -37,11 +50,20 @@ export type RouteAction = Action | 'authenticated' | 'public';
 /** Who may call a route, as the auth hook checks it: one scope, any one of several, any valid key, or no key. */
 export type RouteAccess = Scope | readonly Scope[] | 'authenticated' | 'public';
 
+/** Each action's access, worked out on first use (the action table is fixed at start). */
+const ACCESS = new Map<RouteAction, RouteAccess>();
+
 export function accessOf(action: RouteAction): RouteAccess {
+  let access = ACCESS.get(action);
+  if (access === undefined) ACCESS.set(action, (access = accessFromTable(action)));
+  return access;
+}
+
+function accessFromTable(action: RouteAction): RouteAccess {
   if (action === 'authenticated' || action === 'public') return action;
   const scopes = scopesFor(action);
   if (scopes.length === 0) return 'authenticated';
-  // One scope stays a plain string: the rate limiter (api/hooks/rate-limit.ts) compares it with the caller's.
+  // One scope stays a plain string: the rate limiter (rateLimitRequest) compares it with the caller's.
   return scopes.length === 1 ? scopes[0]! : scopes;
 }
 
@@ -111,7 +133,7 @@ export function identifyCaller(app: FastifyInstance, afterAuthentication?: After
     // A console session's cookie (issue 22) when no Authorization header is sent; otherwise the key, as always.
     const sessionToken = req.headers.cookie === undefined ? null : sessionTokenOf(req);
     const caller = sessionToken ? await sessionCallerOf(req, sessionToken) : await authenticate(app.ports.auth, req.routeOptions.config?.credential?.(req) ?? req.headers.authorization);
-    // The project it names is read before validation (hooks/project.ts).
+    // The project it names is read before validation (registerProjectNames).
     req.ctx = makeCtx(app.deps, { requestId: req.id, caller, ip: req.ip ?? null, project: NO_PROJECT_NAMES });
     // CONTRACT §22: the end customer any inbound route may name (validated by the inference that uses it).
     const customer = req.headers['x-svc-customer'];
@@ -161,4 +183,105 @@ export function registerAuth(app: FastifyInstance, afterAuthentication?: AfterAu
     done(null, payload);
   });
   return identify;
+}
+
+// ---- the rate limit ----
+
+/**
+ * Routes whose request is taken together with their token reservation (RateLimitTicket.defer): one Redis round trip
+ * before the provider call instead of two. Only for a caller holding the route's scope: a 403 is counted here.
+ */
+const TAKEN_WITH_TOKENS = new Set(['/v1/inference', '/v1/chat/completions', '/v1/responses', '/v1/embeddings', '/v1beta/models/*', '/v1/messages']);
+
+/**
+ * Opens the request's rate-limit ticket and takes one request from the caller's windows. Runs inside the auth hook,
+ * after the caller is known and before the scope check, so that a 403 insufficient_scope is counted and carries the
+ * headers like any authenticated response. A 401 has no key and so no window: it carries no X-Svc-RateLimit-* headers.
+ */
+export async function rateLimitRequest(req: FastifyRequest): Promise<void> {
+  const { caller } = req.ctx;
+  const { limiter, clock } = req.server.deps;
+  const ticket = new RateLimitTicket(limiter, clock, caller);
+  req.rateLimitTicket = ticket;
+  const route = req.routeOptions.url;
+  if (req.method === 'POST' && route !== undefined && TAKEN_WITH_TOKENS.has(route)) {
+    const access = accessOfRequest(req);
+    if (typeof access === 'string' && caller.scopes.includes(access as never)) return ticket.defer();
+  }
+  await ticket.take();
+}
+
+/** The ticket of an authenticated route, for the service that draws on it (inference). */
+export function ticketOf(req: FastifyRequest): RateLimitTicket {
+  if (!req.rateLimitTicket) throw new Error(`${req.method} ${req.routeOptions.url} has no rate-limit ticket: it is not authenticated`);
+  return req.rateLimitTicket;
+}
+
+/**
+ * X-Svc-RateLimit-* on every authenticated response, errors included (spec 8.1.6), from the ticket's binding window:
+ * the request window at first, the token windows once inference reserved or settled tokens. Retry-After comes with
+ * the 429 itself (SvcError headers).
+ */
+export function registerRateLimitHeaders(app: FastifyInstance): void {
+  app.decorateRequest('rateLimitTicket', null);
+  // Synchronous unless a deferred request is still pending (rare: every way out takes it first).
+  app.addHook('onSend', (req, reply, payload, done) => {
+    const ticket = req.rateLimitTicket;
+    if (!ticket) return done(null, payload);
+    if (ticket.pending) return takeLate(req, reply, ticket, payload);
+    setStateHeaders(reply, ticket);
+    done(null, payload);
+  });
+}
+
+function setStateHeaders(reply: FastifyReply, ticket: RateLimitTicket): void {
+  const state = ticket.state;
+  if (!state) return;
+  reply.header('X-Svc-RateLimit-Limit', String(state.limit));
+  reply.header('X-Svc-RateLimit-Remaining', String(state.remaining));
+  reply.header('X-Svc-RateLimit-Reset', String(state.reset));
+  reply.header('X-Svc-RateLimit-Resource', state.resource);
+}
+
+/**
+ * Every way out of a deferred request takes it (the token reservation, the error handler, a cache hit, an idempotent
+ * replay). One that did not is counted now, and an exhausted window still answers 429 with its headers: a request is
+ * never served past its window (CONTRACT §7).
+ */
+async function takeLate(req: FastifyRequest, reply: FastifyReply, ticket: RateLimitTicket, payload: unknown): Promise<unknown> {
+  try {
+    await ticket.takeDeferred();
+  } catch (err) {
+    if (!(err instanceof SvcError)) throw err;
+    reply.removeHeader('Idempotent-Replayed');
+    reply.code(err.http).headers(err.headers ?? {}).type('application/json; charset=utf-8');
+    payload = JSON.stringify(routeErrorBody(req, err.http, errorBody(req, err.code, err.message, err.param)));
+  }
+  setStateHeaders(reply, ticket);
+  return payload;
+}
+
+// ---- the project the request names ----
+
+/**
+ * The project a request names, read once (CONTRACT §2, §3): before validation, so that the idempotency hook (also
+ * preValidation, registered after this) scopes its key by it; frozen into `ctx.project`, which tenancy, idempotency
+ * and governance read. REST names it in the query or body `project_id` and X-Svc-Project; /graphql in the header only
+ * (its fields name theirs as arguments). A multipart form is read by its handler, after the hooks: its fields are the
+ * service's arguments.
+ */
+export function registerProjectNames(app: FastifyInstance): void {
+  app.addHook('preValidation', (req, _reply, done) => {
+    if (req.ctx) {
+      const rest = req.url.startsWith('/v1/');
+      req.ctx.project = readProjectNames(rest ? req.query : null, rest ? req.body : null, req.headers['x-svc-project']);
+    }
+    done();
+  });
+
+  // Once the request is valid (a 400 for its fields comes first): the query and the body must name the same project.
+  app.addHook('preHandler', (req, _reply, done) => {
+    if (req.ctx) assertOneNamedProject(req.ctx.project);
+    done();
+  });
 }

@@ -110,15 +110,22 @@ function graphqlRunAgain(payload: string): boolean {
   }
 }
 
+/** The two hooks of Idempotency-Key; the app registers them so that a request without the header never enters them. */
+export interface IdempotencyHooks {
+  /** preValidation, for a request that sends Idempotency-Key. */
+  begin: (req: FastifyRequest, reply: FastifyReply, done: () => void) => void | Promise<unknown>;
+  /** onSend, for a request that began one (`req.idempotency` set). */
+  finish: (req: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: null, payload: unknown) => void) => void | Promise<unknown>;
+}
+
 /**
  * Idempotency-Key on every POST under /v1 and to /graphql (CONTRACT §5): scoped by project, kept 24 hours. The first response is
  * replayed with Idempotent-Replayed: true; a different body, or a first request still running, is 409.
  */
-export function registerIdempotency(app: FastifyInstance, store: IdempotencyStore): void {
+export function idempotencyHooks(app: FastifyInstance, store: IdempotencyStore): IdempotencyHooks {
   app.decorate('idempotencyStore', store);
   // Before schema validation: a different body is 409 even when it is also invalid (spec: same key, different body).
-  // Synchronous for a request without the header (no promise); the store is asked only when it is there.
-  app.addHook('preValidation', (req, reply, done) => {
+  const preValidation: IdempotencyHooks['begin'] = (req, reply, done) => {
     const key = req.headers['idempotency-key'];
     // POST /graphql too: a mutation retried with the same key and body is replayed, not run again.
     if (req.method !== 'POST' || key === undefined || !req.ctx || !(req.url.startsWith('/v1/') || req.routeOptions.url === '/graphql')) return done();
@@ -128,13 +135,13 @@ export function registerIdempotency(app: FastifyInstance, store: IdempotencyStor
       return done();
     }
     return begin(req, reply, key, req.body);
-  });
+  };
 
   const begin = async (req: FastifyRequest, reply: FastifyReply, key: string | string[], body: unknown) => {
     if (typeof key !== 'string' || key.length < 1 || key.length > 255) {
       throw invalid('Idempotency-Key', 'Idempotency-Key must be 1 to 255 characters.');
     }
-    // The tenancy resolver's order (domain/tenancy.ts), refusing nothing: the names the edge read (hooks/project.ts;
+    // The tenancy resolver's order (domain/tenancy.ts), refusing nothing: the names the edge read (hooks/auth.ts registerProjectNames;
     // a multipart form's own, read by its handler), and for GraphQL the operation's arguments (a REST path id is the
     // service's to check).
     const graphql = req.routeOptions.url === '/graphql';
@@ -179,10 +186,10 @@ export function registerIdempotency(app: FastifyInstance, store: IdempotencyStor
   };
   app.decorate('beginIdempotency', begin);
 
-  app.addHook('onSend', (req, reply, payload, done) => {
+  const onSend: IdempotencyHooks['finish'] = (req, reply, payload, done) => {
     if (!req.idempotency) return done(null, payload);
     return finish(req, reply, payload);
-  });
+  };
 
   const finish = async (req: FastifyRequest, reply: FastifyReply, payload: unknown) => {
     const idem = req.idempotency!;
@@ -195,4 +202,5 @@ export function registerIdempotency(app: FastifyInstance, store: IdempotencyStor
     }
     return payload;
   };
+  return { begin: preValidation, finish: onSend };
 }

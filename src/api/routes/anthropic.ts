@@ -13,7 +13,7 @@ import { Type } from 'typebox';
 import { createInference, streamInference, validateInference, type StreamEvent, type ThinkingEvent } from '../../domain/inference/service.ts';
 import { invalid } from '../../errors/svc-error.ts';
 import type { ErrorBody } from '../error-body.ts';
-import { ticketOf } from '../hooks/rate-limit.ts';
+import { ticketOf } from '../hooks/auth.ts';
 import { sendEventStream, setCacheHeader, sse, type StreamFormat } from './event-stream.ts';
 import { typeboxValidator } from './openai.ts';
 import { CountTokensResponse, MessageResponse } from './anthropic-responses.ts';

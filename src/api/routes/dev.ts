@@ -37,7 +37,7 @@ import {
 import type { ReviewResult } from '../../domain/dev/work.ts';
 import { documentLimitOf, MAX_DOCUMENT_BYTES, showBytes, UPLOAD_BODY_SLACK } from '../../domain/rag/limits.ts';
 import { SvcError } from '../../errors/svc-error.ts';
-import { ticketOf } from '../hooks/rate-limit.ts';
+import { ticketOf } from '../hooks/auth.ts';
 import { microsToUsd } from '../../kernel/money.ts';
 import type { Static } from 'typebox';
 import { ListOf, sendList } from '../list.ts';

@@ -21,7 +21,7 @@ import { createEmbeddings, createInference, streamInference } from '../../domain
 import { parseInput } from '../../domain/inference/validate.ts';
 import { SvcError, invalid } from '../../errors/svc-error.ts';
 import type { ErrorBody } from '../error-body.ts';
-import { ticketOf } from '../hooks/rate-limit.ts';
+import { ticketOf } from '../hooks/auth.ts';
 import { sendEventStream, setCacheHeader, sse, type StreamFormat } from './event-stream.ts';
 import { OPENAI_SURFACE, typeboxValidator } from './openai.ts';
 import { svcOf } from '../../domain/inference/protocols/openai.ts';

@@ -4,7 +4,7 @@ import { InferenceRequest, ProjectQuery } from '../../domain/inference/schema.ts
 import { createInference, streamInference, type InferenceResult } from '../../domain/inference/service.ts';
 import { microsToUsd } from '../../kernel/money.ts';
 import { errorBody } from '../error-body.ts';
-import { ticketOf } from '../hooks/rate-limit.ts';
+import { ticketOf } from '../hooks/auth.ts';
 import { sendEventStream, setCacheHeader, sse, type StreamFormat } from './event-stream.ts';
 import { typeboxValidator } from './openai.ts';
 import { InferenceResponse } from './inference-response.ts';

@@ -5,7 +5,7 @@ import type { TSchema } from 'typebox';
 import { ChatCompletionRequest, ProjectQuery } from '../../domain/inference/schema.ts';
 import { validatorOf } from '../../domain/inference/validate.ts';
 import { createInference, streamInference } from '../../domain/inference/service.ts';
-import { ticketOf } from '../hooks/rate-limit.ts';
+import { ticketOf } from '../hooks/auth.ts';
 import { sendEventStream, setCacheHeader, sse, type StreamFormat } from './event-stream.ts';
 import { ChatCompletion, Model, ModelList } from './openai-responses.ts';
 import { presentChatCompletion, svcOf, usageOf } from '../../domain/inference/protocols/openai.ts';

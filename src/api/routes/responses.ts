@@ -3,7 +3,7 @@ import { chatRequestOfResponse } from '../../domain/inference/responses.ts';
 import { priorConversation } from '../../domain/privacy/responses.ts';
 import { EmbeddingsRequest, ProjectQuery, ResponsesRequest } from '../../domain/inference/schema.ts';
 import { createEmbeddings, createInference, streamInference } from '../../domain/inference/service.ts';
-import { ticketOf } from '../hooks/rate-limit.ts';
+import { ticketOf } from '../hooks/auth.ts';
 import { sendEventStream, setCacheHeader, sse, type StreamFormat } from './event-stream.ts';
 import { OPENAI_SURFACE, typeboxValidator } from './openai.ts';
 import { callItemId, messageId, outputText, presentResponse, statusOf, type Head } from '../../domain/inference/protocols/responses.ts';
