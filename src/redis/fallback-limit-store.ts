@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Redis } from './connection.ts';
-import { MemoryLimitStore, type ApplyRequest, type ApplyResult, type BucketSpec, type LimitStore, type LimiterHealth, type VersionedLimits } from '../limits/store.ts';
+import type { ApplyRequest, ApplyResult, BucketSpec, LimitStore, LimiterHealth, VersionedLimits } from '../limits/store.ts';
+import { MemoryLimitStore } from '../limits/limiter.ts';
 import { isRedisOutage, redisHealthOf, withRedisTimeout, type RedisHealth } from './health.ts';
 import type { RedisLimitStore } from './limit-store.ts';
 

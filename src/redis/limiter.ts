@@ -1,7 +1,8 @@
 import type { Redis } from './connection.ts';
 import type { Logger } from 'pino';
 import { Limiter } from '../limits/limiter.ts';
-import { MemoryLimitStore, type VersionedLimits } from '../limits/store.ts';
+import type { VersionedLimits } from '../limits/store.ts';
+import { MemoryLimitStore } from '../limits/limiter.ts';
 import type { Bus } from '../pubsub/bus.ts';
 import { FallbackLimitStore } from './fallback-limit-store.ts';
 import { RedisLimitStore } from './limit-store.ts';

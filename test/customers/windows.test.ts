@@ -1,6 +1,7 @@
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { MemoryLimitStore, SCALE, type ApplyRequest, type LimitStore } from '../../src/limits/store.ts';
+import { SCALE, type ApplyRequest, type LimitStore } from '../../src/limits/store.ts';
+import { MemoryLimitStore } from '../../src/limits/limiter.ts';
 import { RedisLimitStore } from '../../src/redis/limit-store.ts';
 import { REDIS_URL, deleteRedisPrefix, uniqueName } from '../helpers/services.ts';
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { Limiter } from '../../src/limits/limiter.ts';
-import { MemoryLimitStore, type VersionedLimits } from '../../src/limits/store.ts';
+import type { VersionedLimits } from '../../src/limits/store.ts';
+import { MemoryLimitStore } from '../../src/limits/limiter.ts';
 import { LocalBus } from '../../src/pubsub/bus.ts';
 import { uniqueName } from '../helpers/services.ts';
 

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MemoryLimitStore, SCALE, type ApplyRequest, type BucketSpec, type LimitStore, type VersionedLimits } from '../../src/limits/store.ts';
+import { SCALE, type ApplyRequest, type BucketSpec, type LimitStore, type VersionedLimits } from '../../src/limits/store.ts';
+import { MemoryLimitStore } from '../../src/limits/limiter.ts';
 import { RedisLimitStore } from '../../src/redis/limit-store.ts';
 import { BATCH_LUA } from '../../src/redis/batch-script.ts';
 import { REDIS_URL, deleteRedisPrefix, uniqueName } from '../helpers/services.ts';
