@@ -3,11 +3,11 @@ import {
   getKey,
   keyStatus,
   listKeys,
+  shownModels,
 } from '../domain/keys/service.ts';
 import { CreateKey, UpdateKeyFields } from '../domain/keys/schema.ts';
 import { microsToUsd } from '../kernel/money.ts';
 import { KEY_PREFIX, redactSecret } from '../domain/auth/service.ts';
-import { shownModels } from '../domain/auth/actions.ts';
 import { builder } from './builder.ts';
 import { serviceConnection } from './connections.ts';
 import { inputTypeFrom, listFilters, serviceInput } from './inputs.ts';

@@ -6,11 +6,11 @@ import {
   getKey,
   keyStatus,
   listKeys,
+  shownModels,
 } from '../../domain/keys/service.ts';
 import { CreateKey, KeyIdParams, ListKeysQuery, RotateKey, UpdateKey } from '../../domain/keys/schema.ts';
 import { microsToUsd } from '../../kernel/money.ts';
 import { KEY_PREFIX, redactSecret } from '../../domain/auth/service.ts';
-import { shownModels } from '../../domain/auth/actions.ts';
 import { Nullable } from '../../domain/schema.ts';
 import { ListOf, sendList } from '../list.ts';
 import { UnixOrNull, Unix } from '../response-fields.ts';

@@ -330,6 +330,3 @@ export function modelsBeyond(parent: readonly string[] | null, child: readonly s
     return !(slash > 0 && held.has(`${entry.slice(0, slash)}/*`));
   });
 }
-
-/** A stored list as the API shows it: null when the key is not narrowed. */
-export const shownModels = (stored: readonly string[] | null | undefined): string[] | null => (stored && stored.length > 0 ? [...stored] : null);

@@ -7,7 +7,7 @@ import { McpToolGrants } from '../mcp/schema.ts';
 import { MAX_KEY_MODELS } from '../auth/actions.ts';
 
 /** CONTRACT §3: the rotate overlap, in hours. */
-/** A key name's length in code points after trimming (kernel/names.ts normalizeName: NFC, no invisible or mixed-script names). */
+/** A key name's length in code points after trimming (domain/validation.ts normalizeName: NFC, no invisible or mixed-script names). */
 export const MAX_KEY_NAME_CHARS = 100;
 export const MAX_OVERLAP_HOURS = 168;
 /** 9999-12-31T23:59:59Z, the last second PostgreSQL's timestamp and JavaScript's Date both hold. */

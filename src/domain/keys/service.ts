@@ -9,15 +9,14 @@ import type { KeyPorts } from './ports.ts';
 import { enqueueEvent } from '../events/outbox.ts';
 import { microsToUsd, usdToMicros } from '../../kernel/money.ts';
 import { paginate, type Page } from '../pagination.ts';
-import { parseInput } from '../validation.ts';
+import { nameFold, normalizeName, parseInput } from '../validation.ts';
 import { addressed, requireProjectId, visibleProjectId } from '../tenancy.ts';
-import { nameFold, normalizeName } from '../../kernel/names.ts';
 import { CreateKey, ListKeysQuery, MAX_KEY_NAME_CHARS, RotateKey } from './schema.ts';
 import type { Scope } from './scopes.ts';
 import { generateSecret, hashSecret } from '../auth/service.ts';
 import { grantsWithin } from '../mcp/tools.ts';
 import { badToolGrant } from '../mcp/schema.ts';
-import { checkKeyModels, modelsBeyond, shownModels } from '../auth/actions.ts';
+import { checkKeyModels, modelsBeyond } from '../auth/actions.ts';
 
 /** A key row with, on create and rotate only, the full secret. */
 export type KeyWithSecret = ApiKey & { secret?: string };
@@ -50,7 +49,7 @@ function validateKeyInput(ctx: Ctx, raw: unknown): { input: CreateKey; name: str
   if (badGrant !== null) throw invalid('mcp_tools', `mcp_tools entries must be server/tool or server/*: ${JSON.stringify(badGrant)} is not.`);
   const mcpTools = input.mcp_tools ? [...new Set(input.mcp_tools)] : [];
   // CONTRACT §22: likewise, stored empty when absent or null (every model).
-  const models = checkKeyModels(input.models);
+  const models = input.models ? checkKeyModels(input.models) : [];
   return { input, name, scopes, budgetMicros: budget, expiresAt, mcpTools, models };
 }
 
@@ -349,3 +348,6 @@ export async function invalidateKey(ports: KeyPorts, keyId: string): Promise<voi
     ports.log.warn({ err, keyId }, 'could not broadcast a key change; other replicas catch up within the cache TTL');
   }
 }
+
+/** A key's stored model list as the API shows it (CONTRACT §22): null when the key is not narrowed. */
+export const shownModels = (stored: readonly string[] | null | undefined): string[] | null => (stored && stored.length > 0 ? [...stored] : null);

@@ -10,7 +10,7 @@ export const CASE_STATUSES = ['open', 'closed'] as const;
 export const MAX_EVIDENCE_BYTES = 5 * 1024 * 1024;
 
 /**
- * A person of a case: checked and compared by the service as key names are (kernel/names.ts): no invisible or
+ * A person of a case: checked and compared by the service as key names are (domain/validation.ts): no invisible or
  * text-direction characters, no mix of Latin, Cyrillic and Greek letters (400); NFKC and case-folded for equality.
  */
 const Person = (description: string) =>

@@ -3,13 +3,12 @@ import type { Prisma, RiskCase, RiskDraft, RiskEvidence as RiskEvidenceRow } fro
 import type { Tx } from '../../db/client.ts';
 import { newId } from '../../db/ids.ts';
 import { SvcError, invalid } from '../../errors/svc-error.ts';
-import { normalizeName, storedNameFold } from '../../kernel/names.ts';
+import { normalizeName, parseInput, storedNameFold } from '../validation.ts';
 import { recordAudit } from '../audit/service.ts';
 import { type Ctx, ownTransaction, type Checked } from '../context.ts';
 import { enqueueEvent } from '../events/outbox.ts';
 import { pageById, type Page } from '../pagination.ts';
 import { addressed, visibleProjectId } from '../tenancy.ts';
-import { parseInput } from '../validation.ts';
 import { assertMayRunModelWork, notFound, readProject, writeProject } from '../verticals/access.ts';
 import { enqueueWork } from '../verticals/work.ts';
 import {
@@ -35,7 +34,7 @@ const DRAFT_PARAM = { assessment: 'assessment_id', report: 'report_id' } as cons
 const MAX_PERSON_CHARS = 200;
 
 /**
- * A person of a case (assignee, reviewer) as stored: the key names' rule (kernel/names.ts): NFC, trimmed, invisible
+ * A person of a case (assignee, reviewer) as stored: the key names' rule (domain/validation.ts): NFC, trimmed, invisible
  * or text-direction characters and mixed lookalike scripts refused (400 invalid_request naming the field).
  */
 const person = (raw: string, param: 'assignee' | 'reviewer'): string => normalizeName(raw, param, MAX_PERSON_CHARS);
