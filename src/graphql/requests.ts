@@ -1,6 +1,6 @@
 import type { UsageRecord } from '../generated/prisma/client.ts';
 import { getRequestDetail, listRequestLog, type RequestDetail, type TimelineStep } from '../domain/usage/requests.ts';
-import type { RequestTimings } from '../domain/usage/timings.ts';
+import type { RequestTimings } from '../domain/usage/outcome.ts';
 import type { ProviderHop } from '../providers/router.ts';
 import { builder } from './builder.ts';
 import { serviceConnection } from './connections.ts';

@@ -102,7 +102,7 @@ export function startTracing(cfg: ObservabilityConfig, version: string): Tracing
         if (!s) return done();
         if (req.ctx) {
           s.root.setAttributes({ 'svc.key_id': req.ctx.caller.keyId });
-          // The usage record's trace id (domain/usage/timings.ts): the trace X-Svc-Trace-Id names, when exported.
+          // The usage record's trace id (domain/inference/tracker.ts traceIdOf): the trace X-Svc-Trace-Id names, when exported.
           if (s.root.isRecording()) req.ctx.traceId = s.root.spanContext().traceId;
         }
         context.with(s.ctx, done);

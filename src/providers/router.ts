@@ -66,7 +66,7 @@ export interface HopObserver {
 
 /**
  * One provider hop of one inference as its caller's hop log keeps it (the request detail's timeline:
- * domain/usage/timings.ts). Recorded at the HopObserver's points; a route skipped for its open circuit is a hop too.
+ * domain/usage/timeline.ts). Recorded at the HopObserver's points; a route skipped for its open circuit is a hop too.
  */
 export interface ProviderHop {
   route: string;

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { InferenceOutcome } from '../../src/domain/usage/outcome.ts';
-import type { RequestTimings } from '../../src/domain/usage/timings.ts';
+import type { RequestTimings } from '../../src/domain/usage/outcome.ts';
 import { decodeStreamEntry, streamEntryFields } from '../../src/jobs/outcomes/codec.ts';
 import { persistOutcomes } from '../../src/jobs/outcomes/persist-outcomes.ts';
 import { buildTestApp, client, seedProject, type TestApp } from '../helpers/app.ts';

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { PathId } from '../../domain/schema.ts';
 import { getRequestDetail, listRequestLog, RequestLogQuery, type RequestDetail } from '../../domain/usage/requests.ts';
-import type { RequestTimings } from '../../domain/usage/timings.ts';
+import type { RequestTimings } from '../../domain/usage/outcome.ts';
 import { spendReport, SpendQuery, type SpendCell, type SpendFigures, type SpendReport } from '../../domain/usage/spend.ts';
 import { microsToUsd } from '../../kernel/money.ts';
 import { ListOf, sendList } from '../list.ts';

@@ -10,12 +10,16 @@ import type { Citation } from '../rag/stage.ts';
 import { retainedRecord, type PrivacyPlan, type RetainedResult } from '../privacy/stage.ts';
 import type { AppliedTemplate } from '../templates/inference-stage.ts';
 import type { BoundCustomer } from '../customers/inference-stage.ts';
-import { timingsOf, traceIdOf, type InferenceMarks } from '../usage/timings.ts';
+import type { RequestTimings } from '../usage/outcome.ts';
+
+const NO_HOPS: readonly ProviderHop[] = Object.freeze([]);
+const tenths = (ms: number): number => Math.round(ms * 10) / 10;
 
 /** One inference from start to its usage record: what is known so far about where it went and how it ended. */
-export class Tracker implements InferenceMarks {
+export class Tracker {
+  /** performance.now() when the inference began; its marks below are on the same clock (timings()). */
   readonly startedAt = performance.now();
-  /** performance.now() when admitted and when the answer was complete; 0 until then (usage/timings.ts). */
+  /** performance.now() when admitted and when the answer was complete; 0 until then. */
   admittedAt = 0;
   answeredAt = 0;
   /** The provider hops, in order, as the router records them (hopLog()). */
@@ -110,7 +114,7 @@ export class Tracker implements InferenceMarks {
       eventId: newId('evt', this.createdAt.getTime()),
       spend: o.spend ?? null,
       traceId: traceIdOf(this.ctx),
-      timings: timingsOf(this.ctx, this, now),
+      timings: this.timings(now),
       retained: this.privacy ? retainedRecord(this.privacy, this.id, this.createdAt, o.status, o.result ?? null) : null,
       ...(this.template ? { templateId: this.template.id, templateVersion: this.template.version } : {}),
       ...(this.customer ? { customer: this.customer.id } : {}),
@@ -121,6 +125,50 @@ export class Tracker implements InferenceMarks {
     if (err instanceof RoutingError) this.tried(err.route);
     await this.record({ status: 'failed', errorCode: errorCodeOf(err) });
   }
+
+  /**
+   * The usage record's timings of an inference that ends `now`, in milliseconds (0.1 ms precision) from the request's
+   * start: the auth hook's first instruction (ctx.startedAt), or, for work without a request of its own (batch lines,
+   * evaluation cases, the verticals' jobs), the start of the inference itself. Rebases the hops' starts in place (they
+   * are this tracker's, recorded once): nothing is allocated here but the one object returned.
+   */
+  private timings(now: number): RequestTimings {
+    const ctx = this.ctx;
+    const origin = ctx.startedAt ?? this.startedAt;
+    const hops = this.hops;
+    if (hops) {
+      for (const h of hops) {
+        h.startMs = tenths(h.startMs - origin);
+        h.durationMs = tenths(h.durationMs);
+      }
+    }
+    return {
+      authenticatedMs: ctx.authenticatedAt === undefined ? null : tenths(ctx.authenticatedAt - origin),
+      validatedMs: tenths(this.startedAt - origin),
+      admittedMs: this.admittedAt === 0 ? null : tenths(this.admittedAt - origin),
+      hops: hops ?? NO_HOPS,
+      answeredMs: this.answeredAt === 0 ? null : tenths(this.answeredAt - origin),
+      totalMs: tenths(now - origin),
+    };
+  }
+}
+
+const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}(-|$)/;
+const ZEROS = /^0+$/;
+
+/**
+ * The request's W3C trace id: the trace the gateway exported its spans under (tracing on and the request sampled:
+ * the X-Svc-Trace-Id header), else the trace id of the caller's `traceparent` when it is valid (W3C Trace Context:
+ * version ff, an all-zero trace or parent id, or more after a version-00 header are not), else null.
+ */
+function traceIdOf(ctx: Ctx): string | null {
+  if (ctx.traceId !== undefined) return ctx.traceId;
+  const header = ctx.traceparent;
+  if (header === undefined) return null;
+  const m = TRACEPARENT.exec(header.trim());
+  if (!m || m[1] === 'ff' || ZEROS.test(m[2]!) || ZEROS.test(m[3]!)) return null;
+  if (m[1] === '00' && header.trim().length !== 55) return null;
+  return m[2]!;
 }
 
 /** The usage record's error_code: the spec's code, or `client_disconnected` when the caller went away. */

@@ -1,6 +1,6 @@
 import type { RetainedRecord } from '../privacy/types.ts';
 import { microsToUsd } from '../../kernel/money.ts';
-import type { RequestTimings } from './timings.ts';
+import type { ProviderHop } from '../../providers/router.ts';
 
 /** How one inference ended: the usage record (CONTRACT §8) and the inference.completed event are made from it. */
 export interface InferenceOutcome {
@@ -34,10 +34,32 @@ export interface InferenceOutcome {
   templateVersion?: number | null;
   /** The end customer the inference named (CONTRACT §22); absent when none. Its budget scope is charged with the spend. */
   customer?: string | null;
-  /** The request's W3C trace id (timings.ts traceIdOf); absent on outcomes queued by an earlier version. */
+  /** The request's W3C trace id (domain/inference/tracker.ts traceIdOf); absent on outcomes queued by an earlier version. */
   traceId?: string | null;
-  /** Where the request spent its time (timings.ts); absent on outcomes queued by an earlier version. */
+  /** Where the request spent its time; absent on outcomes queued by an earlier version. */
   timings?: RequestTimings | null;
+}
+
+/**
+ * Where one request spent its time, kept on its usage record (column `timings`) for the request detail's timeline
+ * (timeline.ts). Every figure is in milliseconds (0.1 ms precision) from the request's start on a monotonic clock
+ * (performance.now()): the start is the auth hook's first instruction, or, for work without a request of its own (batch
+ * lines, evaluation cases, the verticals' jobs), the start of the inference itself. The inference's tracker makes it
+ * (domain/inference/tracker.ts).
+ */
+export interface RequestTimings {
+  /** End of the auth hook: key lookup, the request window, the scope check. Null: no request of its own. */
+  authenticatedMs: number | null;
+  /** The inference began (body read and validated, project and customer resolved): the record's created_at. */
+  validatedMs: number;
+  /** Admitted: the budget check, the cache lookup and the token reservation passed. Null: it stopped before. */
+  admittedMs: number | null;
+  /** The provider hops in order (fallbacks and circuit-open skips included); empty when no provider was asked. */
+  hops: readonly ProviderHop[];
+  /** The answer was complete (a stream's last part, or a cache hit). Null: none came. */
+  answeredMs: number | null;
+  /** The outcome handed to the outcome writer: the end of the gateway's work on it. */
+  totalMs: number;
 }
 
 /** inference.completed's data (spec 2.4). */

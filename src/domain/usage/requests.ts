@@ -8,8 +8,8 @@ import { Input, ProjectIdFilter } from '../schema.ts';
 import { addressed, visibleProjectId } from '../tenancy.ts';
 import { parseInput } from '../validation.ts';
 import type { UsagePorts } from './ports.ts';
-import { timelineOf, type TimelineStep } from './timeline.ts';
-import { readTimings, type RequestTimings } from './timings.ts';
+import { readTimings, timelineOf, type TimelineStep } from './timeline.ts';
+import type { RequestTimings } from './outcome.ts';
 
 export type { TimelineStep } from './timeline.ts';
 
@@ -83,7 +83,7 @@ export interface RequestDetail {
   inferenceId: string | null;
   /** Whether the retained record still holds content (it may have been purged or stored under zero retention). */
   contentRetained: boolean;
-  /** The request's W3C trace id (timings.ts traceIdOf); null when it had none or was recorded before it was kept. */
+  /** The request's W3C trace id (domain/inference/tracker.ts traceIdOf); null when it had none or was recorded before it was kept. */
   traceId: string | null;
   /** Where it spent its time, with its provider hops; null on records written before timings were kept. */
   timings: RequestTimings | null;

@@ -1,6 +1,6 @@
 import type { UsageRecord } from '../../generated/prisma/client.ts';
 import type { ProviderHop } from '../../providers/router.ts';
-import { readTimings, type RequestTimings } from './timings.ts';
+import type { RequestTimings } from './outcome.ts';
 
 /** One step of a request's timeline: when it began, how long it took, how it ended. */
 export interface TimelineStep {
@@ -14,6 +14,21 @@ export interface TimelineStep {
   durationMs: number | null;
   status: 'ok' | 'failed' | 'skipped';
   detail: string;
+}
+
+/** A stored `timings` value as RequestTimings, or null when the record has none (or not in this shape). */
+export function readTimings(raw: unknown): RequestTimings | null {
+  if (raw === null || typeof raw !== 'object') return null;
+  const t = raw as Partial<RequestTimings>;
+  if (typeof t.totalMs !== 'number' || !Array.isArray(t.hops)) return null;
+  return {
+    authenticatedMs: typeof t.authenticatedMs === 'number' ? t.authenticatedMs : null,
+    validatedMs: typeof t.validatedMs === 'number' ? t.validatedMs : 0,
+    admittedMs: typeof t.admittedMs === 'number' ? t.admittedMs : null,
+    hops: t.hops,
+    answeredMs: typeof t.answeredMs === 'number' ? t.answeredMs : null,
+    totalMs: t.totalMs,
+  };
 }
 
 /** Error codes that the limits stage answers (the request never reached a provider). */
