@@ -47,10 +47,18 @@ export class RedisOutcomeWriter extends OutcomeBatchWriter implements OutcomeQue
   private leaseTimer: NodeJS.Timeout | null = null;
   private reclaiming = false;
   private warnedFallback = false;
-  /** The outcomes appended just before Redis went down, to append again (a failover may have lost them). */
-  /** One turn's outcomes as one stream entry's fields (codec.ts streamEntryFields), the sealer bound. */
-  private readonly fieldsOf = (outcomes: InferenceOutcome[]): string[] => streamEntryFields(outcomes, this.opts.sealer);
-  private readonly recent = new RecentAppends<{ shard: Shard; o: InferenceOutcome }>();
+  /**
+   * The entries appended within AT_RISK_MS, to append again should Redis go down (a failover may have lost them). Kept
+   * as the entry's fields, the strings written anyway: two or three flat strings per turn instead of each outcome's
+   * object graph, which the garbage collector would trace and copy for the two seconds they are kept.
+   */
+  private readonly recent = new RecentAppends<{ shard: Shard; fields: string[] }>();
+  /** One turn's outcomes (all of one shard) as one stream entry's fields (codec.ts streamEntryFields), remembered. */
+  private readonly fieldsOf = (outcomes: InferenceOutcome[]): string[] => {
+    const fields = streamEntryFields(outcomes, this.opts.sealer);
+    this.recent.remember({ shard: this.shards[shardOfProject(outcomes[0]!.projectId, this.shards.length)]!, fields });
+    return fields;
+  };
 
   constructor(
     opts: OutcomeWriterOptions,
@@ -141,7 +149,6 @@ export class RedisOutcomeWriter extends OutcomeBatchWriter implements OutcomeQue
     const posted = batch.gatherPosted(shard, 'X', [shard.stream], o, this.fieldsOf);
     const acked = this.afterAnswer(shard, o, posted.answer);
     if ((await posted.durable) === 'answered') await acked;
-    else this.recent.remember({ shard, o });
   }
 
   /** Entries written to Redis whose acknowledgement has not come back yet: flush() waits for them first. */
@@ -174,8 +181,9 @@ export class RedisOutcomeWriter extends OutcomeBatchWriter implements OutcomeQue
 
   /** After an outage: the outcomes appended just before it, again (a failover may have lost them; see AT_RISK_MS). */
   private async appendAgain(): Promise<void> {
-    const again = this.recent.takeSetAside();
-    if (again.length === 0) return;
+    const entries = this.recent.takeSetAside();
+    if (entries.length === 0) return;
+    const again = entries.flatMap(({ shard, fields }) => decodeStreamEntry(fields, this.opts.sealer).map((o) => ({ shard, o })));
     const batch = redisBatchOf(this.redis);
     await Promise.all(
       again.map(async ({ shard, o }) => {

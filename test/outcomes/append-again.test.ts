@@ -1,0 +1,88 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RedisOutcomeWriter } from '../../src/jobs/outcomes/redis-stream.ts';
+import { createRedis, type Redis } from '../../src/redis/connection.ts';
+import { redisHealthOf } from '../../src/redis/health.ts';
+import { buildTestApp, client, seedProject, type TestApp } from '../helpers/app.ts';
+import { testOutcome } from '../helpers/outcomes.ts';
+import { PrivateRedis, redisServerPath } from '../helpers/private-services.ts';
+import { REQUIRE_ENGINES } from '../helpers/redis-engines.ts';
+import { uniqueName } from '../helpers/services.ts';
+
+/** The writer's Redis command timeout here: an entry not acknowledged by then is Redis not answering. */
+const COMMAND_TIMEOUT_MS = 300;
+
+/**
+ * Redis replicates asynchronously: a failover (Sentinel, Cluster) can promote a replica that never got the last
+ * entries its master acknowledged (stream-shards.ts AT_RISK_MS). Here the stream loses its entries while Redis stops
+ * answering, as after such a failover; once Redis answers again the writer appends the entries of the moments before
+ * the outage again, and every accepted outcome is written once.
+ */
+describe.runIf(redisServerPath() !== null || REQUIRE_ENGINES)('usage entries a failover lost', () => {
+  let t: TestApp;
+  let server: PrivateRedis;
+  let redis: Redis;
+  let admin: Redis;
+  beforeAll(async () => {
+    t = await buildTestApp();
+    server = await PrivateRedis.start();
+    redis = createRedis({ mode: 'single', url: server.url });
+    redisHealthOf(redis, { commandTimeoutMs: COMMAND_TIMEOUT_MS, log: t.deps.log });
+    await redis.connect();
+    admin = createRedis({ mode: 'single', url: server.url });
+    await admin.connect();
+  }, 120_000);
+  afterAll(async () => {
+    server?.unfreeze();
+    redis?.disconnect();
+    admin?.disconnect();
+    await server?.destroy();
+    await t?.close();
+  });
+
+  it('are appended again once Redis answers, and each outcome is written once', async () => {
+    const { projectId, keyId } = await seedProject(client(t.app));
+    const writer = new RedisOutcomeWriter(
+      {
+        sql: t.deps.database.sql,
+        sealer: t.deps.webhooks.secretBox,
+        clock: t.deps.clock,
+        log: t.deps.log,
+        handoff: t.deps.webhooks.worker,
+        alerts: t.deps.budgetAlerts,
+        flushMs: 20,
+      },
+      redis,
+      `${uniqueName('again')}:`,
+      5_000,
+    );
+    // Not consuming yet: the entries stay in the stream, as entries a consumer had not read when the master failed.
+    const at = new Date(t.clock.now());
+    const before = [testOutcome(projectId, keyId, at, 100n), testOutcome(projectId, keyId, at, 200n), testOutcome(projectId, keyId, at, 300n)];
+    for (const o of before) await writer.record(o);
+    expect(await admin.xlen(writer.stream)).toBeGreaterThan(0);
+
+    // The failover: the promoted replica never got them, and meanwhile Redis does not answer.
+    await admin.del(writer.stream);
+    server.freeze();
+    const during = testOutcome(projectId, keyId, at, 400n);
+    try {
+      await writer.record(during);
+      // The entry's command times out: Redis is down, the entry is written directly, the moments before are set aside.
+      await expect.poll(() => t.deps.db.usageRecord.count({ where: { requestId: during.requestId } }), { timeout: 10_000 }).toBe(1);
+    } finally {
+      server.unfreeze();
+    }
+
+    // Redis answers again (found by the health state's probe, which asking whether it is usable starts): the entries
+    // set aside go back into the stream, and the consumer writes them.
+    await expect.poll(() => redisHealthOf(redis).usable, { timeout: 10_000 }).toBe(true);
+    await expect.poll(() => t.logs.text, { timeout: 10_000 }).toMatch(/appended the usage entries of the moments before the Redis outage again/);
+    writer.start();
+    expect(await writer.flush({ timeoutMs: 15_000 })).toBe(true);
+    const all = [...before, during];
+    const rows = await t.deps.db.usageRecord.findMany({ where: { requestId: { in: all.map((o) => o.requestId) } }, select: { requestId: true, costMicros: true } });
+    expect(rows.map((r) => r.requestId).sort()).toEqual(all.map((o) => o.requestId).sort());
+    expect(rows.reduce((sum, r) => sum + r.costMicros, 0n)).toBe(1_000n);
+    await writer.close();
+  }, 60_000);
+});
