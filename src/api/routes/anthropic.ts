@@ -14,7 +14,7 @@ import { createInference, streamInference, validateInference, type StreamEvent, 
 import { invalid } from '../../errors/svc-error.ts';
 import type { ErrorBody } from '../error-body.ts';
 import { ticketOf } from '../hooks/auth.ts';
-import { sendEventStream, setCacheHeader, sse, type StreamFormat } from './event-stream.ts';
+import { cacheHeaders, sendEventStream, sse, type StreamFormat } from './event-stream.ts';
 import { typeboxValidator } from './openai.ts';
 import { CountTokensResponse, MessageResponse } from './anthropic-responses.ts';
 
@@ -101,7 +101,7 @@ export const anthropicRoutes: FastifyPluginAsync = async (app) => {
           );
         }
         const result = await createInference(app.ports.inference, req.ctx, ticketOf(req), request, surface);
-        setCacheHeader(reply, result.cacheStatus);
+        reply.headers(cacheHeaders[result.cacheStatus]);
         return presentMessage(result);
       } catch (err) {
         throw inAnthropicNames(err, origins);

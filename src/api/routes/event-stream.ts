@@ -35,12 +35,17 @@ export const sse = (data: unknown, event?: string): string =>
   `${event ? `event: ${event}\n` : ''}data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`;
 
 /**
- * X-Svc-Cache: `hit` or `miss` when caching applied; `unavailable` when the store did not answer and the request went
- * on uncached (the spec's cache_unavailable: no retry needed). Absent when the request did not ask for caching.
+ * The headers an answer carries for its cache status (`reply.headers(cacheHeaders[result.cacheStatus])`, whole or
+ * streamed, on every surface): X-Svc-Cache `hit` or `miss` when caching applied; `unavailable` when the store did not
+ * answer and the request went on uncached (the spec's cache_unavailable: no retry needed). None when the request did
+ * not ask for caching. A table, so that a whole answer's route reads it without entering the stream writer.
  */
-export function setCacheHeader(reply: FastifyReply, status: CacheStatus): void {
-  if (status !== 'off') reply.header('X-Svc-Cache', status);
-}
+export const cacheHeaders: Readonly<Record<CacheStatus, Readonly<Record<string, string>>>> = Object.freeze({
+  off: Object.freeze({}),
+  hit: Object.freeze({ 'X-Svc-Cache': 'hit' }),
+  miss: Object.freeze({ 'X-Svc-Cache': 'miss' }),
+  unavailable: Object.freeze({ 'X-Svc-Cache': 'unavailable' }),
+});
 
 /**
  * Server-sent events for `stream: true`. A client that goes away aborts the provider call (the signal reaches undici);
@@ -117,7 +122,7 @@ export async function sendEventStream(
     .code(200)
     .header('Content-Type', 'text/event-stream; charset=utf-8')
     .header('Cache-Control', 'no-cache')
-    .header('X-Accel-Buffering', 'no');
-  setCacheHeader(reply, stream.head.cacheStatus);
+    .header('X-Accel-Buffering', 'no')
+    .headers(cacheHeaders[stream.head.cacheStatus]);
   return reply.send(Readable.from(body(), { objectMode: false }));
 }

@@ -22,7 +22,7 @@ import { parseInput } from '../../domain/inference/validate.ts';
 import { SvcError, invalid } from '../../errors/svc-error.ts';
 import type { ErrorBody } from '../error-body.ts';
 import { ticketOf } from '../hooks/auth.ts';
-import { sendEventStream, setCacheHeader, sse, type StreamFormat } from './event-stream.ts';
+import { cacheHeaders, sendEventStream, sse, type StreamFormat } from './event-stream.ts';
 import { OPENAI_SURFACE, typeboxValidator } from './openai.ts';
 import { svcOf } from '../../domain/inference/protocols/openai.ts';
 
@@ -137,7 +137,7 @@ export const geminiRoutes: FastifyPluginAsync = async (app) => {
       );
     }
     const result = await createInference(app.ports.inference, req.ctx, ticketOf(req), request, surface).catch(renamed);
-    setCacheHeader(reply, result.cacheStatus);
+    reply.headers(cacheHeaders[result.cacheStatus]);
     return { ...presentGenerateContent(result), svc: svcOf(result) };
   };
 

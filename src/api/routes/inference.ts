@@ -5,7 +5,7 @@ import { createInference, streamInference, type InferenceResult } from '../../do
 import { microsToUsd } from '../../kernel/money.ts';
 import { errorBody } from '../error-body.ts';
 import { ticketOf } from '../hooks/auth.ts';
-import { sendEventStream, setCacheHeader, sse, type StreamFormat } from './event-stream.ts';
+import { cacheHeaders, sendEventStream, sse, type StreamFormat } from './event-stream.ts';
 import { typeboxValidator } from './openai.ts';
 import { InferenceResponse } from './inference-response.ts';
 
@@ -70,7 +70,7 @@ export const inferenceRoutes: FastifyPluginAsync = async (app) => {
       return sendEventStream(req, reply, (signal) => streamInference(app.ports.inference, req.ctx, ticketOf(req), req.body, signal), svcFormat(req));
     }
     const result = await createInference(app.ports.inference, req.ctx, ticketOf(req), req.body);
-    setCacheHeader(reply, result.cacheStatus);
+    reply.headers(cacheHeaders[result.cacheStatus]);
     return presentInference(result);
   });
 };

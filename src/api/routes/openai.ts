@@ -6,7 +6,7 @@ import { ChatCompletionRequest, ProjectQuery } from '../../domain/inference/sche
 import { validatorOf } from '../../domain/inference/validate.ts';
 import { createInference, streamInference } from '../../domain/inference/service.ts';
 import { ticketOf } from '../hooks/auth.ts';
-import { sendEventStream, setCacheHeader, sse, type StreamFormat } from './event-stream.ts';
+import { cacheHeaders, sendEventStream, sse, type StreamFormat } from './event-stream.ts';
 import { ChatCompletion, Model, ModelList } from './openai-responses.ts';
 import { presentChatCompletion, svcOf, usageOf } from '../../domain/inference/protocols/openai.ts';
 
@@ -99,7 +99,7 @@ export const openaiRoutes: FastifyPluginAsync = async (app) => {
         );
       }
       const result = await createInference(app.ports.inference, req.ctx, ticketOf(req), input, OPENAI_SURFACE);
-      setCacheHeader(reply, result.cacheStatus);
+      reply.headers(cacheHeaders[result.cacheStatus]);
       return presentChatCompletion(result);
     },
   );

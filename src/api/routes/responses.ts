@@ -4,7 +4,7 @@ import { priorConversation } from '../../domain/privacy/responses.ts';
 import { EmbeddingsRequest, ProjectQuery, ResponsesRequest } from '../../domain/inference/schema.ts';
 import { createEmbeddings, createInference, streamInference } from '../../domain/inference/service.ts';
 import { ticketOf } from '../hooks/auth.ts';
-import { sendEventStream, setCacheHeader, sse, type StreamFormat } from './event-stream.ts';
+import { cacheHeaders, sendEventStream, sse, type StreamFormat } from './event-stream.ts';
 import { OPENAI_SURFACE, typeboxValidator } from './openai.ts';
 import { callItemId, messageId, outputText, presentResponse, statusOf, type Head } from '../../domain/inference/protocols/responses.ts';
 import { svcOf } from '../../domain/inference/protocols/openai.ts';
@@ -140,7 +140,7 @@ export const responsesRoutes: FastifyPluginAsync = async (app) => {
         );
       }
       const result = await createInference(app.ports.inference, req.ctx, ticketOf(req), input, OPENAI_SURFACE);
-      setCacheHeader(reply, result.cacheStatus);
+      reply.headers(cacheHeaders[result.cacheStatus]);
       return presentResponse(req.body, result, result);
     },
   );
