@@ -1,5 +1,6 @@
 /**
- * node --import tsx bench/rag.ts — RAG indexing throughput and query latency (README "RAG documents").
+ * node --import tsx bench/rag.ts — RAG indexing throughput and query latency (docs/guide/rag.md). Writes the `rag`
+ * member of bench/results.json (and results.md again).
  *
  * For each database (embedded PGlite in a temporary directory, as SVC_DATA_DIR runs it; PostgreSQL at DATABASE_URL, default the local one, in a throw-away
  * schema) and each size (default 10,000 then 100,000 chunks, reached by adding documents): uploads documents of 100
@@ -16,12 +17,14 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import os from 'node:os';
 import pino from 'pino';
 import { createDeps } from '../src/app-deps.ts';
 import { loadConfig } from '../src/config/config.ts';
 import { openDatabase, type Database } from '../src/db/client.ts';
 import { applyMigrations } from '../src/db/migrations.ts';
 import { buildApp } from '../src/api/app.ts';
+import { writeMember } from './results-file.ts';
 import { indexDueDocuments } from '../src/jobs/rag-indexing/worker.ts';
 import { yieldToEventLoop } from '../src/jobs/sweep.ts';
 import { CHUNK_CHARS, CHUNK_OVERLAP } from '../src/domain/rag/chunking.ts';
@@ -159,6 +162,14 @@ async function main(): Promise<void> {
       `| ${r.backend} | ${r.chunks} | ${r.indexing_chunks_per_s} | ${r.keyword_p50_ms} / ${r.keyword_p99_ms} | ${r.vector_p50_ms} / ${r.vector_p99_ms} | ${r.hybrid_p50_ms} / ${r.hybrid_p99_ms} |`,
     );
   }
+  writeMember('rag', {
+    date: new Date().toISOString(),
+    machine: `${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown'}), ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}; load average at the end ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`,
+    queries_per_mode: QUERIES,
+    top_k: 5,
+    embedding: 'mock-embed-1, 256 dimensions',
+    rows: all,
+  });
   process.exit(0);
 }
 

@@ -54,6 +54,7 @@ import { benchNodes } from './nodes.ts';
 import { perfAvailable, recordPerf, summarizePerf, type PerfSummary } from './perf-profile.ts';
 import { summarizeProfile, type ProfileSummary } from './profile.ts';
 import { wrk, wrkAvailable } from './wrk.ts';
+import { keptMembers, renderOtherBenchmarks } from './results-file.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const tmp = path.join(root, 'bench', 'tmp');
@@ -1047,9 +1048,10 @@ async function main(): Promise<void> {
     notes,
   };
   const summary = summarize(report);
-  const full = { summary, ...report };
-  writeFileSync(path.join(root, 'bench', `${OUT}.json`), `${JSON.stringify(full, null, 2)}\n`);
-  writeFileSync(path.join(root, 'bench', `${OUT}.md`), renderMarkdown(full));
+  const file = path.join(root, 'bench', `${OUT}.json`);
+  const full = { summary, ...report, ...keptMembers(file) };
+  writeFileSync(file, `${JSON.stringify(full, null, 2)}\n`);
+  writeFileSync(path.join(root, 'bench', `${OUT}.md`), renderMarkdown(full) + renderOtherBenchmarks(full));
   process.stdout.write(renderMarkdown(full));
 
   await stopChildren();
@@ -1362,8 +1364,10 @@ async function runNodes(): Promise<void> {
   }
   if (runs.length === 0) throw new Error('no Node completed its run');
   const report = { date: new Date().toISOString(), nodes: runs.map((r) => r.machine.node), summary: runs.map((r) => r.summary), notes, runs };
-  writeFileSync(path.join(root, 'bench', `${OUT}.json`), `${JSON.stringify(report, null, 2)}\n`);
-  writeFileSync(path.join(root, 'bench', `${OUT}.md`), renderRuns(report));
+  const file = path.join(root, 'bench', `${OUT}.json`);
+  const full = { ...report, ...keptMembers(file) };
+  writeFileSync(file, `${JSON.stringify(full, null, 2)}\n`);
+  writeFileSync(path.join(root, 'bench', `${OUT}.md`), renderRuns(full) + renderOtherBenchmarks(full));
   process.stdout.write(renderSummary(report.summary));
   if (notes.length) process.exitCode = 1;
 }
@@ -1373,7 +1377,7 @@ const rerender = process.env.BENCH_RENDER;
 (rerender
   ? Promise.resolve().then(() => {
       const r = JSON.parse(readFileSync(rerender, 'utf8'));
-      writeFileSync(rerender.replace(/\.json$/, '.md'), r.runs ? renderRuns(r) : renderMarkdown(r));
+      writeFileSync(rerender.replace(/\.json$/, '.md'), (r.runs ? renderRuns(r) : renderMarkdown(r)) + renderOtherBenchmarks(r));
     })
   : process.env.BENCH_CHILD === '1'
     ? main()

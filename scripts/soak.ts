@@ -2,7 +2,8 @@
  * npm run soak (not in CI): the gateway under a steady, moderate load for SOAK_SECONDS, its resident memory sampled
  * every SOAK_SAMPLE_S. Passes when RSS stays under SOAK_RSS_LIMIT_MB and is flat: the average of the last window is at
  * most SOAK_FLAT_TOLERANCE (a fraction) above the first window's, a window being a minute (a third of a shorter run).
- * Also records the RSS at rest 2 s after start, before any load. Writes bench/soak.json; exits 1 when it does not pass.
+ * Also records the RSS at rest 2 s after start, before any load. Writes the `soak` member of bench/results.json (and
+ * results.md again); exits 1 when it does not pass.
  *
  * Set up like bench/run.ts: on loopback, a zero-latency mock provider (bench/mock-provider.ts) in its own process, the
  * gateway (compiled, as `npm start` runs it, NODE_ENV=production) on PostgreSQL + Redis in a fresh schema and key
@@ -24,6 +25,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { freePort, rssMb, startCompiledGateway, waitHttp } from '../bench/gateway.ts';
+import { writeMember } from '../bench/results-file.ts';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { testPki } from '../test/helpers/https-receiver.ts';
@@ -259,14 +261,14 @@ async function main(): Promise<void> {
     },
     verdict: { gateway_alive: gatewayExit === null, under_limit: underLimit, flat, pass: underLimit && flat },
   };
-  writeFileSync(path.join(root, 'bench', 'soak.json'), `${JSON.stringify(report, null, 2)}\n`);
+  writeMember('soak', report);
   process.stdout.write(
     `soak: ${report.load.requests} requests (${report.load.requests_per_s}/s, p50 ${report.load.latency_ms.p50} ms, p99 ${report.load.latency_ms.p99} ms, ` +
       `non-2xx ${report.load.non_2xx}, errors ${report.load.errors})\n` +
       `RSS: idle ${idleMb} MB after start; under load ${samples.map((s) => s.rss_mb).join(' ')} MB; min ${report.rss.min_mb} MB, peak ${peak} MB (limit ${RSS_LIMIT_MB}); ` +
       `first ${windowS} s avg ${firstAvg} MB, last ${windowS} s avg ${lastAvg} MB (${growth >= 0 ? '+' : ''}${growth}); ` +
       `slope ${report.rss.slope_mb_per_min} MB/min\n` +
-      `verdict: ${report.verdict.pass ? 'PASS' : 'FAIL'} (under limit: ${underLimit}, flat: ${flat}) → bench/soak.json\n`,
+      `verdict: ${report.verdict.pass ? 'PASS' : 'FAIL'} (under limit: ${underLimit}, flat: ${flat}) → bench/results.json (soak)\n`,
   );
   if (!report.verdict.pass) process.exitCode = 1;
 
