@@ -1,5 +1,4 @@
 import { SvcError, invalid } from '../../errors/svc-error.ts';
-import type { Caller } from '../context.ts';
 import type { Scope } from '../keys/scopes.ts';
 
 /**
@@ -300,16 +299,17 @@ export function modelRefused(model: string): SvcError {
   });
 }
 
-/** Refuses a named model none of whose routes the caller's key allows. `routes`: the model's routes. */
-export function assertModelAllowed(caller: Pick<Caller, 'models'>, model: string, routes: readonly RouteName[]): void {
-  if (!caller.models) return;
-  if (!routes.some((r) => routeAllowed(caller.models, r))) throw modelRefused(model);
+/**
+ * Refuses a named model none of whose routes the key's model list (`caller.models`) allows. `routes`: the model's
+ * routes. A caller without a list may use every model (CONTRACT §22): there is nothing to check, and no call.
+ */
+export function assertModelAllowed(models: readonly string[], model: string, routes: readonly RouteName[]): void {
+  if (!routes.some((r) => routeAllowed(models, r))) throw modelRefused(model);
 }
 
-/** The routes within the caller's key's models; none left: 403 insufficient_scope, param model. */
-export function routesWithinKey<R extends RouteName>(caller: Pick<Caller, 'models'>, model: string, routes: R[]): R[] {
-  if (!caller.models) return routes;
-  const within = routes.filter((r) => routeAllowed(caller.models, r));
+/** The routes within the key's model list (`caller.models`, when it has one); none left: 403 insufficient_scope, param model. */
+export function routesWithinKey<R extends RouteName>(models: readonly string[], model: string, routes: R[]): R[] {
+  const within = routes.filter((r) => routeAllowed(models, r));
   if (within.length === 0 && routes.length > 0) throw modelRefused(model);
   return within;
 }

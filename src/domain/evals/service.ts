@@ -35,9 +35,11 @@ function checkModel(ports: InferencePorts, ctx: Ctx, model: string, param: strin
   const type = ports.providers.modelType(model);
   if (type === undefined) throw invalid(param, `Unknown model "${model.slice(0, 200)}". GET /v1/models lists the models; "auto" routes by policy.`);
   if (type !== 'chat') throw invalid(param, `${model.slice(0, 200)} is an embedding model: evaluation runs need a chat model.`);
-  // CONTRACT §22: refused at creation rather than case by case (the runner's calls would be refused the same way).
+  // CONTRACT §22: refused at creation rather than case by case (the runner's calls would be refused the same way). A key
+  // without a model list may use every model.
+  if (!ctx.caller.models) return;
   try {
-    assertModelAllowed(ctx.caller, model, ports.providers.routesForModel(model));
+    assertModelAllowed(ctx.caller.models, model, ports.providers.routesForModel(model));
   } catch (err) {
     throw param === 'model' ? err : new SvcError('insufficient_scope', { param, message: (err as Error).message });
   }

@@ -51,7 +51,8 @@ export async function plan(ctx: Ctx, t: Tracker, v: Validated): Promise<Plan> {
     routes = registry.routesForModel(v.model);
   }
   // CONTRACT §22: only the routes within the key's models ("auto" included); none: 403 insufficient_scope, param model.
-  routes = routesWithinKey(ctx.caller, v.model, routes);
+  // A key without a model list may use every route.
+  if (ctx.caller.models) routes = routesWithinKey(ctx.caller.models, v.model, routes);
   if (region !== null) routes = routes.filter((r) => r.provider.region === region);
   if (routes.length === 0) {
     const what = v.model === 'auto' ? 'the routing policy\'s targets' : v.model;

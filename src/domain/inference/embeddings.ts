@@ -33,7 +33,8 @@ export async function createEmbeddings(
   const type = ports.providers.modelType(input.model);
   if (type === undefined) throw invalid('model', `Unknown model "${input.model.slice(0, 200)}". GET /v1/models lists the models.`);
   if (type !== 'embedding') throw invalid('model', `${input.model.slice(0, 200)} is a chat model: POST /v1/embeddings needs a model of type embedding.`);
-  assertModelAllowed(ctx.caller, input.model, ports.providers.routesForModel(input.model));
+  // CONTRACT §22: a key without a model list may use every model.
+  if (ctx.caller.models) assertModelAllowed(ctx.caller.models, input.model, ports.providers.routesForModel(input.model));
   const texts = typeof input.input === 'string' ? [input.input] : input.input;
   texts.forEach((text, i) => {
     if (text === '') throw invalid(typeof input.input === 'string' ? 'input' : `input[${i}]`, 'input must not be empty.');

@@ -257,7 +257,8 @@ export function validateInference(ports: InferencePorts, ctx: Ctx, raw: Inferenc
     }
     if (type !== 'chat') throw invalid('model', `${input.model.slice(0, 200)} is an embedding model: use POST /v1/embeddings.`);
     // CONTRACT §22, here so that every protocol (count_tokens and countTokens included) refuses it; plan() narrows routes.
-    assertModelAllowed(ctx.caller, input.model, ports.providers.routesForModel(input.model));
+    // A key without a model list may use every model: nothing to check.
+    if (ctx.caller.models) assertModelAllowed(ctx.caller.models, input.model, ports.providers.routesForModel(input.model));
   }
   const messages = input.messages as ChatMessage[];
   let extraTokens = checkMessages(messages);
