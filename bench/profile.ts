@@ -18,6 +18,11 @@ export interface ProfileSummary {
   bySelf: { name: string; share: number }[];
   /** This repository's files, highest first (share of busy samples). */
   ownFiles: { file: string; share: number }[];
+  /**
+   * The functions the samples count for (as byPackage counts them: a sample in Node's internals or a V8 builtin goes
+   * to its nearest caller in a package or this repository), highest first, the top 15: `package function (file:line)`.
+   */
+  topFrames: { name: string; share: number }[];
 }
 
 interface Node {
@@ -74,6 +79,15 @@ export function summarizeProfile(file: string, root: string, window: { fromMs?: 
     attributed.set(id, result);
     return result;
   };
+  /** The frame a sample counts for: its own, else its nearest caller's that is in a package or own code. */
+  const ownerFrame = (id: number): number => {
+    const frame = byId.get(id)!.callFrame;
+    const pkg = packageOf(frame.url, frame.functionName);
+    if (pkg !== 'node internals' && pkg !== 'V8 builtins') return id;
+    const up = parent.get(id);
+    return up === undefined || byId.get(up)!.callFrame.functionName === '(root)' ? id : ownerFrame(up);
+  };
+  const frames = new Map<string, number>();
   const packages = new Map<string, number>();
   const self = new Map<string, number>();
   const own = new Map<string, number>();
@@ -86,6 +100,10 @@ export function summarizeProfile(file: string, root: string, window: { fromMs?: 
     self.set(pkg, (self.get(pkg) ?? 0) + n);
     const by = owner(id);
     packages.set(by, (packages.get(by) ?? 0) + n);
+    const f = byId.get(ownerFrame(id))!.callFrame as Node['callFrame'] & { lineNumber?: number };
+    const file = f.url.includes('/node_modules/') ? f.url.slice(f.url.lastIndexOf('/node_modules/') + 14) : f.url.replace(/^file:\/\//, '').replace(`${root}/`, '');
+    const frameName = `${by} ${f.functionName || '(anonymous)'}${file ? ` (${file}:${(f.lineNumber ?? 0) + 1})` : ''}`;
+    frames.set(frameName, (frames.get(frameName) ?? 0) + n);
     if (pkg === 'svc (own code)') {
       const rel = frame.url.replace(/^file:\/\//, '').replace(`${root}/`, '');
       own.set(rel, (own.get(rel) ?? 0) + n);
@@ -98,6 +116,7 @@ export function summarizeProfile(file: string, root: string, window: { fromMs?: 
     byPackage: sorted(packages),
     bySelf: sorted(self),
     ownFiles: [...own].sort((a, b) => b[1] - a[1]).slice(0, 10).map(([file, n]) => ({ file, share: share(n) })),
+    topFrames: sorted(frames).slice(0, 15),
   };
 }
 

@@ -1,0 +1,134 @@
+/**
+ * `node --import tsx bench/sequential.ts`: where a lone request's time goes. One caller at a time (wrk, one
+ * connection: the independent gateway benchmarks' method) sends uncached inferences to an api and a worker process
+ * (compiled, `npm start`'s flags) on PostgreSQL (a fresh schema) and a Redis server of its own, in front of the bench's
+ * zero-latency mock provider, on each Node of BENCH_NODES (bench/nodes.ts; default the machine's and 24).
+ *
+ * Per Node: after a warm-up (BENCH_SEQ_S seconds at 50 connections, then as long at one), two measured windows of
+ * BENCH_SEQ_S (5) seconds at one connection: the gateway's p50/p99 and the api's and the worker's CPU µs per request
+ * (/proc, every thread); the api's CPU at rest over 5 s. Then the api again with --cpu-prof: the same warm-up and one
+ * measured window, its profile summarized for that window only (bench/profile.ts: by package, and the functions the
+ * samples count for). The profile costs CPU of its own: read its shares, not its µs.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { PrivateRedis } from '../test/helpers/private-services.ts';
+import { freePort, startCompiledGateway, startScript, waitHttp } from './gateway.ts';
+import { benchNodes, type BenchNode } from './nodes.ts';
+import { summarizeProfile } from './profile.ts';
+import { wrk, wrkAvailable } from './wrk.ts';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const tmp = path.join(root, 'bench', 'tmp');
+const DATABASE_URL = process.env.DATABASE_URL || 'postgresql://postgres@127.0.0.1:5432/postgres';
+const SECONDS = Number(process.env.BENCH_SEQ_S ?? 5);
+const MASTER = `svc_sk_bench_${randomBytes(16).toString('hex')}`;
+
+const cpuUs = (pid: number) => {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(f[11]) + Number(f[12])) * 1e4;
+};
+const call = async (base: string, method: string, route: string, body: object) =>
+  (await (await fetch(`${base}${route}`, { method, headers: { authorization: `Bearer ${MASTER}`, 'content-type': 'application/json' }, body: JSON.stringify(body) })).json()) as Record<string, string>;
+const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
+
+async function onNode(node: BenchNode, env: Record<string, string>, children: ChildProcess[]): Promise<void> {
+  const start = async (role: string, extra: string[] = []) => {
+    const port = await freePort();
+    const child = startCompiledGateway(root, { ...env, PORT: String(port), SVC_ROLE: role }, { build: false, node: node.bin, flags: [...startScript(root).flags, ...extra] });
+    children.push(child);
+    await waitHttp(`http://127.0.0.1:${port}/healthz`, 240_000);
+    return { child, url: `http://127.0.0.1:${port}` };
+  };
+  const stop = (p: { child: ChildProcess }) =>
+    new Promise<void>((resolve) => {
+      if (p.child.exitCode !== null) return resolve();
+      p.child.once('exit', () => resolve());
+      p.child.kill('SIGTERM');
+    });
+  const worker = await start('worker');
+  let api = await start('api');
+  const project = await call(api.url, 'POST', '/v1/projects', { name: 'sequential', plan: 'enterprise' });
+  await call(api.url, 'PUT', `/v1/projects/${project.id}/rate-limits`, { requests_per_minute: 100_000_000, tokens_per_minute: 1_000_000_000, burst: 100_000_000 });
+  const key = await call(api.url, 'POST', '/v1/keys', { project_id: project.id, name: 'sequential', scopes: ['inference:write'] });
+  const target = (base: string) => ({
+    url: `${base}/v1/inference`,
+    headers: { authorization: `Bearer ${key.secret}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'bench-model', project_id: project.id, messages: [{ role: 'user', content: 'ping' }] }),
+  });
+  const warm = async (base: string) => {
+    await wrk(target(base), { connections: 50, durationS: SECONDS });
+    await wrk(target(base), { connections: 1, durationS: SECONDS });
+  };
+  await warm(api.url);
+  const restA = cpuUs(api.child.pid!);
+  await new Promise((r) => setTimeout(r, 5_000));
+  process.stdout.write(`\n## Node ${node.version}\n\napi at rest: ${((cpuUs(api.child.pid!) - restA) / 5_000).toFixed(1)} ms of CPU per second\n\n`);
+  process.stdout.write('| window | requests | p50 ms | p99 ms | api CPU µs per request | worker CPU µs per request |\n|---|---|---|---|---|---|\n');
+  for (let i = 1; i <= 2; i++) {
+    const [a0, w0] = [cpuUs(api.child.pid!), cpuUs(worker.child.pid!)];
+    const r = await wrk(target(api.url), { connections: 1, durationS: SECONDS });
+    const [a1, w1] = [cpuUs(api.child.pid!), cpuUs(worker.child.pid!)];
+    process.stdout.write(`| ${i} | ${r.requests} | ${r.latency_ms.p50} | ${r.latency_ms.p99} | ${Math.round((a1 - a0) / r.requests)} | ${Math.round((w1 - w0) / r.requests)} |\n`);
+  }
+
+  // The profile: the api again, with --cpu-prof, and only the measured window summarized.
+  await stop(api);
+  const dir = path.join(tmp, `sequential-prof-${process.pid}-${node.version}`);
+  rmSync(dir, { recursive: true, force: true });
+  api = await start('api', ['--cpu-prof', `--cpu-prof-dir=${dir}`]);
+  await warm(api.url);
+  const fromNs = process.hrtime.bigint();
+  await wrk(target(api.url), { connections: 1, durationS: SECONDS });
+  const toNs = process.hrtime.bigint();
+  await stop(api);
+  const file = path.join(dir, readdirSync(dir).find((f) => f.endsWith('.cpuprofile'))!);
+  // The profile's clock is the monotonic one process.hrtime reads; its start is about when the api started.
+  const profile = JSON.parse(readFileSync(file, 'utf8')) as { startTime: number };
+  const ms = (ns: bigint) => Number(ns / 1000n) / 1000 - profile.startTime / 1000;
+  const s = summarizeProfile(file, root, { fromMs: ms(fromNs), toMs: ms(toNs) });
+  process.stdout.write(`\nProfile of the api, one measured window (${s.busySamples} busy samples), by package: ${s.byPackage.slice(0, 12).map((p) => `${p.name} ${pct(p.share)}`).join(', ')}\n\n`);
+  process.stdout.write(`The functions the samples count for (a sample in Node's internals or a V8 builtin counts for its nearest caller):\n\n${s.topFrames.map((f) => `- ${pct(f.share)} ${f.name}`).join('\n')}\n\nThis repository's files: ${s.ownFiles.map((f) => `${f.file} ${pct(f.share)}`).join(', ')}\n`);
+  await stop(worker);
+}
+
+async function main(): Promise<void> {
+  if (!wrkAvailable()) throw new Error('bench/sequential.ts needs wrk (Debian: apt-get install -y wrk)');
+  mkdirSync(tmp, { recursive: true });
+  const redis = await PrivateRedis.start();
+  const schema = `bench_seq_${Date.now().toString(36)}`;
+  const dbUrl = new URL(DATABASE_URL);
+  dbUrl.searchParams.set('schema', schema);
+  const children: ChildProcess[] = [];
+  const mockPort = await freePort();
+  children.push(spawn(process.execPath, ['--import', 'tsx', 'bench/mock-provider.ts'], { cwd: root, env: { ...process.env, PORT: String(mockPort) }, stdio: 'ignore' }));
+  const providers = path.join(tmp, 'sequential-providers.json');
+  writeFileSync(
+    providers,
+    JSON.stringify({ providers: [{ name: 'bench', kind: 'openai', base_url: `http://127.0.0.1:${mockPort}/v1`, region: 'local', models: [{ id: 'bench-model', input_per_mtok: 1, output_per_mtok: 2 }] }] }),
+  );
+  const env = {
+    DATABASE_URL: dbUrl.toString(),
+    REDIS_URL: redis.url,
+    SVC_MASTER_KEY: MASTER,
+    SVC_ENCRYPTION_KEY: randomBytes(32).toString('hex'),
+    SVC_PROVIDERS_FILE: providers,
+    SVC_EGRESS_ALLOWLIST: '127.0.0.1',
+  };
+  try {
+    for (const node of benchNodes()) await onNode(node, env, children);
+  } finally {
+    for (const c of children) if (c.exitCode === null) c.kill('SIGTERM');
+    await redis.destroy();
+    const db = new pg.Client({ connectionString: DATABASE_URL });
+    await db.connect();
+    await db.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    await db.end();
+  }
+}
+
+await main();
