@@ -14,7 +14,7 @@ export const Input = <P extends TProperties>(properties: P, options: TSchemaOpti
 /** A value or null (REST's JSON null, GraphQL's null). */
 export const Nullable = <S extends TSchema>(schema: S, options: TSchemaOptions = {}) => Type.Union([schema, Type.Null()], options);
 
-/** CONTRACT §2: a write may name its project in the body; else X-Svc-Project, else the key's own (domain/tenancy.ts). */
+/** CONTRACT §2: a write may name its project in the body; else X-Svc-Project, else the key's own (domain/context.ts (tenancy)). */
 export const ProjectIdField = Type.Optional(
   Nullable(Type.String(), {
     description: 'The project the call addresses (prj_…); else the X-Svc-Project header, else the key\'s own project.',

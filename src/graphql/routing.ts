@@ -4,7 +4,7 @@ import {
   policyTargets,
 } from '../domain/routing/service.ts';
 import { CreateRoutingPolicy, UpdateRoutingPolicy } from '../domain/routing/schema.ts';
-import type { RoutingTarget } from '../providers/router.ts';
+import type { RoutingTarget } from '../domain/routing/plan.ts';
 import { builder } from './builder.ts';
 import { serviceConnection } from './connections.ts';
 import { inputTypeFrom, listFilters, serviceInput } from './inputs.ts';

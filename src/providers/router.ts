@@ -3,11 +3,9 @@ import type { Logger } from 'pino';
 import type { Clock } from '../kernel/clock.ts';
 import { picosPerToken, type PicoPrice } from '../kernel/money.ts';
 import { SvcError } from '../errors/svc-error.ts';
-import { CircuitBreaker, type CircuitState } from './circuit-breaker.ts';
 import type { ModelSpec, ProviderSpec } from './config-file.ts';
 import { createProvider } from './registry-factory.ts';
 import type { MockScript } from './mock.ts';
-import { extrasUnsupported } from './translate.ts';
 import {
   ProviderError,
   type Completion,
@@ -28,14 +26,6 @@ export interface Route {
   price: bigint;
 }
 
-export type RoutingStrategy = 'ordered' | 'cheapest' | 'weighted';
-
-export interface RoutingTarget {
-  provider: string | null;
-  model: string;
-  weight: number;
-}
-
 export interface RouterOptions {
   clock: Clock;
   /** Consecutive failures that open a provider's circuit. */
@@ -45,7 +35,7 @@ export interface RouterOptions {
   /** All hops of one inference together (CONTRACT §8: 408 routing_timeout). */
   routingTimeoutMs: number;
   log?: Logger;
-  /** For the weighted strategy; tests pass a seeded one. */
+  /** For the weighted strategy (domain/routing/plan.ts); tests pass a seeded one. */
   random?: () => number;
   /** Watches each provider hop (metrics, trace spans: src/observability); none by default. */
   hops?: HopObserver;
@@ -183,7 +173,8 @@ export class ProviderRegistry {
   private readonly byId = new Map<string, Route>();
   private readonly breakers = new Map<string, CircuitBreaker>();
   private readonly providers: Provider[];
-  private readonly random: () => number;
+  /** The draw of the weighted strategy (domain/routing/plan.ts); RouterOptions.random, else Math.random. */
+  readonly random: () => number;
 
   constructor(
     specs: readonly ProviderSpec[],
@@ -232,11 +223,6 @@ export class ProviderRegistry {
     return [...(this.byModel.get(modelId) ?? [])];
   }
 
-  /** The default for `model: "auto"`: every chat route, cheapest first. */
-  cheapestRoutes(): Route[] {
-    return byPrice(this.routes.filter((r) => r.model.type !== 'embedding'));
-  }
-
   findRoute(providerName: string, modelId: string): Route | undefined {
     return this.byId.get(`${providerName}/${modelId}`);
   }
@@ -247,38 +233,6 @@ export class ProviderRegistry {
 
   circuitState(providerName: string): CircuitState | undefined {
     return this.breakers.get(providerName)?.current;
-  }
-
-  /**
-   * A routing policy's targets as routes: `ordered` keeps the order, `cheapest` sorts by price, `weighted` draws the
-   * order at random by weight (the first pick gets the traffic share; the rest are its fallbacks). A target without a
-   * provider stands for every provider serving its model, cheapest first. Targets no longer configured are skipped.
-   */
-  planRoutes(strategy: RoutingStrategy, targets: readonly RoutingTarget[]): Route[] {
-    let ordered = [...targets];
-    if (strategy === 'weighted') {
-      const pool = [...targets];
-      ordered = [];
-      while (pool.length > 0) {
-        const total = pool.reduce((n, t) => n + t.weight, 0);
-        let x = this.random() * total;
-        let i = 0;
-        while (i < pool.length - 1 && x >= pool[i]!.weight) x -= pool[i++]!.weight;
-        ordered.push(pool.splice(i, 1)[0]!);
-      }
-    }
-    const out: Route[] = [];
-    const seen = new Set<string>();
-    for (const t of ordered) {
-      const routes = t.provider ? [this.findRoute(t.provider, t.model)].filter((r): r is Route => !!r) : this.routesForModel(t.model);
-      for (const r of routes) {
-        if (!seen.has(r.id)) {
-          seen.add(r.id);
-          out.push(r);
-        }
-      }
-    }
-    return strategy === 'cheapest' ? byPrice(out) : out;
   }
 
   /** `log`: the caller's hop log (ProviderHop), filled hop by hop (the same for embed and openStream). */
@@ -411,26 +365,75 @@ export class ProviderRegistry {
   }
 }
 
-/**
- * The routes whose provider kind can carry the request (Provider.unsupported), and the first field refused when some
- * cannot. Kinds without `unsupported` carry everything, so a request routed only to them costs nothing here.
- */
-export function routesCarrying(
-  routes: Route[],
-  req: Omit<ProviderRequest, 'signal' | 'model'>,
-): { routes: Route[]; refused: string | null } {
-  const extras = req.options?.anthropic !== undefined;
-  if (!extras && !routes.some((r) => r.provider.unsupported)) return { routes, refused: null };
-  let refused: string | null = null;
-  const out = routes.filter((r) => {
-    const field = (extras ? extrasUnsupported(r.provider.kind, { ...req, model: r.model.id }) : null) ?? r.provider.unsupported?.({ ...req, model: r.model.id }) ?? null;
-    refused ??= field;
-    return field === null;
-  });
-  return { routes: out, refused };
-}
-
-function byPrice(routes: Route[]): Route[] {
+/** Cheapest first (input plus output price per token); equal prices keep the providers file's order. */
+export function byPrice(routes: Route[]): Route[] {
   // Array.prototype.sort is stable: equal prices keep the providers file's order.
   return routes.sort((a, b) => (a.price < b.price ? -1 : a.price > b.price ? 1 : 0));
+}
+
+// ---- the circuit breaker ----
+
+export type CircuitState = 'closed' | 'open' | 'half_open';
+
+/**
+ * One per provider, per replica. Closed: requests flow and consecutive failures are counted; at the threshold it opens.
+ * Open: the provider is skipped until the cool-down (on the injected clock) has passed; then half-open lets exactly one
+ * probe through. The probe's success closes the circuit, its failure opens it for another cool-down.
+ */
+export class CircuitBreaker {
+  private state: CircuitState = 'closed';
+  private failures = 0;
+  private openedAt = 0;
+  private probing = false;
+
+  constructor(
+    private readonly threshold: number,
+    private readonly cooldownMs: number,
+    private readonly clock: Clock,
+  ) {}
+
+  /** The state as a caller would see it now (an open circuit past its cool-down reads half_open). */
+  get current(): CircuitState {
+    if (this.state === 'open' && this.clock.now() - this.openedAt >= this.cooldownMs) return 'half_open';
+    return this.state;
+  }
+
+  /** Whether a request may go to the provider now; a true in half-open makes this request the probe. */
+  tryAcquire(): boolean {
+    if (this.state === 'closed') return true;
+    if (this.state === 'open') {
+      if (this.clock.now() - this.openedAt < this.cooldownMs) return false;
+      this.state = 'half_open';
+    }
+    if (this.probing) return false;
+    this.probing = true;
+    return true;
+  }
+
+  onSuccess(): void {
+    this.state = 'closed';
+    this.failures = 0;
+    this.probing = false;
+  }
+
+  onFailure(): void {
+    this.probing = false;
+    if (this.state === 'half_open') {
+      this.open();
+      return;
+    }
+    this.failures += 1;
+    if (this.state === 'closed' && this.failures >= this.threshold) this.open();
+  }
+
+  /** The call ended without a verdict on the provider's health (the client left): let another request probe. */
+  release(): void {
+    this.probing = false;
+  }
+
+  private open(): void {
+    this.state = 'open';
+    this.openedAt = this.clock.now();
+    this.failures = 0;
+  }
 }

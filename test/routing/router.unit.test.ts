@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { MemoryResponseCache } from '../../src/domain/inference/cache.ts';
-import { CircuitBreaker } from '../../src/providers/circuit-breaker.ts';
+import { CircuitBreaker } from '../../src/providers/router.ts';
+import { cheapestRoutes, planRoutes } from '../../src/domain/routing/plan.ts';
 import type { ProviderSpec } from '../../src/providers/config-file.ts';
 import { ProviderRegistry } from '../../src/providers/router.ts';
 import { sseData } from '../../src/providers/sse.ts';
@@ -35,11 +36,11 @@ describe('routes', () => {
   });
 
   it('orders every route cheapest first for model auto', () => {
-    expect(registry().cheapestRoutes().map((r) => r.id)).toEqual(['a/m2', 'b/m1', 'c/m1', 'a/m1']);
+    expect(cheapestRoutes(registry()).map((r) => r.id)).toEqual(['a/m2', 'b/m1', 'c/m1', 'a/m1']);
   });
 
   it('keeps the order of an ordered policy, expanding a target without provider cheapest first', () => {
-    const routes = registry().planRoutes('ordered', [
+    const routes = planRoutes(registry(), 'ordered', [
       { provider: 'a', model: 'm1', weight: 1 },
       { provider: null, model: 'm1', weight: 1 },
     ]);
@@ -47,7 +48,7 @@ describe('routes', () => {
   });
 
   it('sorts a cheapest policy by price', () => {
-    const routes = registry().planRoutes('cheapest', [
+    const routes = planRoutes(registry(), 'cheapest', [
       { provider: 'a', model: 'm1', weight: 1 },
       { provider: 'a', model: 'm2', weight: 1 },
     ]);
@@ -60,19 +61,19 @@ describe('routes', () => {
       { provider: 'b', model: 'm1', weight: 3 },
     ];
     // x = r × total(4): below 1 picks a, from 1 to 4 picks b.
-    expect(registry(() => 0.1).planRoutes('weighted', targets).map((r) => r.id)).toEqual(['a/m1', 'b/m1']);
-    expect(registry(() => 0.5).planRoutes('weighted', targets).map((r) => r.id)).toEqual(['b/m1', 'a/m1']);
+    expect(planRoutes(registry(() => 0.1), 'weighted', targets).map((r) => r.id)).toEqual(['a/m1', 'b/m1']);
+    expect(planRoutes(registry(() => 0.5), 'weighted', targets).map((r) => r.id)).toEqual(['b/m1', 'a/m1']);
     let seed = 42;
     const lcg = () => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31);
     const r = registry(lcg);
     let firstB = 0;
-    for (let i = 0; i < 4000; i++) if (r.planRoutes('weighted', targets)[0]!.id === 'b/m1') firstB++;
+    for (let i = 0; i < 4000; i++) if (planRoutes(r, 'weighted', targets)[0]!.id === 'b/m1') firstB++;
     expect(firstB / 4000).toBeGreaterThan(0.7);
     expect(firstB / 4000).toBeLessThan(0.8);
   });
 
   it('skips targets that are no longer configured', () => {
-    expect(registry().planRoutes('ordered', [{ provider: 'gone', model: 'm1', weight: 1 }, { provider: 'b', model: 'm1', weight: 1 }]).map((r) => r.id)).toEqual(['b/m1']);
+    expect(planRoutes(registry(), 'ordered', [{ provider: 'gone', model: 'm1', weight: 1 }, { provider: 'b', model: 'm1', weight: 1 }]).map((r) => r.id)).toEqual(['b/m1']);
   });
 });
 

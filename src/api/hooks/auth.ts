@@ -1,9 +1,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import { authenticate } from '../../domain/auth/service.ts';
-import { NO_PROJECT_NAMES, makeCtx, type Caller } from '../../domain/context.ts';
+import { NO_PROJECT_NAMES, makeCtx, assertOneNamedProject, readProjectNames, type Caller } from '../../domain/context.ts';
 import { SvcError } from '../../errors/svc-error.ts';
 import { RateLimitTicket } from '../../limits/requests.ts';
-import { assertOneNamedProject, readProjectNames } from '../../domain/tenancy.ts';
 import { errorBody, routeErrorBody } from '../error-body.ts';
 import { scopeWords, scopesFor, type Action } from '../../domain/auth/actions.ts';
 import type { Scope } from '../../domain/keys/scopes.ts';
@@ -168,7 +167,7 @@ export function registerAuth(app: FastifyInstance, afterAuthentication?: AfterAu
     if (caller.kind === 'session' && action !== 'authenticated' && !callerMay(caller, action)) {
       throw await refuseByRole(app.ports.operators, req.ctx, action);
     }
-    // The request's marks for its usage record's timings, read only by an inference (domain/usage/timings.ts): when
+    // The request's marks for its usage record's timings, read only by an inference (domain/inference/tracker.ts): when
     // this hook began and ended, and the caller's traceparent as sent (parsed only if an inference records it).
     const { ctx } = req;
     ctx.startedAt = startedAt;

@@ -6,7 +6,7 @@ const MAX_TOKENS = 20_000;
 const MAX_DEPTH = 16;
 
 /**
- * The project a GraphQL request's operation names (the tenancy resolver's "call's own argument", domain/tenancy.ts):
+ * The project a GraphQL request's operation names (the tenancy resolver's "call's own argument", domain/context.ts (tenancy)):
  * the values of its arguments named projectId/project_id, given as literals, through variables, or inside input
  * objects, in the operation yoga will execute (operationName, or the only one). One project named: that project;
  * none, several, or a document that does not parse: null (yoga answers the bad document itself).

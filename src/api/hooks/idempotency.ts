@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { IdempotencyStore } from '../../domain/idempotency/store.ts';
 import { isId } from '../../db/ids.ts';
 import { SvcError, invalid } from '../../errors/svc-error.ts';
-import { addressed, idempotencyScope, readProjectNames } from '../../domain/tenancy.ts';
+import { addressed, idempotencyScope, readProjectNames } from '../../domain/context.ts';
 import { errorBody } from '../error-body.ts';
 import { graphqlProjectId } from './graphql-project.ts';
 
@@ -141,7 +141,7 @@ export function idempotencyHooks(app: FastifyInstance, store: IdempotencyStore):
     if (typeof key !== 'string' || key.length < 1 || key.length > 255) {
       throw invalid('Idempotency-Key', 'Idempotency-Key must be 1 to 255 characters.');
     }
-    // The tenancy resolver's order (domain/tenancy.ts), refusing nothing: the names the edge read (hooks/auth.ts registerProjectNames;
+    // The tenancy resolver's order (domain/context.ts (tenancy)), refusing nothing: the names the edge read (hooks/auth.ts registerProjectNames;
     // a multipart form's own, read by its handler), and for GraphQL the operation's arguments (a REST path id is the
     // service's to check).
     const graphql = req.routeOptions.url === '/graphql';

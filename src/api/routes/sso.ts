@@ -1,8 +1,7 @@
 import { parse as parseCookies, serialize } from 'cookie';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import { unixSeconds } from '../../domain/context.ts';
+import { unixSeconds, NO_PROJECT_NAMES, makeCtx } from '../../domain/context.ts';
 import { assertConsoleAddress, csrfTokenOf, refuseSignIn, signIn, signOut, type SignInMethod } from '../../domain/operators/service.ts';
-import { NO_PROJECT_NAMES, makeCtx } from '../../domain/context.ts';
 import { SvcError } from '../../errors/svc-error.ts';
 import { clearSessionCookie, sessionCallerOf, sessionTokenOf, setSessionCookie } from '../hooks/session.ts';
 import type { PendingOidc } from './sso/oidc.ts';

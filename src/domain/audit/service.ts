@@ -1,11 +1,10 @@
 import type { Prisma, AuditEvent } from '../../generated/prisma/client.ts';
 import type { Tx } from '../../db/client.ts';
 import { newId } from '../../db/ids.ts';
-import type { Ctx } from '../context.ts';
+import { visibleProjectId, type Ctx } from '../context.ts';
 import { paginate, type Page } from '../pagination.ts';
 import { parseInput } from '../validation.ts';
 import { AUDIT_MAX_PAGE_SIZE, AuditQuery } from './schema.ts';
-import { visibleProjectId } from '../tenancy.ts';
 import type { AuditAction } from './actions.ts';
 import type { AuditPorts } from './ports.ts';
 

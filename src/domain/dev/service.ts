@@ -3,11 +3,10 @@ import type { DevRepository, DevRepositoryFile, DevTask, Prisma } from '../../ge
 import { newId } from '../../db/ids.ts';
 import { SvcError, invalid } from '../../errors/svc-error.ts';
 import { recordAudit } from '../audit/service.ts';
-import type { Ctx } from '../context.ts';
+import { addressed, visibleProjectId, type Ctx } from '../context.ts';
 import { pageById, type Page } from '../pagination.ts';
 import { documentLimitOf, showBytes } from '../rag/limits.ts';
 import { addRepositoryDocuments, documentStates, dropRepositoryDocuments, indexStates, type IndexState } from '../rag/repositories.ts';
-import { addressed, visibleProjectId } from '../tenancy.ts';
 import { parseInput } from '../validation.ts';
 import { assertMayRunModelWork, notFound, readProject, writeProject } from '../verticals/access.ts';
 import { enqueueWork } from '../verticals/work.ts';

@@ -4,7 +4,7 @@ import { SvcError, invalid } from '../../errors/svc-error.ts';
 import { allows, type Action } from '../auth/actions.ts';
 import { OPERATOR_KEY_ID, keyCaller } from '../auth/service.ts';
 import { recordAudit, recordSystemAudit } from '../audit/service.ts';
-import { headerNames, type Caller, type Ctx, type OperatorSession, type Transact } from '../context.ts';
+import { headerNames, addressed, visibleProjectId, type Caller, type Ctx, type OperatorSession, type Transact } from '../context.ts';
 import { enqueueEvent } from '../events/outbox.ts';
 import { SCOPES } from '../keys/scopes.ts';
 import { keyStatus } from '../keys/service.ts';
@@ -12,7 +12,6 @@ import { isRole, roleAllows, scopesOfRole, strongest, type Role } from '../opera
 import { isId } from '../../db/ids.ts';
 import { pageById, type Page, type PageQuery } from '../pagination.ts';
 import type { DomainPorts } from '../ports.ts';
-import { addressed, visibleProjectId } from '../tenancy.ts';
 import { argumentsOf, leadingArguments, type StoredCall } from './guard.ts';
 import { registeredCall } from './guarded.ts';
 import * as store from './store.ts';

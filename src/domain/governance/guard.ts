@@ -4,9 +4,8 @@ import { newId } from '../../db/ids.ts';
 import { SvcError } from '../../errors/svc-error.ts';
 import { ALWAYS_GUARDED, GUARDED_ACTIONS, type Action, type AlwaysGuarded, type GuardedResource } from '../auth/actions.ts';
 import { recordAudit } from '../audit/service.ts';
-import type { Ctx, Checked } from '../context.ts';
+import { addressed, type Ctx, type Checked } from '../context.ts';
 import type { DomainPorts } from '../ports.ts';
-import { addressed } from '../tenancy.ts';
 import { snapshotBefore } from './snapshot.ts';
 import * as store from './store.ts';
 

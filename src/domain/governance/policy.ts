@@ -1,10 +1,9 @@
 import { SvcError } from '../../errors/svc-error.ts';
 import { GUARDED_RESOURCES, type GuardedResource } from '../auth/actions.ts';
 import { recordAudit } from '../audit/service.ts';
-import { type Ctx, ownTransaction, type Checked } from '../context.ts';
+import { ownTransaction, requireProjectId, type Ctx, type Checked } from '../context.ts';
 import { enqueueEvent } from '../events/outbox.ts';
 import type { ProjectPorts } from '../projects/ports.ts';
-import { requireProjectId } from '../tenancy.ts';
 import { parseInput } from '../validation.ts';
 import { SetGovernance, SetResidency } from './schema.ts';
 

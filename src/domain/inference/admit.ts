@@ -1,6 +1,9 @@
 import { SvcError, invalid } from '../../errors/svc-error.ts';
 import { estimateTokens, isRequestWindowRefusal } from '../../limits/index.ts';
-import { routesCarrying, RoutingError, type Route } from '../../providers/router.ts';
+import { RoutingError, type Route } from '../../providers/router.ts';
+import { extrasUnsupported } from '../../providers/translate.ts';
+import type { ProviderRequest } from '../../providers/types.ts';
+import { cheapestRoutes, planRoutes } from '../routing/plan.ts';
 import type { Ctx } from '../context.ts';
 import { routesWithinKey } from '../auth/actions.ts';
 import { assertWithinBudget } from '../budgets/service.ts';
@@ -45,7 +48,7 @@ export async function plan(ctx: Ctx, t: Tracker, v: Validated): Promise<Plan> {
   let policyTtlS: number | null = null;
   if (v.model === 'auto') {
     const policy = project.defaultPolicy;
-    routes = policy ? registry.planRoutes(policy.strategy, policy.targets) : registry.cheapestRoutes();
+    routes = policy ? planRoutes(registry, policy.strategy, policy.targets) : cheapestRoutes(registry);
     policyTtlS = policy?.cacheTtlS ?? null;
   } else {
     routes = registry.routesForModel(v.model);
@@ -119,4 +122,23 @@ export async function admit(ctx: Ctx, t: Tracker, v: Validated, p: Plan): Promis
   }
   if (reserved.status === 'rejected') throw reserved.reason;
   return { cached: cached.value, reserved: true };
+}
+
+/**
+ * The routes whose provider kind can carry the request (Provider.unsupported), and the first field refused when some
+ * cannot. Kinds without `unsupported` carry everything, so a request routed only to them costs nothing here.
+ */
+export function routesCarrying(
+  routes: Route[],
+  req: Omit<ProviderRequest, 'signal' | 'model'>,
+): { routes: Route[]; refused: string | null } {
+  const extras = req.options?.anthropic !== undefined;
+  if (!extras && !routes.some((r) => r.provider.unsupported)) return { routes, refused: null };
+  let refused: string | null = null;
+  const out = routes.filter((r) => {
+    const field = (extras ? extrasUnsupported(r.provider.kind, { ...req, model: r.model.id }) : null) ?? r.provider.unsupported?.({ ...req, model: r.model.id }) ?? null;
+    refused ??= field;
+    return field === null;
+  });
+  return { routes: out, refused };
 }

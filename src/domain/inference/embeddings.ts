@@ -1,8 +1,7 @@
 import { invalid } from '../../errors/svc-error.ts';
 import { countTextTokens, type RateLimitTicket } from '../../limits/index.ts';
-import type { Ctx } from '../context.ts';
+import { requireProjectId, type Ctx } from '../context.ts';
 import type { InferencePorts } from './ports.ts';
-import { requireProjectId } from '../tenancy.ts';
 import { EmbeddingsRequest } from './schema.ts';
 import { parseInput } from './validate.ts';
 import { account } from './account.ts';

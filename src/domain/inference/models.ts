@@ -1,8 +1,7 @@
 import { SvcError } from '../../errors/svc-error.ts';
 import type { Route } from '../../providers/router.ts';
-import type { Ctx } from '../context.ts';
+import { visibleProjectId, type Ctx } from '../context.ts';
 import type { ProviderRouter } from './ports.ts';
-import { visibleProjectId } from '../tenancy.ts';
 import { routeAllowed } from '../auth/actions.ts';
 
 export interface ModelInfo {

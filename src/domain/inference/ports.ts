@@ -10,7 +10,7 @@ import type { TemplateReader } from '../templates/cache.ts';
 /** The providers as inference uses them: routes, and calls with fallback and circuit breakers. */
 export type ProviderRouter = Pick<
   ProviderRegistry,
-  'isKnownModel' | 'modelType' | 'modelIds' | 'findRoute' | 'planRoutes' | 'routesForModel' | 'cheapestRoutes' | 'complete' | 'openStream' | 'embed' | 'routes' | 'circuitState'
+  'isKnownModel' | 'modelType' | 'modelIds' | 'findRoute' | 'routesForModel' | 'random' | 'complete' | 'openStream' | 'embed' | 'routes' | 'circuitState'
 >;
 
 /** What the inference service needs from outside the domain (the rate-limit ticket comes with each call). */

@@ -2,8 +2,7 @@ import type { OperatorGroup, OperatorGroupRole } from '../../generated/prisma/cl
 import { SvcError, invalid } from '../../errors/svc-error.ts';
 import { isCidr } from '../../kernel/cidr.ts';
 import { recordAudit } from '../audit/service.ts';
-import type { Ctx } from '../context.ts';
-import { addressed, requirePathProject } from '../tenancy.ts';
+import { addressed, requirePathProject, type Ctx } from '../context.ts';
 import { SetGroupRoles, SetIpAllowlist, checkInput } from './schema.ts';
 
 export type GroupWithRoles = OperatorGroup & { roles: OperatorGroupRole[]; members: { operatorId: string }[] };

@@ -6,7 +6,7 @@ import type { AuditAction } from '../audit/actions.ts';
 import type { RequestFacts } from './ports.ts';
 
 /**
- * Audit rows of this capability, and the one refusal tenancy.ts also gives (a project's console IP allowlist). Imports
+ * Audit rows of this capability, and the one refusal tenancy (domain/context.ts) also gives (a project's console IP allowlist). Imports
  * neither tenancy nor a service, so that tenancy may import it.
  * The actor (actor_key_id) is the operator's `opr_…` id, or null when the refusal happened before anyone was known;
  * SCIM's own changes name `scim`.

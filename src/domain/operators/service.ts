@@ -25,7 +25,7 @@ export const csrfTokenOf = (token: string): string => createHash('sha256').updat
 const ended = (message = 'The console session is missing, expired or ended: sign in again.') =>
   new SvcError('invalid_api_key', { message });
 
-// The audit rows live in audit.ts (tenancy.ts writes one too); provisioning imports them from here.
+// The audit rows live in audit.ts (the tenancy rules in context.ts write one too); provisioning imports them from here.
 export { auditOperator };
 
 /** The console's IP allowlist (SVC_CONSOLE_IP_ALLOWLIST) for a sign-in route; a refusal is audited. */
@@ -116,7 +116,7 @@ const touchEvery = (idleMs: number) => Math.min(60_000, Math.max(1_000, Math.flo
  * A console request's caller from its session cookie (CONTRACT §17). Checks, in order: the session exists and neither
  * timeout has passed (else 401, and a timed-out session is ended and audited), the operator is still active, the
  * console's IP allowlist, the CSRF token, the named project is one of the operator's (else 404) and its IP allowlist.
- * The projects whose allowlist excludes the address ride along (`ipRefused`): tenancy.ts refuses them wherever a later
+ * The projects whose allowlist excludes the address ride along (`ipRefused`): tenancy (context.ts) refuses them wherever a later
  * step names them (the body, a GraphQL argument), with the same audited 403.
  * The roles are read on every request, so a group change applies to the next one.
  */
@@ -156,7 +156,7 @@ export async function sessionCaller(ports: OperatorPorts, facts: RequestFacts, r
   if (req.project !== null && !roles.has(req.project)) throw new SvcError('not_found', { param: 'project_id', message: 'No such project.' });
   const projectId = req.project ?? (roles.size === 1 ? [...roles.keys()][0]! : null);
   // Every project's allowlist at once (one query): the request may name another project later, in its body or as a
-  // GraphQL argument, and tenancy.ts refuses those of this set wherever they are named.
+  // GraphQL argument, and tenancy (context.ts) refuses those of this set wherever they are named.
   const lists = roles.size === 0 ? [] : await ports.db.projectIpAllowlist.findMany({ where: { projectId: { in: [...roles.keys()] } } });
   const ipRefused = new Set(lists.filter((l) => !new CidrList(l.cidrs).allows(facts.ip)).map((l) => l.projectId));
   if (projectId !== null && ipRefused.has(projectId)) {

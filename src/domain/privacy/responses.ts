@@ -1,8 +1,7 @@
 import { invalid, SvcError } from '../../errors/svc-error.ts';
 import type { ChatMessage } from '../../providers/types.ts';
-import type { Ctx } from '../context.ts';
+import { requireProjectId, type Ctx } from '../context.ts';
 import type { ProjectReader } from '../projects/ports.ts';
-import { requireProjectId } from '../tenancy.ts';
 import type { PrivacyPorts } from './ports.ts';
 import { getRetainedInference } from './service.ts';
 

@@ -1,6 +1,5 @@
 import { SvcError } from '../../errors/svc-error.ts';
-import type { Ctx } from '../context.ts';
-import { addressed, visibleProjectId } from '../tenancy.ts';
+import { addressed, visibleProjectId, type Ctx } from '../context.ts';
 import type { PrivacyPorts } from './ports.ts';
 import { readPrivacySettings } from './settings.ts';
 import type { RetainedContent } from './stage.ts';

@@ -1,10 +1,9 @@
 import type { Tx } from '../../db/client.ts';
 import { SvcError } from '../../errors/svc-error.ts';
 import { recordAudit } from '../audit/service.ts';
-import { type Ctx, ownTransaction, type Checked } from '../context.ts';
+import { ownTransaction, requireProjectId, type Ctx, type Checked } from '../context.ts';
 import { enqueueEvent } from '../events/outbox.ts';
 import type { ProjectPorts } from '../projects/ports.ts';
-import { requireProjectId } from '../tenancy.ts';
 import { parseInput } from '../validation.ts';
 import { DEFAULT_RETENTION_DAYS, SetPii, SetRetention, type RetentionMode } from './schema.ts';
 

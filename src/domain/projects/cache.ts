@@ -1,7 +1,7 @@
 import type { LRUCache } from 'lru-cache';
 import type { Db } from '../../db/client.ts';
 import { loadingCache, readThrough } from '../../kernel/cache.ts';
-import type { RoutingStrategy, RoutingTarget } from '../../providers/router.ts';
+import type { RoutingStrategy, RoutingTarget } from '../routing/plan.ts';
 import type { Bus } from '../../pubsub/bus.ts';
 
 /** What an inference needs of its project: state, residency pin, budget, and the default routing policy. */

@@ -1,8 +1,7 @@
 import type { Route } from '../../providers/router.ts';
-import type { CircuitState } from '../../providers/circuit-breaker.ts';
-import type { Ctx } from '../context.ts';
+import type { CircuitState } from '../../providers/router.ts';
+import { visibleProjectId, type Ctx } from '../context.ts';
 import type { ProviderRouter } from '../inference/ports.ts';
-import { visibleProjectId } from '../tenancy.ts';
 
 /** How far back a provider's recent traffic is read (the Models and providers screen's "last hour"). */
 export const RECENT_WINDOW_MS = 3_600_000;

@@ -2,10 +2,9 @@ import type { Db } from '../../db/client.ts';
 import { SvcError } from '../../errors/svc-error.ts';
 import type { RateLimits, VersionedLimits } from '../../limits/store.ts';
 import { recordAudit } from '../audit/service.ts';
-import { type Ctx, ownTransaction, type Checked } from '../context.ts';
+import { ownTransaction, requireProjectId, type Ctx, type Checked } from '../context.ts';
 import type { RateLimitPorts } from './ports.ts';
 import { enqueueEvent } from '../events/outbox.ts';
-import { requireProjectId } from '../tenancy.ts';
 import { parseInput } from '../validation.ts';
 import { UpdateRateLimits } from './schema.ts';
 

@@ -5,10 +5,9 @@ import { newId } from '../../db/ids.ts';
 import { SvcError, invalid } from '../../errors/svc-error.ts';
 import { normalizeName, parseInput, storedNameFold } from '../validation.ts';
 import { recordAudit } from '../audit/service.ts';
-import { type Ctx, ownTransaction, type Checked } from '../context.ts';
+import { ownTransaction, addressed, visibleProjectId, type Ctx, type Checked } from '../context.ts';
 import { enqueueEvent } from '../events/outbox.ts';
 import { pageById, type Page } from '../pagination.ts';
-import { addressed, visibleProjectId } from '../tenancy.ts';
 import { assertMayRunModelWork, notFound, readProject, writeProject } from '../verticals/access.ts';
 import { enqueueWork } from '../verticals/work.ts';
 import {

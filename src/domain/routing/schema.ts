@@ -1,6 +1,6 @@
 import { Type, type Static } from 'typebox';
 import { says } from '../../config/schema-errors.ts';
-import type { RoutingStrategy } from '../../providers/router.ts';
+import type { RoutingStrategy } from './plan.ts';
 import { MAX_CACHE_TTL_S } from '../inference/cache.ts';
 import { pageQueryProperties } from '../pagination.ts';
 import { Input, Name, Nullable, PathId, ProjectIdField, ProjectIdFilter } from '../schema.ts';

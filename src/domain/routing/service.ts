@@ -2,15 +2,14 @@ import type { Prisma, RoutingPolicy } from '../../generated/prisma/client.ts';
 import type { Tx } from '../../db/client.ts';
 import { newId } from '../../db/ids.ts';
 import { SvcError, invalid } from '../../errors/svc-error.ts';
-import type { RoutingTarget } from '../../providers/router.ts';
+import type { RoutingTarget } from './plan.ts';
 import { recordAudit } from '../audit/service.ts';
-import { type Ctx, ownTransaction, type Checked } from '../context.ts';
+import { ownTransaction, addressed, requireProjectId, visibleProjectId, type Ctx, type Checked } from '../context.ts';
 import type { ProviderCatalog, RoutingPorts } from './ports.ts';
 import { enqueueEvent } from '../events/outbox.ts';
 import { paginate, type Page } from '../pagination.ts';
 import { parseInput } from '../validation.ts';
 import { CreateRoutingPolicy, ListRoutingPoliciesQuery, UpdateRoutingPolicy } from './schema.ts';
-import { addressed, requireProjectId, visibleProjectId } from '../tenancy.ts';
 
 const notFound = () => new SvcError('not_found', { param: 'policy_id', message: 'No such routing policy.' });
 

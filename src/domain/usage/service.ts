@@ -1,12 +1,11 @@
 import { Prisma, type UsageRecord } from '../../generated/prisma/client.ts';
 import { invalid } from '../../errors/svc-error.ts';
 import type { Tx } from '../../db/client.ts';
-import type { Ctx } from '../context.ts';
+import { visibleProjectId, type Ctx } from '../context.ts';
 import type { UsagePorts } from './ports.ts';
 import { paginate, type Page } from '../pagination.ts';
 import { parseInput } from '../validation.ts';
 import { UsageQuery } from './schema.ts';
-import { visibleProjectId } from '../tenancy.ts';
 
 export interface UsageDay {
   date: string;

@@ -1,6 +1,5 @@
 import { SvcError } from '../../errors/svc-error.ts';
-import type { Ctx } from '../context.ts';
-import { requireProjectId, visibleProjectId } from '../tenancy.ts';
+import { requireProjectId, visibleProjectId, type Ctx } from '../context.ts';
 
 /**
  * Spec §5.6: a vertical key carries its `<vertical>:write` plus inference:write. The scope table (auth/actions.ts)

@@ -6,12 +6,11 @@ import { generateSigningSecret } from './signing.ts';
 import { notifyDeliveryWorkers } from './wakeups.ts';
 import { recordAudit } from '../audit/service.ts';
 import { enqueueEventToWebhook } from '../events/outbox.ts';
-import { type Ctx, ownTransaction, type Checked } from '../context.ts';
+import { ownTransaction, addressed, requireProjectId, visibleProjectId, type Ctx, type Checked } from '../context.ts';
 import type { WebhookPorts } from './ports.ts';
 import { paginate, type Page } from '../pagination.ts';
 import { parseInput } from '../validation.ts';
 import { CreateWebhook, ListDeliveriesQuery, ListWebhooksQuery } from './schema.ts';
-import { addressed, requireProjectId, visibleProjectId } from '../tenancy.ts';
 import * as store from './store.ts';
 import type { Tx } from '../../db/client.ts';
 
