@@ -97,10 +97,14 @@ export async function registerOpenApi(app: FastifyInstance, version: string): Pr
 
 }
 
-/** A route's declared 2xx response schemas, or the generic object for a route that declares none. */
+/**
+ * A route's declared 2xx response schemas; a route that declares only other answers (the MCP endpoint's GET and
+ * DELETE: 405) those; the generic object for a route that declares none.
+ */
 function successSchemas(schema: unknown): Record<string, unknown> {
   const declared = (schema as { response?: Record<string, unknown> } | undefined)?.response ?? {};
   const success = Object.entries(declared).filter(([status]) => status.startsWith('2'));
+  if (success.length === 0 && Object.keys(declared).length > 0) return declared;
   if (success.length === 0) return { 200: { description: 'Success.', type: 'object', additionalProperties: true } };
   return Object.fromEntries(success.map(([status, body]) => [status, { description: 'Success.', ...(body as object) }]));
 }

@@ -118,8 +118,11 @@ describe('success bodies', () => {
         if (!described) bare.push(`${method.toUpperCase()} ${url}`);
       }
     }
-    // The MCP endpoint's GET and DELETE answer 405 only (stateless Streamable HTTP: no stream, no session).
-    expect(bare.filter((op) => !/^(GET|DELETE) \/v1\/mcp\/\{server_id\}$/.test(op))).toEqual(['GET /v1/risk/evidence/{evidence_id}/content']);
+    // The MCP endpoint's GET and DELETE answer 405 only (stateless Streamable HTTP: no stream, no session), and say so.
+    expect(bare.sort()).toEqual(['DELETE /v1/mcp/{server_id}', 'GET /v1/mcp/{server_id}', 'GET /v1/risk/evidence/{evidence_id}/content']);
+    const responses = (url: string, method: string) => (doc.paths as unknown as Record<string, Record<string, { responses: Record<string, unknown> }>>)[url]![method]!.responses;
+    for (const method of ['get', 'delete']) expect(Object.keys(responses('/v1/mcp/{server_id}', method))).toEqual(['405', '4XX', '5XX']);
+    expect(responses('/v1/risk/evidence/{evidence_id}/content', 'get')['200']).toMatchObject({ content: { '*/*': { schema: { type: 'string', format: 'binary' } } } });
   });
 });
 

@@ -121,10 +121,13 @@ export const mcpRoutes: FastifyPluginAsyncTypebox = async (app) => {
       method,
       url: '/v1/mcp/:server_id',
       config: { action: 'mcp.use' },
-      schema: { params: McpServerIdParams },
+      schema: {
+        params: McpServerIdParams,
+        response: { 405: Type.Null({ description: 'Always, with Allow: POST: stateless Streamable HTTP has no stream to open and no session to end.' }) },
+      },
       handler: async (req, reply) => {
         await getMcpServer(req.ctx, req.params.server_id);
-        return reply.code(405).header('allow', 'POST').send();
+        return reply.code(405).header('allow', 'POST').send(undefined as never);
       },
     });
   }

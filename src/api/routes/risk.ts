@@ -182,14 +182,19 @@ export const riskRoutes: FastifyPluginAsyncTypebox = async (app) => {
     presentRiskEvidence(await getRiskEvidence(req.ctx, req.params.evidence_id)),
   );
   // The bytes as uploaded; X-Svc-Evidence-Sha256 is the hash fixed at upload. Served as a download, never rendered.
-  app.get('/v1/risk/evidence/:evidence_id/content', { config: { action: 'risk_evidence.read' }, schema: { params: EvidenceIdParams } }, async (req, reply) => {
+  const EvidenceContent = {
+    description: 'The file as uploaded, with its own Content-Type, as an attachment; X-Svc-Evidence-SHA256 names its SHA-256.',
+    content: { '*/*': { schema: Type.String({ format: 'binary' }) } },
+  };
+  app.get('/v1/risk/evidence/:evidence_id/content', { config: { action: 'risk_evidence.read' }, schema: { params: EvidenceIdParams, response: { 200: EvidenceContent } } }, async (req, reply) => {
     const { evidence, content } = await getRiskEvidenceContent(req.ctx, req.params.evidence_id);
     return reply
       .header('content-type', evidence.contentType)
       .header('content-disposition', 'attachment')
       .header('x-content-type-options', 'nosniff')
       .header('x-svc-evidence-sha256', evidence.sha256)
-      .send(content);
+      // The bytes as stored (the response schema only describes them: a Buffer is sent as it is, never serialized).
+      .send(content as never);
   });
   app.patch('/v1/risk/evidence/:evidence_id', { config: { action: 'risk_evidence.update' }, schema: { params: EvidenceIdParams, body: UpdateEvidence, response: { 200: RiskEvidenceBody } } }, async (req) =>
     presentRiskEvidence(await updateRiskEvidence(req.ctx, req.params.evidence_id, req.body)),
