@@ -20,7 +20,7 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { request } from 'undici';
 import { PrivateRedis } from '../test/helpers/private-services.ts';
-import { freePort, rssMb, startCompiledGateway, startScript, waitHttp } from './gateway.ts';
+import { benchGatewayEnv, freePort, rssMb, startCompiledGateway, startScript, waitHttp } from './gateway.ts';
 import { benchNodes } from './nodes.ts';
 import { wrk, wrkAvailable } from './wrk.ts';
 
@@ -110,21 +110,7 @@ async function main(): Promise<void> {
   const mockPort = await freePort();
   const mock = spawn(process.execPath, ['--import', 'tsx', 'bench/mock-provider.ts'], { cwd: root, env: { ...process.env, PORT: String(mockPort) }, stdio: 'ignore' });
   children.push(mock);
-  const providers = path.join(tmp, 'flags-providers.json');
-  writeFileSync(
-    providers,
-    JSON.stringify({
-      providers: [{ name: 'bench', kind: 'openai', base_url: `http://127.0.0.1:${mockPort}/v1`, region: 'local', models: [{ id: 'bench-model', input_per_mtok: 1, output_per_mtok: 2 }] }],
-    }),
-  );
-  const env = {
-    DATABASE_URL: dbUrl.toString(),
-    REDIS_URL: redis.url,
-    SVC_MASTER_KEY: MASTER,
-    SVC_ENCRYPTION_KEY: randomBytes(32).toString('hex'),
-    SVC_PROVIDERS_FILE: providers,
-    SVC_EGRESS_ALLOWLIST: '127.0.0.1',
-  };
+  const env = benchGatewayEnv({ providersFile: path.join(tmp, 'flags-providers.json'), mockPort, databaseUrl: dbUrl.toString(), redisUrl: redis.url, masterKey: MASTER });
   const rows: Record<string, { node: string; flags: string; api_us: number[]; worker_us: number[]; gc_us: number[]; gcs: string[]; rss_mb: number[]; heap: string[]; rps: number[]; seq_p50: number[]; seq_p99: number[]; emb_us: number[]; emb_rss_mb: number[]; emb_rps: number[]; errors: number }> = {};
   let target: { url: string; headers: Record<string, string>; body: string } | null = null;
   let embeddedRuns = 0;

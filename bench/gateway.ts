@@ -1,5 +1,6 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 export { freePort } from '../test/helpers/ports.ts';
@@ -48,4 +49,26 @@ export async function waitHttp(url: string, timeoutMs = 60_000): Promise<void> {
 /** Resident memory of a process, from /proc (Linux). */
 export function rssMb(pid: number): number {
   return Math.round(Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024);
+}
+
+/**
+ * A compiled gateway's environment for a bench of its own: a providers file (written to `providersFile`) with one
+ * priced route, `bench/bench-model`, on the bench's mock provider at `mockPort`; the database, Redis and operator key
+ * given; a new encryption key; loopback allowed as the provider's address.
+ */
+export function benchGatewayEnv(opts: { providersFile: string; mockPort: number; databaseUrl: string; redisUrl: string; masterKey: string }): Record<string, string> {
+  writeFileSync(
+    opts.providersFile,
+    JSON.stringify({
+      providers: [{ name: 'bench', kind: 'openai', base_url: `http://127.0.0.1:${opts.mockPort}/v1`, region: 'local', models: [{ id: 'bench-model', input_per_mtok: 1, output_per_mtok: 2 }] }],
+    }),
+  );
+  return {
+    DATABASE_URL: opts.databaseUrl,
+    REDIS_URL: opts.redisUrl,
+    SVC_MASTER_KEY: opts.masterKey,
+    SVC_ENCRYPTION_KEY: randomBytes(32).toString('hex'),
+    SVC_PROVIDERS_FILE: opts.providersFile,
+    SVC_EGRESS_ALLOWLIST: '127.0.0.1',
+  };
 }

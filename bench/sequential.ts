@@ -12,12 +12,12 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { PrivateRedis } from '../test/helpers/private-services.ts';
-import { freePort, startCompiledGateway, startScript, waitHttp } from './gateway.ts';
+import { benchGatewayEnv, freePort, startCompiledGateway, startScript, waitHttp } from './gateway.ts';
 import { benchNodes, type BenchNode } from './nodes.ts';
 import { summarizeProfile } from './profile.ts';
 import { wrk, wrkAvailable } from './wrk.ts';
@@ -106,19 +106,7 @@ async function main(): Promise<void> {
   const children: ChildProcess[] = [];
   const mockPort = await freePort();
   children.push(spawn(process.execPath, ['--import', 'tsx', 'bench/mock-provider.ts'], { cwd: root, env: { ...process.env, PORT: String(mockPort) }, stdio: 'ignore' }));
-  const providers = path.join(tmp, 'sequential-providers.json');
-  writeFileSync(
-    providers,
-    JSON.stringify({ providers: [{ name: 'bench', kind: 'openai', base_url: `http://127.0.0.1:${mockPort}/v1`, region: 'local', models: [{ id: 'bench-model', input_per_mtok: 1, output_per_mtok: 2 }] }] }),
-  );
-  const env = {
-    DATABASE_URL: dbUrl.toString(),
-    REDIS_URL: redis.url,
-    SVC_MASTER_KEY: MASTER,
-    SVC_ENCRYPTION_KEY: randomBytes(32).toString('hex'),
-    SVC_PROVIDERS_FILE: providers,
-    SVC_EGRESS_ALLOWLIST: '127.0.0.1',
-  };
+  const env = benchGatewayEnv({ providersFile: path.join(tmp, 'sequential-providers.json'), mockPort, databaseUrl: dbUrl.toString(), redisUrl: redis.url, masterKey: MASTER });
   try {
     for (const node of benchNodes()) await onNode(node, env, children);
   } finally {

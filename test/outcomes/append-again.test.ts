@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RedisOutcomeWriter } from '../../src/jobs/outcomes/redis-stream.ts';
 import { createRedis, type Redis } from '../../src/redis/connection.ts';
 import { redisHealthOf } from '../../src/redis/health.ts';
 import { buildTestApp, client, seedProject, type TestApp } from '../helpers/app.ts';
-import { testOutcome } from '../helpers/outcomes.ts';
+import { redisOutcomeWriter, testOutcome } from '../helpers/outcomes.ts';
 import { PrivateRedis, redisServerPath } from '../helpers/private-services.ts';
 import { REQUIRE_ENGINES } from '../helpers/redis-engines.ts';
 import { uniqueName } from '../helpers/services.ts';
@@ -41,20 +40,7 @@ describe.runIf(redisServerPath() !== null || REQUIRE_ENGINES)('usage entries a f
 
   it('are appended again once Redis answers, and each outcome is written once', async () => {
     const { projectId, keyId } = await seedProject(client(t.app));
-    const writer = new RedisOutcomeWriter(
-      {
-        sql: t.deps.database.sql,
-        sealer: t.deps.webhooks.secretBox,
-        clock: t.deps.clock,
-        log: t.deps.log,
-        handoff: t.deps.webhooks.worker,
-        alerts: t.deps.budgetAlerts,
-        flushMs: 20,
-      },
-      redis,
-      `${uniqueName('again')}:`,
-      5_000,
-    );
+    const writer = redisOutcomeWriter(t, redis, `${uniqueName('again')}:`);
     // Not consuming yet: the entries stay in the stream, as entries a consumer had not read when the master failed.
     const at = new Date(t.clock.now());
     const before = [testOutcome(projectId, keyId, at, 100n), testOutcome(projectId, keyId, at, 200n), testOutcome(projectId, keyId, at, 300n)];

@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RedisOutcomeWriter } from '../../src/jobs/outcomes/redis-stream.ts';
 import { createRedis, type Redis } from '../../src/redis/connection.ts';
 import { redisHealthOf } from '../../src/redis/health.ts';
 import { buildTestApp, client, seedProject, type TestApp } from '../helpers/app.ts';
-import { testOutcome } from '../helpers/outcomes.ts';
+import { redisOutcomeWriter, testOutcome } from '../helpers/outcomes.ts';
 import { PrivateRedis, redisServerPath } from '../helpers/private-services.ts';
 import { REQUIRE_ENGINES } from '../helpers/redis-engines.ts';
 import { uniqueName } from '../helpers/services.ts';
@@ -37,20 +36,7 @@ describe.runIf(redisServerPath() !== null || REQUIRE_ENGINES)('a usage entry ref
 
   it('is written directly to PostgreSQL once Redis is found not to answer, and flush() waits for it', async () => {
     const { projectId, keyId } = await seedProject(client(t.app));
-    const writer = new RedisOutcomeWriter(
-      {
-        sql: t.deps.database.sql,
-        sealer: t.deps.webhooks.secretBox,
-        clock: t.deps.clock,
-        log: t.deps.log,
-        handoff: t.deps.webhooks.worker,
-        alerts: t.deps.budgetAlerts,
-        flushMs: 20,
-      },
-      redis,
-      `${uniqueName('late')}:`,
-      5_000,
-    );
+    const writer = redisOutcomeWriter(t, redis, `${uniqueName('late')}:`);
     const o = testOutcome(projectId, keyId, new Date(t.clock.now()), 1_500n);
     server.freeze();
     try {
