@@ -11,3 +11,12 @@ export async function freePort(): Promise<number> {
     s.on('error', reject);
   });
 }
+
+/** Whether nothing listens on this 127.0.0.1 port right now (a port the caller did not get from freePort). */
+export async function portIsFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = net.createServer();
+    s.once('error', () => resolve(false));
+    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
+  });
+}

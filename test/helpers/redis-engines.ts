@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
-import { freePort } from './ports.ts';
+import { freePort, portIsFree } from './ports.ts';
 import { redisServerPath } from './private-services.ts';
 
 /**
@@ -28,6 +28,7 @@ async function until<T>(what: string, check: () => Promise<T | null | undefined 
       const v = await check();
       if (v) return v;
     } catch (err) {
+      if ((err as { exited?: boolean }).exited) throw err;
       last = err;
     }
     if (Date.now() > deadline) throw new Error(`${what}: not reached within ${timeoutMs} ms${last ? ` (${(last as Error).message})` : ''}`);
@@ -57,8 +58,13 @@ class Engine {
   async start(): Promise<void> {
     const bin = redisServerPath();
     if (!bin) throw new Error('Redis Cluster and Sentinel tests need redis-server and redis-cli on PATH (Debian: apt-get install redis-server)');
-    this.child = spawn(bin, this.args, { stdio: 'ignore' });
-    await until(`redis on ${this.port}`, async () => (await ask(this.port, 'PING')) === 'PONG', 10_000);
+    const child = spawn(bin, this.args, { stdio: 'ignore' });
+    this.child = child;
+    // A server that could not start (a port taken meanwhile) exits at once: say so rather than wait for its PING.
+    await until(`redis on ${this.port}`, async () => {
+      if (child.exitCode !== null) throw Object.assign(new Error(`redis-server on ${this.port} exited with ${child.exitCode}`), { exited: true });
+      return (await ask(this.port, 'PING')) === 'PONG';
+    }, 10_000);
   }
 
   /** SIGKILL: a crashed node (its connections drop at once). */
@@ -95,14 +101,25 @@ export class RedisClusterEngine {
     return this.nodes.map((n) => `127.0.0.1:${n.port}`).join(',');
   }
 
+  /** Started on free ports; a node that could not bind its ports (taken between the check and its start) starts the cluster again elsewhere. */
   static async start(opts: { masters?: number; nodeTimeoutMs?: number } = {}): Promise<RedisClusterEngine> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await RedisClusterEngine.startOnce(opts);
+      } catch (err) {
+        if (!(err as { exited?: boolean }).exited || attempt === 3) throw err;
+      }
+    }
+  }
+
+  private static async startOnce(opts: { masters?: number; nodeTimeoutMs?: number }): Promise<RedisClusterEngine> {
     const masters = opts.masters ?? 3;
     const dir = mkdtempSync(path.join(tmpdir(), 'svc-redis-cluster-'));
     const ports: number[] = [];
     while (ports.length < masters * 2) {
       const p = await freePort();
       // The cluster bus listens on port + 10000: both must be free.
-      if (!ports.includes(p) && p + 10_000 < 65_536) ports.push(p);
+      if (!ports.includes(p) && p + 10_000 < 65_536 && (await portIsFree(p + 10_000))) ports.push(p);
     }
     const nodes = ports.map(
       (port) =>
