@@ -36,7 +36,7 @@ const EMBEDDED = process.env.BENCH_FLAGS_EMBEDDED !== '0';
 const FLAG_SETS: string[][] = process.env.BENCH_FLAG_SETS
   ? process.env.BENCH_FLAG_SETS.split(';').map((s) => (s.trim() === '-' ? [] : s.trim().split(/\s+/)))
   : [
-      startScript(root).flags,
+      startScript(root).tokens,
       ['--max-old-space-size=192', '--max-semi-space-size=16', '--min-semi-space-size=16'],
       ['--max-old-space-size=192', '--max-semi-space-size=16', '--min-semi-space-size=16', '--liftoff-only'],
       ['--max-old-space-size=192', '--max-semi-space-size=8', '--min-semi-space-size=8', '--liftoff-only'],

@@ -6,12 +6,27 @@ import path from 'node:path';
 export { freePort } from '../test/helpers/ports.ts';
 
 /** The Node flags of package.json's start script (`exec node <flags> dist/server/main.js`), read rather than repeated. */
-export function startScript(root: string): { flags: string[]; entry: string } {
+/** `NAME=value` tokens of a flag set or a start script: the environment, not Node flags. */
+export const splitEnv = (tokens: string[]): { env: Record<string, string>; flags: string[] } => {
+  const env: Record<string, string> = {};
+  const flags: string[] = [];
+  for (const t of tokens) {
+    const m = /^([A-Z_][A-Z0-9_]*)=(.*)$/.exec(t);
+    if (m) env[m[1]!] = m[2]!;
+    else flags.push(t);
+  }
+  return { env, flags };
+};
+
+export function startScript(root: string): { env: Record<string, string>; flags: string[]; entry: string; tokens: string[] } {
   const start = (JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
-  // `exec node …`: npm's shell becomes node, so SIGTERM to `npm start` reaches the gateway.
-  const [node, ...args] = start.trim().replace(/^exec\s+/, '').split(/\s+/);
-  if (node !== 'node') throw new Error(`package.json start script does not begin with node: ${start}`);
-  return { flags: args.slice(0, -1), entry: args[args.length - 1]! };
+  // `exec [env NAME=value …] node …`: npm's shell becomes node, so SIGTERM to `npm start` reaches the gateway.
+  const tokens = start.trim().replace(/^exec\s+/, '').replace(/^env\s+/, '').split(/\s+/);
+  const at = tokens.indexOf('node');
+  if (at < 0 || tokens.slice(0, at).some((t) => !/^[A-Z_][A-Z0-9_]*=/.test(t))) throw new Error(`package.json start script does not begin with node: ${start}`);
+  const args = tokens.slice(at + 1);
+  // tokens: the environment's and the flags, as a flag set of bench/flags.ts.
+  return { env: splitEnv(tokens.slice(0, at)).env, flags: args.slice(0, -1), entry: args[args.length - 1]!, tokens: [...tokens.slice(0, at), ...args.slice(0, -1)] };
 }
 
 /**
@@ -25,12 +40,15 @@ export function startCompiledGateway(
   opts: { build?: boolean; node?: string; flags?: string[] } = {},
 ): ChildProcess {
   if (opts.build !== false) execFileSync('npm', ['run', '--silent', 'build:server'], { cwd: root, stdio: 'inherit' });
-  const { flags, entry } = startScript(root);
+  const script = startScript(root);
+  // Other flags (bench/flags.ts) come with their own environment tokens, in place of the start script's.
+  const { env: setEnv, flags } = opts.flags ? splitEnv(opts.flags) : { env: script.env, flags: script.flags };
+  const { entry } = script;
   // BENCH_NODE_FLAGS (e.g. "--cpu-prof --cpu-prof-dir=bench/tmp/prof") adds flags for profiling a run.
   const extra = (process.env.BENCH_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean);
-  return spawn(opts.node ?? process.execPath, [...extra, ...(opts.flags ?? flags), entry], {
+  return spawn(opts.node ?? process.execPath, [...extra, ...flags, entry], {
     cwd: root,
-    env: { ...process.env, NODE_ENV: 'production', LOG_LEVEL: 'warn', ...env },
+    env: { ...process.env, NODE_ENV: 'production', LOG_LEVEL: 'warn', ...setEnv, ...env },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
 }

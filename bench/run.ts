@@ -1020,7 +1020,7 @@ async function main(): Promise<void> {
       offered_rate: OFFERED,
       sequential_s: SEQUENTIAL_S,
       load_generator: LOADER === 'wrk' ? 'wrk (Debian) for the closed-loop loads, bench/run.ts paced() for the open loop' : 'autocannon for the closed-loop loads (wrk not installed), paced() for the open loop',
-      start_flags: startScript(root).flags.join(' ') || '(none)',
+      start_flags: startScript(root).tokens.join(' ') || '(none)',
       redis: SHARED_REDIS ? 'the shared REDIS_URL' : "a redis-server of the bench's own, no persistence",
       deployment: 'SVC_ROLE=api + SVC_ROLE=worker, PostgreSQL + Redis',
     },

@@ -39,7 +39,7 @@ const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
 async function onNode(node: BenchNode, env: Record<string, string>, children: ChildProcess[]): Promise<void> {
   const start = async (role: string, extra: string[] = []) => {
     const port = await freePort();
-    const child = startCompiledGateway(root, { ...env, PORT: String(port), SVC_ROLE: role }, { build: false, node: node.bin, flags: [...startScript(root).flags, ...extra] });
+    const child = startCompiledGateway(root, { ...env, PORT: String(port), SVC_ROLE: role }, { build: false, node: node.bin, flags: [...startScript(root).tokens, ...extra] });
     children.push(child);
     await waitHttp(`http://127.0.0.1:${port}/healthz`, 240_000);
     return { child, url: `http://127.0.0.1:${port}` };
