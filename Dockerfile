@@ -21,5 +21,6 @@ EXPOSE 8080
 VOLUME ["/data"]
 HEALTHCHECK --interval=10s --timeout=3s CMD node -e "fetch('http://127.0.0.1:'+process.env.PORT+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
 # Migrations are applied at start (migrate-deploy semantics, under an advisory lock so replicas do not race).
-# The same Node flags as `npm start` (package.json), the same on Node 22 and 24: docs/OPERATIONS.md "Memory".
-CMD ["node", "--max-old-space-size=192", "--max-semi-space-size=8", "--min-semi-space-size=8", "--liftoff-only", "dist/server/main.js"]
+# The same Node flags and C allocator setting as `npm start` (package.json), the same on Node 22 and 24:
+# docs/OPERATIONS.md "Memory". env execs node, so node is PID 1 and gets SIGTERM.
+CMD ["env", "MALLOC_ARENA_MAX=2", "node", "--max-old-space-size=192", "--max-semi-space-size=8", "--min-semi-space-size=8", "--liftoff-only", "--no-maglev", "dist/server/main.js"]
