@@ -1,5 +1,6 @@
 import type { Duplex } from 'node:stream';
 import Ajv from 'ajv';
+import SerializerSelector from '@fastify/fast-json-stringify-compiler';
 import { registerResponseCheck } from './response-check.ts';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Bindings, ChildLoggerOptions, LevelWithSilentOrString } from 'pino';
@@ -67,6 +68,24 @@ const bodyAjv = new Ajv.default({ coerceTypes: false, removeAdditional: false, u
 const queryAjv = new Ajv.default({ coerceTypes: 'array', removeAdditional: false, useDefaults: true, allErrors: false, strict: false });
 
 /**
+ * fastify's response serializers (fast-json-stringify, code generated per schema), each compiled on its route's first
+ * answer of that status instead of when the app starts: an api process declares 160-odd operations' serializers and
+ * most processes answer a few of them (docs/OPERATIONS.md#memory). Same compiler, same output. `eager` (the test
+ * suite's SVC_CHECK_RESPONSES) compiles each as it is declared, so a schema fast-json-stringify cannot compile fails
+ * the app's start there rather than a first answer.
+ */
+export function lazySerializers(eager = false): ReturnType<typeof SerializerSelector> {
+  const selector = SerializerSelector();
+  return (externalSchemas, options) => {
+    const compile = selector(externalSchemas, options);
+    return (route) => {
+      let write = eager ? compile(route) : undefined;
+      return (data: unknown) => (write ??= compile(route))(data);
+    };
+  };
+}
+
+/**
  * SVC_ROLE=worker: the background work's process answers /healthz and /readyz (for an orchestrator's probes) and
  * nothing else; the API is served by the api processes.
  */
@@ -109,6 +128,7 @@ export async function buildApp(deps: Deps): Promise<FastifyInstance> {
     // The whole request (headers and body) must arrive within 30 s; answers may take longer (streams, slow providers).
     requestTimeout: 30_000,
     clientErrorHandler: (err, socket) => writeClientError(socket, err, listenBase),
+    schemaController: { compilersFactory: { buildSerializer: lazySerializers(deps.config.checkResponses) } },
   });
   // CONNECT is not routed by Node's HTTP server at all: answer it like an unknown method instead of dropping it.
   app.server.on('connect', (_req, socket: Duplex) => {
