@@ -63,9 +63,44 @@ describe.runIf(redisServerPath() !== null || REQUIRE_ENGINES)('usage entries a f
     // set aside go back into the stream, and the consumer writes them.
     await expect.poll(() => redisHealthOf(redis).usable, { timeout: 10_000 }).toBe(true);
     await expect.poll(() => t.logs.text, { timeout: 10_000 }).toMatch(/appended the usage entries of the moments before the Redis outage again/);
-    writer.start();
-    expect(await writer.flush({ timeoutMs: 15_000 })).toBe(true);
     const all = [...before, during];
+    const written = () => t.deps.db.usageRecord.count({ where: { requestId: { in: all.map((o) => o.requestId) } } });
+
+    // flush() (read-your-writes for GET /v1/usage) waits for the entries appended again, not only for the ids the lost
+    // entries had. On PostgreSQL the consumer's write is held once it has read them (the table locked against inserts
+    // in another transaction), so a flush that did not wait for them would return while they are unwritten.
+    const onPostgres = Boolean(process.env.DATABASE_URL);
+    let release = () => {};
+    let locked: Promise<unknown> = Promise.resolve();
+    if (onPostgres) {
+      const held = new Promise<void>((r) => (release = r));
+      let taken!: () => void;
+      const lockTaken = new Promise<void>((r) => (taken = r));
+      locked = t.deps.db.$transaction(
+        async (tx) => {
+          await tx.$executeRawUnsafe('LOCK TABLE usage_records IN SHARE ROW EXCLUSIVE MODE');
+          taken();
+          await held;
+        },
+        { timeout: 30_000 },
+      );
+      await lockTaken;
+    }
+    writer.start();
+    let writtenAtFlush = -1;
+    const flushed = writer.flush({ timeoutMs: 15_000 }).then(async (ok) => {
+      writtenAtFlush = await written();
+      return ok;
+    });
+    if (onPostgres) {
+      await expect.poll(async () => Number(((await admin.xpending(writer.stream, 'writers')) as unknown[])[0]), { timeout: 10_000 }).toBeGreaterThan(0);
+      // A flush that does not wait for them returns within its 20 ms polls.
+      await Promise.race([flushed, new Promise((r) => setTimeout(r, 500))]);
+      release();
+      await locked;
+    }
+    expect(await flushed).toBe(true);
+    expect(writtenAtFlush).toBe(all.length);
     const rows = await t.deps.db.usageRecord.findMany({ where: { requestId: { in: all.map((o) => o.requestId) } }, select: { requestId: true, costMicros: true } });
     expect(rows.map((r) => r.requestId).sort()).toEqual(all.map((o) => o.requestId).sort());
     expect(rows.reduce((sum, r) => sum + r.costMicros, 0n)).toBe(1_000n);

@@ -85,7 +85,12 @@ export class RedisOutcomeWriter extends OutcomeBatchWriter implements OutcomeQue
     }, opts.log);
     const health = redisHealthOf(redis);
     health.onDown(() => this.recent.setAside());
-    health.onRecovered(() => void this.appendAgain());
+    health.onRecovered(() => {
+      // flush() waits for these appends too, and then for the entries they made (their ids move the shards' lastId).
+      const again = this.appendAgain();
+      const handle = this.unacked.add(again);
+      void again.finally(() => this.unacked.delete(handle));
+    });
   }
 
   /** The first shard's stream (with one shard, THE stream): tests and tools that look at one stream. */
@@ -164,7 +169,7 @@ export class RedisOutcomeWriter extends OutcomeBatchWriter implements OutcomeQue
     let handle: object | null = null;
     const done = answer.then(
       (id) => {
-        if (typeof id === 'string' && (shard.lastId === null || idCompare(id, shard.lastId) > 0)) shard.lastId = id;
+        this.appended(shard, id);
         this.warnedFallback = false;
       },
       async (err: unknown) => {
@@ -179,17 +184,29 @@ export class RedisOutcomeWriter extends OutcomeBatchWriter implements OutcomeQue
     return done.finally(() => this.unacked.delete(handle!));
   }
 
-  /** After an outage: the outcomes appended just before it, again (a failover may have lost them; see AT_RISK_MS). */
+  /** An entry's id, as XADD answered it: the shard's newest, which flush() waits for a consumer to have written. */
+  private appended(shard: Shard, id: unknown): void {
+    if (typeof id === 'string' && (shard.lastId === null || idCompare(id, shard.lastId) > 0)) shard.lastId = id;
+  }
+
+  /** After an outage: the outcomes appended just before it, again (a failover may have lost them; see AT_RISK_MS). Never rejects. */
   private async appendAgain(): Promise<void> {
     const entries = this.recent.takeSetAside();
     if (entries.length === 0) return;
-    const again = entries.flatMap(({ shard, fields }) => decodeStreamEntry(fields, this.opts.sealer).map((o) => ({ shard, o })));
+    let again: { shard: Shard; o: InferenceOutcome }[];
+    try {
+      again = entries.flatMap(({ shard, fields }) => decodeStreamEntry(fields, this.opts.sealer).map((o) => ({ shard, o })));
+    } catch (err) {
+      // Entries this process encoded itself: not expected to fail; nothing to append again if they do.
+      this.opts.log.error({ err: (err as Error).message }, 'the usage entries of the moments before the Redis outage could not be read to append them again');
+      return;
+    }
     const batch = redisBatchOf(this.redis);
     await Promise.all(
       again.map(async ({ shard, o }) => {
         try {
           if (!batch.usable) throw new Error('Redis does not answer');
-          await batch.gather(shard, 'X', [shard.stream], o, this.fieldsOf);
+          this.appended(shard, await batch.gather(shard, 'X', [shard.stream], o, this.fieldsOf));
         } catch {
           await this.direct(o);
         }
