@@ -5,7 +5,8 @@
  * of the bench's zero-latency mock provider; wrk at BENCH_CONNECTIONS (50) connections for BENCH_FLAGS_S (10) seconds
  * after as long a warm-up, then one connection (sequential) for half as long. Reports the api's CPU µs per uncached
  * inference (/proc), its GC time per request (its /metrics), its highest RSS during the load (sampled every 250 ms, as
- * the bench does), req/s, and the sequential p50/p99. Then the embedded default on the same flags (one process, both
+ * the bench does), the part of its CPU in threads other than the main one (V8's compiler and GC helpers, libuv's
+ * pool: /proc/<pid>/task), req/s, and the sequential p50/p99. Then the embedded default on the same flags (one process, both
  * roles, PGlite in a new data directory, no Redis): its CPU µs per inference and highest RSS under the same load.
  * Flag sets alternate within a round and BENCH_FLAGS_ROUNDS (2) rounds run, so the machine's other load falls on all.
  *
@@ -77,6 +78,13 @@ const cpuUs = (pid: number) => {
   const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
   return (Number(f[11]) + Number(f[12])) * 1e4;
 };
+const threadUs = (pid: number, tid: number) => {
+  const f = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(f[11]) + Number(f[12])) * 1e4;
+};
+/** CPU µs of a process's threads other than the main one (V8's compiler and GC helpers, libuv's pool): the whole less the main thread's. */
+const otherThreadsUs = (pid: number) => cpuUs(pid) - threadUs(pid, pid);
+
 
 async function metrics(base: string): Promise<string> {
   const res = await request(`${base}/metrics`, { headers: { authorization: `Bearer ${MASTER}` } });
@@ -111,7 +119,7 @@ async function main(): Promise<void> {
   const mock = spawn(process.execPath, ['--import', 'tsx', 'bench/mock-provider.ts'], { cwd: root, env: { ...process.env, PORT: String(mockPort) }, stdio: 'ignore' });
   children.push(mock);
   const env = benchGatewayEnv({ providersFile: path.join(tmp, 'flags-providers.json'), mockPort, databaseUrl: dbUrl.toString(), redisUrl: redis.url, masterKey: MASTER });
-  const rows: Record<string, { node: string; flags: string; api_us: number[]; worker_us: number[]; gc_us: number[]; gcs: string[]; rss_mb: number[]; heap: string[]; rps: number[]; seq_p50: number[]; seq_p99: number[]; emb_us: number[]; emb_rss_mb: number[]; emb_rps: number[]; errors: number }> = {};
+  const rows: Record<string, { node: string; flags: string; api_us: number[]; threads_us: number[]; worker_us: number[]; gc_us: number[]; gcs: string[]; rss_mb: number[]; heap: string[]; rps: number[]; seq_p50: number[]; seq_p99: number[]; emb_us: number[]; emb_rss_mb: number[]; emb_rps: number[]; errors: number }> = {};
   let target: { url: string; headers: Record<string, string>; body: string } | null = null;
   let embeddedRuns = 0;
   try {
@@ -138,16 +146,17 @@ async function main(): Promise<void> {
           target ??= await inferenceTarget(api.url);
           const t = { ...target, url: `${api.url}/v1/inference` };
           await wrk(t, { connections: CONNECTIONS, durationS: SECONDS });
-          const [a0, w0, g0] = [cpuUs(api.child.pid!), cpuUs(worker.child.pid!), await gcReading(api.url)];
+          const [a0, w0, g0, t0] = [cpuUs(api.child.pid!), cpuUs(worker.child.pid!), await gcReading(api.url), otherThreadsUs(api.child.pid!)];
           const sampler = rssSampler(api.child.pid!);
           const r = await wrk(t, { connections: CONNECTIONS, durationS: SECONDS });
           const rss = sampler.stop();
-          const [a1, w1, g1] = [cpuUs(api.child.pid!), cpuUs(worker.child.pid!), await gcReading(api.url)];
+          const [a1, w1, g1, t1] = [cpuUs(api.child.pid!), cpuUs(worker.child.pid!), await gcReading(api.url), otherThreadsUs(api.child.pid!)];
           const per1k = (kind: string) => Math.round((((g1.counts[kind] ?? 0) - (g0.counts[kind] ?? 0)) / r.requests) * 1e4) / 10;
           const heap = await heapMb(api.url);
           const seq = await wrk(t, { connections: 1, durationS: Math.max(3, SECONDS / 2) });
-          const row = (rows[key] ??= { node: node.version, flags: flags.join(' ') || '(none)', api_us: [], worker_us: [], gc_us: [], gcs: [], rss_mb: [], heap: [], rps: [], seq_p50: [], seq_p99: [], emb_us: [], emb_rss_mb: [], emb_rps: [], errors: 0 });
+          const row = (rows[key] ??= { node: node.version, flags: flags.join(' ') || '(none)', api_us: [], threads_us: [], worker_us: [], gc_us: [], gcs: [], rss_mb: [], heap: [], rps: [], seq_p50: [], seq_p99: [], emb_us: [], emb_rss_mb: [], emb_rps: [], errors: 0 });
           row.api_us.push(Math.round((a1 - a0) / r.requests));
+          row.threads_us.push(Math.round((t1 - t0) / r.requests));
           row.worker_us.push(Math.round((w1 - w0) / r.requests));
           row.gc_us.push(Math.round(((g1.seconds - g0.seconds) * 1e6) / r.requests));
           row.gcs.push(`${per1k('minor')}/${per1k('major')}`);
@@ -189,11 +198,11 @@ async function main(): Promise<void> {
   const lines = [
     `wrk, ${CONNECTIONS} connections, ${SECONDS} s per flag set after as long a warm-up, ${ROUNDS} rounds (values per round; the median first). Load average at the end: ${(await import('node:os')).loadavg().map((x) => x.toFixed(2)).join(' / ')}.`,
     '',
-    '| Node | flags | api µs per inference | worker µs | api GC µs per request | scavenges / mark-compacts per 1,000 requests | api RSS MB, highest under load | heap used/total MB after | req/s | sequential p50 / p99 ms | embedded µs per inference | embedded RSS MB, highest under load | embedded req/s | errors |',
-    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+    '| Node | flags | api µs per inference | of which threads other than the main one | worker µs | api GC µs per request | scavenges / mark-compacts per 1,000 requests | api RSS MB, highest under load | heap used/total MB after | req/s | sequential p50 / p99 ms | embedded µs per inference | embedded RSS MB, highest under load | embedded req/s | errors |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
     ...Object.values(rows).map(
       (r) =>
-        `| ${r.node} | ${r.flags} | ${med(r.api_us)} (${r.api_us.join(', ')}) | ${med(r.worker_us)} | ${med(r.gc_us)} | ${r.gcs.join(', ')} | ${med(r.rss_mb)} (${r.rss_mb.join(', ')}) | ${r.heap.join(', ')} | ${med(r.rps)} | ${med(r.seq_p50)} / ${med(r.seq_p99)} | ` +
+        `| ${r.node} | ${r.flags} | ${med(r.api_us)} (${r.api_us.join(', ')}) | ${med(r.threads_us)} (${r.threads_us.join(', ')}) | ${med(r.worker_us)} | ${med(r.gc_us)} | ${r.gcs.join(', ')} | ${med(r.rss_mb)} (${r.rss_mb.join(', ')}) | ${r.heap.join(', ')} | ${med(r.rps)} | ${med(r.seq_p50)} / ${med(r.seq_p99)} | ` +
         (r.emb_us.length ? `${med(r.emb_us)} (${r.emb_us.join(', ')}) | ${med(r.emb_rss_mb)} (${r.emb_rss_mb.join(', ')}) | ${med(r.emb_rps)} | ` : '| | | ') +
         `${r.errors} |`,
     ),
