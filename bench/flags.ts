@@ -74,16 +74,13 @@ async function inferenceTarget(base: string): Promise<{ url: string; headers: Re
   };
 }
 
-const cpuUs = (pid: number) => {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(f[11]) + Number(f[12])) * 1e4;
-};
-const threadUs = (pid: number, tid: number) => {
-  const f = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+/** CPU µs (user + system) of a process, or of one of its threads (`tid`). */
+const cpuUs = (pid: number, tid?: number) => {
+  const f = readFileSync(tid === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${tid}/stat`, 'utf8').split(') ')[1]!.split(' ');
   return (Number(f[11]) + Number(f[12])) * 1e4;
 };
 /** CPU µs of a process's threads other than the main one (V8's compiler and GC helpers, libuv's pool): the whole less the main thread's. */
-const otherThreadsUs = (pid: number) => cpuUs(pid) - threadUs(pid, pid);
+const otherThreadsUs = (pid: number) => cpuUs(pid) - cpuUs(pid, pid);
 
 
 async function metrics(base: string): Promise<string> {

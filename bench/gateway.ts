@@ -23,10 +23,11 @@ export function startScript(root: string): { env: Record<string, string>; flags:
   // `exec [env NAME=value …] node …`: npm's shell becomes node, so SIGTERM to `npm start` reaches the gateway.
   const tokens = start.trim().replace(/^exec\s+/, '').replace(/^env\s+/, '').split(/\s+/);
   const at = tokens.indexOf('node');
-  if (at < 0 || tokens.slice(0, at).some((t) => !/^[A-Z_][A-Z0-9_]*=/.test(t))) throw new Error(`package.json start script does not begin with node: ${start}`);
+  const before = splitEnv(tokens.slice(0, Math.max(at, 0)));
+  if (at < 0 || before.flags.length > 0) throw new Error(`package.json start script does not begin with node: ${start}`);
   const args = tokens.slice(at + 1);
   // tokens: the environment's and the flags, as a flag set of bench/flags.ts.
-  return { env: splitEnv(tokens.slice(0, at)).env, flags: args.slice(0, -1), entry: args[args.length - 1]!, tokens: [...tokens.slice(0, at), ...args.slice(0, -1)] };
+  return { env: before.env, flags: args.slice(0, -1), entry: args[args.length - 1]!, tokens: [...tokens.slice(0, at), ...args.slice(0, -1)] };
 }
 
 /**
