@@ -2,9 +2,10 @@ import { defineConfig } from 'vitest/config';
 
 /**
  * Test files that measure their own process (heap, RSS, event-loop lag), a module's first load or a module's state:
- * each runs in a fresh process. Every other file shares its worker process with the files run before it (isolate: false): the app's
- * modules are loaded once per worker instead of once per file, which takes a third off the suite's time. A file that
- * fails only after another one ran belongs in this list (docs/TESTING.md, "Test processes").
+ * each runs in a fresh process. Every other file shares its worker process with the files run before it (isolate:
+ * false): the app's modules are loaded once per worker instead of once per file, which takes about a third off the
+ * suite's time. A file that fails only after another one ran belongs in this list (docs/TESTING.md, "Test
+ * processes").
  */
 export const ISOLATED = [
   'test/db/pglite-memory.test.ts',

@@ -9,7 +9,7 @@
  *
  * Env: DATABASE_URL (local default), REDIS_URL (the single server; default redis://127.0.0.1:6379).
  */
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
@@ -19,18 +19,13 @@ import { startGateway, type GatewayProcess } from '../test/helpers/gateway-proce
 import { startMockOpenAI } from '../test/helpers/mock-openai.ts';
 import { openServices } from '../test/helpers/private-services.ts';
 import { RedisClusterEngine } from '../test/helpers/redis-engines.ts';
+import { cpuUs } from './gateway.ts';
 
 process.env.DATABASE_URL ||= 'postgresql://postgres@127.0.0.1:5432/postgres';
 process.env.REDIS_URL ||= 'redis://127.0.0.1:6379';
 const RATE = Number(process.env.BENCH_CLUSTER_RATE ?? 300);
 const SECONDS = Number(process.env.BENCH_CLUSTER_S ?? 10);
 const ROUNDS = Number(process.env.BENCH_CLUSTER_ROUNDS ?? 3);
-const TICK_US = 1e6 / 100; // USER_HZ
-
-function cpuUs(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * TICK_US;
-}
 
 async function evalsha(ports: number[]): Promise<number> {
   let total = 0;

@@ -21,7 +21,7 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { request } from 'undici';
 import { PrivateRedis } from '../test/helpers/private-services.ts';
-import { benchGatewayEnv, freePort, rssMb, startCompiledGateway, startScript, waitHttp } from './gateway.ts';
+import { benchGatewayEnv, cpuUs, freePort, rssMb, startCompiledGateway, startScript, waitHttp } from './gateway.ts';
 import { benchNodes } from './nodes.ts';
 import { wrk, wrkAvailable } from './wrk.ts';
 
@@ -74,14 +74,8 @@ async function inferenceTarget(base: string): Promise<{ url: string; headers: Re
   };
 }
 
-/** CPU µs (user + system) of a process, or of one of its threads (`tid`). */
-const cpuUs = (pid: number, tid?: number) => {
-  const f = readFileSync(tid === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${tid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(f[11]) + Number(f[12])) * 1e4;
-};
 /** CPU µs of a process's threads other than the main one (V8's compiler and GC helpers, libuv's pool): the whole less the main thread's. */
 const otherThreadsUs = (pid: number) => cpuUs(pid) - cpuUs(pid, pid);
-
 
 async function metrics(base: string): Promise<string> {
   const res = await request(`${base}/metrics`, { headers: { authorization: `Bearer ${MASTER}` } });

@@ -66,6 +66,12 @@ export async function waitHttp(url: string, timeoutMs = 60_000): Promise<void> {
 }
 
 /** Resident memory of a process, from /proc (Linux). */
+/** CPU µs (user + system, from /proc) of a process, or of one of its threads (`tid`). */
+export function cpuUs(pid: number, tid?: number): number {
+  const f = readFileSync(tid === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${tid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(f[11]) + Number(f[12])) * 1e4; // USER_HZ ticks of 10 ms
+}
+
 export function rssMb(pid: number): number {
   return Math.round(Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024);
 }

@@ -17,7 +17,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { PrivateRedis } from '../test/helpers/private-services.ts';
-import { benchGatewayEnv, freePort, startCompiledGateway, startScript, waitHttp } from './gateway.ts';
+import { benchGatewayEnv, cpuUs, freePort, startCompiledGateway, startScript, waitHttp } from './gateway.ts';
 import { benchNodes, type BenchNode } from './nodes.ts';
 import { summarizeProfile } from './profile.ts';
 import { wrk, wrkAvailable } from './wrk.ts';
@@ -28,10 +28,6 @@ const DATABASE_URL = process.env.DATABASE_URL || 'postgresql://postgres@127.0.0.
 const SECONDS = Number(process.env.BENCH_SEQ_S ?? 5);
 const MASTER = `svc_sk_bench_${randomBytes(16).toString('hex')}`;
 
-const cpuUs = (pid: number) => {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(f[11]) + Number(f[12])) * 1e4;
-};
 const call = async (base: string, method: string, route: string, body: object) =>
   (await (await fetch(`${base}${route}`, { method, headers: { authorization: `Bearer ${MASTER}`, 'content-type': 'application/json' }, body: JSON.stringify(body) })).json()) as Record<string, string>;
 const pct = (x: number) => `${(x * 100).toFixed(1)}%`;

@@ -85,12 +85,8 @@ export class RedisOutcomeWriter extends OutcomeBatchWriter implements OutcomeQue
     }, opts.log);
     const health = redisHealthOf(redis);
     health.onDown(() => this.recent.setAside());
-    health.onRecovered(() => {
-      // flush() waits for these appends too, and then for the entries they made (their ids move the shards' lastId).
-      const again = this.appendAgain();
-      const handle = this.unacked.add(again);
-      void again.finally(() => this.unacked.delete(handle));
-    });
+    // flush() waits for these appends too, and then for the entries they made (their ids move the shards' lastId).
+    health.onRecovered(() => void this.tracked(this.appendAgain()));
   }
 
   /** The first shard's stream (with one shard, THE stream): tests and tools that look at one stream. */
@@ -166,22 +162,27 @@ export class RedisOutcomeWriter extends OutcomeBatchWriter implements OutcomeQue
    * (persistOutcomes writes each request once). Never rejects.
    */
   private afterAnswer(shard: Shard, o: InferenceOutcome, answer: Promise<unknown>): Promise<void> {
-    let handle: object | null = null;
-    const done = answer.then(
-      (id) => {
-        this.appended(shard, id);
-        this.warnedFallback = false;
-      },
-      async (err: unknown) => {
-        if (!this.warnedFallback) {
-          this.warnedFallback = true;
-          this.opts.log.warn({ err: (err as Error).message }, 'the usage stream refused an entry: writing usage records directly to PostgreSQL');
-        }
-        await this.direct(o);
-      },
+    return this.tracked(
+      answer.then(
+        (id) => {
+          this.appended(shard, id);
+          this.warnedFallback = false;
+        },
+        async (err: unknown) => {
+          if (!this.warnedFallback) {
+            this.warnedFallback = true;
+            this.opts.log.warn({ err: (err as Error).message }, 'the usage stream refused an entry: writing usage records directly to PostgreSQL');
+          }
+          await this.direct(o);
+        },
+      ),
     );
-    handle = this.unacked.add(done);
-    return done.finally(() => this.unacked.delete(handle!));
+  }
+
+  /** `done` (which never rejects) among the appends flush() waits for, until it settles. */
+  private tracked(done: Promise<void>): Promise<void> {
+    const handle = this.unacked.add(done);
+    return done.finally(() => this.unacked.delete(handle));
   }
 
   /** An entry's id, as XADD answered it: the shard's newest, which flush() waits for a consumer to have written. */
