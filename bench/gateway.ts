@@ -5,7 +5,6 @@ import path from 'node:path';
 
 export { freePort } from '../test/helpers/ports.ts';
 
-/** The Node flags of package.json's start script (`exec node <flags> dist/server/main.js`), read rather than repeated. */
 /** `NAME=value` tokens of a flag set or a start script: the environment, not Node flags. */
 export const splitEnv = (tokens: string[]): { env: Record<string, string>; flags: string[] } => {
   const env: Record<string, string> = {};
@@ -18,6 +17,7 @@ export const splitEnv = (tokens: string[]): { env: Record<string, string>; flags
   return { env, flags };
 };
 
+/** The Node flags of package.json's start script (`exec node <flags> dist/server/main.js`), read rather than repeated. */
 export function startScript(root: string): { env: Record<string, string>; flags: string[]; entry: string; tokens: string[] } {
   const start = (JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
   // `exec [env NAME=value …] node …`: npm's shell becomes node, so SIGTERM to `npm start` reaches the gateway.
@@ -65,13 +65,13 @@ export async function waitHttp(url: string, timeoutMs = 60_000): Promise<void> {
   throw new Error(`${url} did not come up`);
 }
 
-/** Resident memory of a process, from /proc (Linux). */
 /** CPU µs (user + system, from /proc) of a process, or of one of its threads (`tid`). */
 export function cpuUs(pid: number, tid?: number): number {
   const f = readFileSync(tid === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${tid}/stat`, 'utf8').split(') ')[1]!.split(' ');
   return (Number(f[11]) + Number(f[12])) * 1e4; // USER_HZ ticks of 10 ms
 }
 
+/** Resident memory of a process, from /proc (Linux). */
 export function rssMb(pid: number): number {
   return Math.round(Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024);
 }

@@ -6,13 +6,15 @@
  *
  * Per Node: after a warm-up (BENCH_SEQ_S seconds at 50 connections, then as long at one), two measured windows of
  * BENCH_SEQ_S (5) seconds at one connection: the gateway's p50/p99 and the api's and the worker's CPU µs per request
- * (/proc, every thread); the api's CPU at rest over 5 s. Then the api again with --cpu-prof: the same warm-up and one
- * measured window, its profile summarized for that window only (bench/profile.ts: by package, and the functions the
- * samples count for). The profile costs CPU of its own: read its shares, not its µs.
+ * (/proc, every thread); the api's CPU at rest over 5 s; a third window seen from inside the api
+ * (bench/request-timing.cjs: its own time per request, and where the requests over 3 ms spent theirs). Then the api
+ * again with --cpu-prof: the same warm-up and one measured window, its profile summarized for that window only
+ * (bench/profile.ts: by package, and the functions the samples count for). The profile costs CPU of its own: read its
+ * shares, not its µs.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
@@ -28,14 +30,24 @@ const DATABASE_URL = process.env.DATABASE_URL || 'postgresql://postgres@127.0.0.
 const SECONDS = Number(process.env.BENCH_SEQ_S ?? 5);
 const MASTER = `svc_sk_bench_${randomBytes(16).toString('hex')}`;
 
+/** What bench/request-timing.cjs writes. */
+interface RequestTiming {
+  requests: number;
+  p50_ms: number;
+  p99_ms: number;
+  mean_ms: number;
+  slow_ms: number;
+  slow: { requests: number; share_of_time: number; before_provider_ms: number; provider_ms: number; after_provider_ms: number; gc_ms: number };
+}
+
 const call = async (base: string, method: string, route: string, body: object) =>
   (await (await fetch(`${base}${route}`, { method, headers: { authorization: `Bearer ${MASTER}`, 'content-type': 'application/json' }, body: JSON.stringify(body) })).json()) as Record<string, string>;
 const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
 
 async function onNode(node: BenchNode, env: Record<string, string>, children: ChildProcess[]): Promise<void> {
-  const start = async (role: string, extra: string[] = []) => {
+  const start = async (role: string, extra: string[] = [], extraEnv: Record<string, string> = {}) => {
     const port = await freePort();
-    const child = startCompiledGateway(root, { ...env, PORT: String(port), SVC_ROLE: role }, { build: false, node: node.bin, flags: [...startScript(root).tokens, ...extra] });
+    const child = startCompiledGateway(root, { ...env, ...extraEnv, PORT: String(port), SVC_ROLE: role }, { build: false, node: node.bin, flags: [...startScript(root).tokens, ...extra] });
     children.push(child);
     await waitHttp(`http://127.0.0.1:${port}/healthz`, 240_000);
     return { child, url: `http://127.0.0.1:${port}` };
@@ -47,7 +59,9 @@ async function onNode(node: BenchNode, env: Record<string, string>, children: Ch
       p.child.kill('SIGTERM');
     });
   const worker = await start('worker');
-  let api = await start('api');
+  // The timing preload (bench/request-timing.cjs) subscribes to nothing until its first SIGUSR2 (the third window).
+  const timingFile = path.join(tmp, `request-timing-${process.pid}-${node.version}.json`);
+  let api = await start('api', [`--require=${path.join(root, 'bench', 'request-timing.cjs')}`], { BENCH_TIMING_FILE: timingFile });
   const project = await call(api.url, 'POST', '/v1/projects', { name: 'sequential', plan: 'enterprise' });
   await call(api.url, 'PUT', `/v1/projects/${project.id}/rate-limits`, { requests_per_minute: 100_000_000, tokens_per_minute: 1_000_000_000, burst: 100_000_000 });
   const key = await call(api.url, 'POST', '/v1/keys', { project_id: project.id, name: 'sequential', scopes: ['inference:write'] });
@@ -71,6 +85,24 @@ async function onNode(node: BenchNode, env: Record<string, string>, children: Ch
     const [a1, w1] = [cpuUs(api.child.pid!), cpuUs(worker.child.pid!)];
     process.stdout.write(`| ${i} | ${r.requests} | ${r.latency_ms.p50} | ${r.latency_ms.p99} | ${Math.round((a1 - a0) / r.requests)} | ${Math.round((w1 - w0) / r.requests)} |\n`);
   }
+
+  // A third window seen from inside the api: its own time per request, and where the slow requests' time went.
+  rmSync(timingFile, { force: true });
+  api.child.kill('SIGUSR2');
+  await new Promise((r) => setTimeout(r, 200));
+  const seen = await wrk(target(api.url), { connections: 1, durationS: SECONDS });
+  api.child.kill('SIGUSR2');
+  for (let i = 0; i < 50 && !existsSync(timingFile); i++) await new Promise((r) => setTimeout(r, 100));
+  const t = JSON.parse(readFileSync(timingFile, 'utf8')) as RequestTiming;
+  const slowMs = t.slow.before_provider_ms + t.slow.provider_ms + t.slow.after_provider_ms;
+  const of = (x: number) => pct(slowMs > 0 ? x / slowMs : 0);
+  process.stdout.write(
+    `\nInside the api (window 3, bench/request-timing.cjs; wrk saw p50 ${seen.latency_ms.p50} / p99 ${seen.latency_ms.p99} / mean ${seen.latency_ms.mean} ms): ` +
+      `from a request's headers to its response's end p50 ${t.p50_ms} / p99 ${t.p99_ms} / mean ${t.mean_ms} ms over ${t.requests} requests. ` +
+      `The ${t.slow.requests} over ${t.slow_ms} ms took ${pct(t.slow.share_of_time)} of the window; of their time, before the provider call ${of(t.slow.before_provider_ms)}, ` +
+      `waiting for the provider ${of(t.slow.provider_ms)}, after its answer ${of(t.slow.after_provider_ms)}; the api's GC pauses ${of(t.slow.gc_ms)}. ` +
+      `wrk's percentiles are corrected for coordinated omission (a response slower than the mean interval adds the samples a steady caller would have waited meanwhile): its p99 is a share of the time, this one a share of the requests.\n`,
+  );
 
   // The profile: the api again, with --cpu-prof, and only the measured window summarized.
   await stop(api);
