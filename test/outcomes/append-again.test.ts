@@ -106,4 +106,66 @@ describe.runIf(redisServerPath() !== null || REQUIRE_ENGINES)('usage entries a f
     expect(rows.reduce((sum, r) => sum + r.costMicros, 0n)).toBe(1_000n);
     await writer.close();
   }, 60_000);
+
+  it('are only those a consumer had not written yet: the written ones are let go', async () => {
+    const { projectId, keyId } = await seedProject(client(t.app));
+    // A connection of its own: the first test's writer, closed, still hears the shared connection's outage and recovery.
+    const redis = createRedis({ mode: 'single', url: server.url });
+    redisHealthOf(redis, { commandTimeoutMs: COMMAND_TIMEOUT_MS, log: t.deps.log });
+    await redis.connect();
+    const writer = redisOutcomeWriter(t, redis, `${uniqueName('release')}:`);
+    const at = new Date(t.clock.now());
+    const written = [testOutcome(projectId, keyId, at, 1n), testOutcome(projectId, keyId, at, 2n), testOutcome(projectId, keyId, at, 4n)];
+    writer.start();
+    for (const o of written) await writer.record(o);
+    expect(await writer.flush({ timeoutMs: 10_000 })).toBe(true);
+    // Each was its own entry (its own turn); the consumer wrote them: their at-risk copies are let go.
+    expect(await writer.releaseWritten({ olderThanMs: 0 })).toBe(written.length);
+
+    // The consumer stops reading: these are in the stream and nowhere else, so they stay at risk.
+    writer.pause();
+    const unread = [testOutcome(projectId, keyId, at, 8n), testOutcome(projectId, keyId, at, 16n)];
+    for (const o of unread) await writer.record(o);
+    expect(await writer.flush({ timeoutMs: 200 })).toBe(false);
+    expect(await writer.releaseWritten({ olderThanMs: 0 })).toBe(0);
+
+    // The failover loses the stream while Redis does not answer.
+    const logsFrom = t.logs.text.length;
+    await admin.del(writer.stream);
+    server.freeze();
+    const during = testOutcome(projectId, keyId, at, 32n);
+    try {
+      await writer.record(during);
+      await expect.poll(() => t.deps.db.usageRecord.count({ where: { requestId: during.requestId } }), { timeout: 10_000 }).toBe(1);
+    } finally {
+      server.unfreeze();
+    }
+    await expect.poll(() => redisHealthOf(redis).usable, { timeout: 10_000 }).toBe(true);
+    // Appended again: the two unread ones (and the one Redis did not answer, written directly already), not the three written.
+    const again = async () => /"outcomes":(\d+)[^\n]*appended the usage entries of the moments before the Redis outage again/.exec(t.logs.text.slice(logsFrom))?.[1];
+    await expect.poll(again, { timeout: 10_000 }).toBeDefined();
+    expect(Number(await again())).toBeLessThanOrEqual(unread.length + 1);
+    expect(Number(await again())).toBeGreaterThanOrEqual(unread.length);
+
+    writer.resume();
+    expect(await writer.flush({ timeoutMs: 15_000 })).toBe(true);
+    const all = [...written, ...unread, during];
+    const rows = await t.deps.db.usageRecord.findMany({ where: { requestId: { in: all.map((o) => o.requestId) } }, select: { requestId: true, costMicros: true } });
+    expect(rows.map((r) => r.requestId).sort()).toEqual(all.map((o) => o.requestId).sort());
+    expect(rows.reduce((sum, r) => sum + r.costMicros, 0n)).toBe(63n);
+    await writer.close();
+    redis.disconnect();
+  }, 60_000);
+
+  it('are kept when the stream is gone before Redis is found down: a failover may have lost it', async () => {
+    const { projectId, keyId } = await seedProject(client(t.app));
+    const writer = redisOutcomeWriter(t, redis, `${uniqueName('gone')}:`);
+    writer.start();
+    const o = testOutcome(projectId, keyId, new Date(t.clock.now()), 1n);
+    await writer.record(o);
+    expect(await writer.flush({ timeoutMs: 10_000 })).toBe(true);
+    await admin.del(writer.stream);
+    expect(await writer.releaseWritten({ olderThanMs: 0 })).toBe(0);
+    await writer.close();
+  }, 30_000);
 });

@@ -8,7 +8,7 @@ import { duplicateRedis, isCluster, type Redis, type RedisServer } from '../../r
 import { redisHealthOf, withRedisTimeout } from '../../redis/health.ts';
 import { BATCH_SIZE, OutcomeBatchWriter, type OutcomeWriterOptions } from './batch-writer.ts';
 import { decodeStreamEntry, encodeOutcome, streamEntryFields } from './codec.ts';
-import { COMMAND_TIMEOUT_MS, forgetDeadConsumers, writtenUpTo, idCompare, pairs, RecentAppends, shardOfProject, ShardLeases, sleep, usageStreamKeys, type Shard, type ShardConsumer } from './stream-shards.ts';
+import { COMMAND_TIMEOUT_MS, forgetDeadConsumers, writtenUpTo, idCompare, pairs, RecentAppends, shardOfProject, ShardLeases, sleep, usageStreamKeys, type AtRiskEntry, type Shard, type ShardConsumer } from './stream-shards.ts';
 
 const BLOCK_MS = 2_000;
 /** On a Cluster a blocked read cannot be woken (CLIENT UNBLOCK would go to another node): shorter blocks instead. */
@@ -22,6 +22,18 @@ const GROUP = 'writers';
  * process (a usage or budget read) cuts the pause short.
  */
 export const STREAM_MS = 100;
+/**
+ * How often an appending process asks whether the entries it appended at least this long ago are written (one
+ * `XINFO GROUPS` + `XPENDING` per shard with such entries), and lets their at-risk copies go: with the consumer's
+ * 100 ms pace, under load the copies of the last 250-500 ms are kept instead of AT_RISK_MS's (docs/PERFORMANCE.md).
+ */
+export const RELEASE_MS = 250;
+
+/** One outcome on its way into a stream entry, and that entry once it is made (fieldsOf). */
+interface Posting {
+  o: InferenceOutcome;
+  entry: AtRiskEntry | null;
+}
 
 
 type StreamEntry = [id: string, fields: string[] | null];
@@ -50,13 +62,19 @@ export class RedisOutcomeWriter extends OutcomeBatchWriter implements OutcomeQue
   /**
    * The entries appended within AT_RISK_MS, to append again should Redis go down (a failover may have lost them). Kept
    * as the entry's fields, the strings written anyway: two or three flat strings per turn instead of each outcome's
-   * object graph, which the garbage collector would trace and copy for the two seconds they are kept.
+   * object graph, which the garbage collector would trace and copy while they are kept; and kept only until the
+   * shard's consumer has written the entry (releaseWritten).
    */
-  private readonly recent = new RecentAppends<{ shard: Shard; fields: string[] }>();
+  private readonly recent = new RecentAppends();
+  private releaseTimer: NodeJS.Timeout | null = null;
+  private releasing = false;
   /** One turn's outcomes (all of one shard) as one stream entry's fields (codec.ts streamEntryFields), remembered. */
-  private readonly fieldsOf = (outcomes: InferenceOutcome[]): string[] => {
+  private readonly fieldsOf = (postings: Posting[]): string[] => {
+    const outcomes = postings.map((p) => p.o);
     const fields = streamEntryFields(outcomes, this.opts.sealer);
-    this.recent.remember({ shard: this.shards[shardOfProject(outcomes[0]!.projectId, this.shards.length)]!, fields });
+    const entry: AtRiskEntry = { shard: this.shards[shardOfProject(outcomes[0]!.projectId, this.shards.length)]!, fields, id: null };
+    this.recent.remember(entry);
+    for (const p of postings) p.entry = entry;
     return fields;
   };
 
@@ -87,6 +105,8 @@ export class RedisOutcomeWriter extends OutcomeBatchWriter implements OutcomeQue
     health.onDown(() => this.recent.setAside());
     // flush() waits for these appends too, and then for the entries they made (their ids move the shards' lastId).
     health.onRecovered(() => void this.tracked(this.appendAgain()));
+    this.releaseTimer = setInterval(() => void this.releaseWritten(), RELEASE_MS);
+    this.releaseTimer.unref();
   }
 
   /** The first shard's stream (with one shard, THE stream): tests and tools that look at one stream. */
@@ -147,8 +167,9 @@ export class RedisOutcomeWriter extends OutcomeBatchWriter implements OutcomeQue
     // ONE stream entry (entryFields), whose XADD travels in the script call that carries their settlement and spend (on
     // a Cluster: the call of the shard's slot). The caller answers once that call is in the kernel's socket buffer
     // (a kill -9 of this process no longer loses it), not once Redis acknowledged it; see afterAnswer for the rest.
-    const posted = batch.gatherPosted(shard, 'X', [shard.stream], o, this.fieldsOf);
-    const acked = this.afterAnswer(shard, o, posted.answer);
+    const posting: Posting = { o, entry: null };
+    const posted = batch.gatherPosted(shard, 'X', [shard.stream], posting, this.fieldsOf);
+    const acked = this.afterAnswer(shard, posting, posted.answer);
     if ((await posted.durable) === 'answered') await acked;
   }
 
@@ -161,11 +182,13 @@ export class RedisOutcomeWriter extends OutcomeBatchWriter implements OutcomeQue
    * instead (in the background when the response has gone); should the XADD land after all, it is written once anyway
    * (persistOutcomes writes each request once). Never rejects.
    */
-  private afterAnswer(shard: Shard, o: InferenceOutcome, answer: Promise<unknown>): Promise<void> {
+  private afterAnswer(shard: Shard, posting: Posting, answer: Promise<unknown>): Promise<void> {
+    const { o } = posting;
     return this.tracked(
       answer.then(
         (id) => {
-          this.appended(shard, id);
+          // The entry is made when the turn's call is (fieldsOf), after this was set up.
+          this.appended(shard, id, posting.entry);
           this.warnedFallback = false;
         },
         async (err: unknown) => {
@@ -185,9 +208,41 @@ export class RedisOutcomeWriter extends OutcomeBatchWriter implements OutcomeQue
     return done.finally(() => this.unacked.delete(handle));
   }
 
-  /** An entry's id, as XADD answered it: the shard's newest, which flush() waits for a consumer to have written. */
-  private appended(shard: Shard, id: unknown): void {
-    if (typeof id === 'string' && (shard.lastId === null || idCompare(id, shard.lastId) > 0)) shard.lastId = id;
+  /**
+   * An entry's id, as XADD answered it: the shard's newest, which flush() waits for a consumer to have written; and the
+   * at-risk entry's, which releaseWritten asks about.
+   */
+  private appended(shard: Shard, id: unknown, entry: AtRiskEntry | null): void {
+    if (typeof id !== 'string') return;
+    if (entry) entry.id = id;
+    if (shard.lastId === null || idCompare(id, shard.lastId) > 0) shard.lastId = id;
+  }
+
+  /**
+   * Lets go of the at-risk copies of entries a consumer has written to PostgreSQL (a failover that loses them from the
+   * stream loses nothing): per shard, the newest entry appended at least `olderThanMs` ago that Redis acknowledged is
+   * looked up in the consumer group; written (delivered, not pending), it and the shard's earlier entries are let go.
+   * Asked of the master that acknowledged them: should Redis go down meanwhile (a failover), the pass lets nothing go.
+   * How many entries were let go; never rejects.
+   */
+  async releaseWritten(opts: { olderThanMs?: number } = {}): Promise<number> {
+    if (this.releasing || this.stopped) return 0;
+    this.releasing = true;
+    let released = 0;
+    try {
+      const generation = this.recent.generation;
+      for (const [shard, id] of this.recent.releasable(performance.now() - (opts.olderThanMs ?? RELEASE_MS))) {
+        if (!redisHealthOf(this.redis).usable) break;
+        const written = await writtenUpTo(this.redis, shard.stream, GROUP, id, false);
+        if (this.recent.generation !== generation) break;
+        if (written) released += this.recent.release(shard, id);
+      }
+    } catch (err) {
+      this.opts.log.debug({ err: (err as Error).message }, 'usage stream: could not ask which entries are written');
+    } finally {
+      this.releasing = false;
+    }
+    return released;
   }
 
   /** After an outage: the outcomes appended just before it, again (a failover may have lost them; see AT_RISK_MS). Never rejects. */
@@ -196,7 +251,7 @@ export class RedisOutcomeWriter extends OutcomeBatchWriter implements OutcomeQue
     if (entries.length === 0) return;
     let again: { shard: Shard; o: InferenceOutcome }[];
     try {
-      again = entries.flatMap(({ shard, fields }) => decodeStreamEntry(fields, this.opts.sealer).map((o) => ({ shard, o })));
+      again = entries.flatMap(({ shard, fields }) => (fields ? decodeStreamEntry(fields, this.opts.sealer).map((o) => ({ shard, o })) : []));
     } catch (err) {
       // Entries this process encoded itself: not expected to fail; nothing to append again if they do.
       this.opts.log.error({ err: (err as Error).message }, 'the usage entries of the moments before the Redis outage could not be read to append them again');
@@ -207,7 +262,8 @@ export class RedisOutcomeWriter extends OutcomeBatchWriter implements OutcomeQue
       again.map(async ({ shard, o }) => {
         try {
           if (!batch.usable) throw new Error('Redis does not answer');
-          this.appended(shard, await batch.gather(shard, 'X', [shard.stream], o, this.fieldsOf));
+          const posting: Posting = { o, entry: null };
+          this.appended(shard, await batch.gather(shard, 'X', [shard.stream], posting, this.fieldsOf), posting.entry);
         } catch {
           await this.direct(o);
         }
@@ -256,6 +312,7 @@ export class RedisOutcomeWriter extends OutcomeBatchWriter implements OutcomeQue
   async close(): Promise<void> {
     if (this.stopped) return;
     this.closed = true;
+    if (this.releaseTimer) clearInterval(this.releaseTimer);
     this.resume();
     if (!this.consuming) {
       // Appending only (SVC_ROLE=api): what this process accepted is in the stream, for the workers to write, once the

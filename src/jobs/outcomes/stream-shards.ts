@@ -218,15 +218,31 @@ export function sleep(ms: number): Promise<void> {
  */
 export const AT_RISK_MS = 2_000;
 
-/** What was appended within AT_RISK_MS (oldest first from `head`), and what was set aside when Redis went down. */
-export class RecentAppends<T> {
-  private recent: { at: number; item: T }[] = [];
-  private head = 0;
-  private aside: T[] = [];
+/**
+ * One stream entry appended within AT_RISK_MS: its fields (to append again), until a consumer is known to have written
+ * it to PostgreSQL (then nothing is at risk and they are let go: RecentAppends.release), and its id once Redis answered.
+ */
+export interface AtRiskEntry {
+  shard: Shard;
+  fields: string[] | null;
+  id: string | null;
+}
 
-  remember(item: T): void {
+/**
+ * What was appended within AT_RISK_MS (oldest first from `head`), and what was set aside when Redis went down. An
+ * entry's fields are let go as soon as its shard's consumer has written it (release), so under load the strings kept
+ * are those of the last few hundred milliseconds, not of AT_RISK_MS.
+ */
+export class RecentAppends {
+  private recent: { at: number; entry: AtRiskEntry }[] = [];
+  private head = 0;
+  private aside: AtRiskEntry[] = [];
+  /** Counts setAside(): a release pass that began before Redis went down lets nothing go after it. */
+  generation = 0;
+
+  remember(entry: AtRiskEntry): void {
     const at = performance.now();
-    this.recent.push({ at, item });
+    this.recent.push({ at, entry });
     while (this.head < this.recent.length && this.recent[this.head]!.at < at - AT_RISK_MS) this.head++;
     if (this.head > 1_024 && this.head * 2 > this.recent.length) {
       this.recent = this.recent.slice(this.head);
@@ -234,23 +250,56 @@ export class RecentAppends<T> {
     }
   }
 
-  /** Redis went down: what was appended within AT_RISK_MS is at risk. */
+  /** Redis went down: what was appended within AT_RISK_MS and is not known to be written is at risk. */
   setAside(): void {
+    this.generation++;
     const since = performance.now() - AT_RISK_MS;
-    for (let i = this.head; i < this.recent.length; i++) if (this.recent[i]!.at >= since) this.aside.push(this.recent[i]!.item);
+    for (let i = this.head; i < this.recent.length; i++) {
+      const { at, entry } = this.recent[i]!;
+      if (at >= since && entry.fields !== null) this.aside.push(entry);
+    }
     this.recent = [];
     this.head = 0;
   }
 
-  takeSetAside(): T[] {
+  takeSetAside(): AtRiskEntry[] {
     const out = this.aside;
     this.aside = [];
     return out;
   }
+
+  /** Per shard, the newest id among the entries remembered before `before` (performance.now()) that still hold their fields. */
+  releasable(before: number): Map<Shard, string> {
+    const out = new Map<Shard, string>();
+    for (let i = this.head; i < this.recent.length && this.recent[i]!.at < before; i++) {
+      const { entry } = this.recent[i]!;
+      if (entry.fields === null || entry.id === null) continue;
+      const newest = out.get(entry.shard);
+      if (newest === undefined || idCompare(entry.id, newest) > 0) out.set(entry.shard, entry.id);
+    }
+    return out;
+  }
+
+  /** A consumer wrote the shard's entries up to `id`: their fields are let go. How many were. */
+  release(shard: Shard, id: string): number {
+    let released = 0;
+    for (let i = this.head; i < this.recent.length; i++) {
+      const { entry } = this.recent[i]!;
+      if (entry.shard === shard && entry.fields !== null && entry.id !== null && idCompare(entry.id, id) <= 0) {
+        entry.fields = null;
+        released++;
+      }
+    }
+    return released;
+  }
 }
 
-/** True when no entry up to `id` of `stream` is left undelivered or delivered-but-unwritten in `group` (any replica's). */
-export async function writtenUpTo(redis: Redis, stream: string, group: string, id: string): Promise<boolean> {
+/**
+ * True when no entry up to `id` of `stream` is left undelivered or delivered-but-unwritten in `group` (any replica's).
+ * `goneIsWritten`: whether a stream that does not exist counts as written (flush(): nothing is left to write), or not
+ * (letting go of at-risk entries: a failover may have lost the stream with them).
+ */
+export async function writtenUpTo(redis: Redis, stream: string, group: string, id: string, goneIsWritten = true): Promise<boolean> {
   try {
     const [groups, pending] = await withRedisTimeout(
       Promise.all([
@@ -269,6 +318,6 @@ export async function writtenUpTo(redis: Redis, stream: string, group: string, i
     // The stream is gone (XINFO: "ERR no such key"): nothing is left to write. No group yet (XPENDING: "NOGROUP No such
     // key … or consumer group"): nothing was read yet. Anything else (Redis not answering): try again.
     const message = (err as Error).message;
-    return !/^NOGROUP/.test(message) && /no such key/i.test(message);
+    return goneIsWritten && !/^NOGROUP/.test(message) && /no such key/i.test(message);
   }
 }
