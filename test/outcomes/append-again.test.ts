@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedis, type Redis } from '../../src/redis/connection.ts';
 import { redisHealthOf } from '../../src/redis/health.ts';
+import type { InferenceOutcome } from '../../src/domain/usage/outcome.ts';
+import type { RedisOutcomeWriter } from '../../src/jobs/outcomes/redis-stream.ts';
 import { buildTestApp, client, seedProject, type TestApp } from '../helpers/app.ts';
 import { redisOutcomeWriter, testOutcome } from '../helpers/outcomes.ts';
 import { PrivateRedis, redisServerPath } from '../helpers/private-services.ts';
@@ -38,6 +40,23 @@ describe.runIf(redisServerPath() !== null || REQUIRE_ENGINES)('usage entries a f
     await t?.close();
   });
 
+  /**
+   * A failover that lost the stream: it is gone, and meanwhile Redis does not answer. `during` is recorded then: its
+   * command times out, Redis is found down (the moments before are set aside), and it is written directly. Returns once
+   * Redis answers again (found by the health state's probe, which asking whether it is usable starts).
+   */
+  async function failover(writer: RedisOutcomeWriter, redis: Redis, during: InferenceOutcome): Promise<void> {
+    await admin.del(writer.stream);
+    server.freeze();
+    try {
+      await writer.record(during);
+      await expect.poll(() => t.deps.db.usageRecord.count({ where: { requestId: during.requestId } }), { timeout: 10_000 }).toBe(1);
+    } finally {
+      server.unfreeze();
+    }
+    await expect.poll(() => redisHealthOf(redis).usable, { timeout: 10_000 }).toBe(true);
+  }
+
   it('are appended again once Redis answers, and each outcome is written once', async () => {
     const { projectId, keyId } = await seedProject(client(t.app));
     const writer = redisOutcomeWriter(t, redis, `${uniqueName('again')}:`);
@@ -48,20 +67,10 @@ describe.runIf(redisServerPath() !== null || REQUIRE_ENGINES)('usage entries a f
     expect(await admin.xlen(writer.stream)).toBeGreaterThan(0);
 
     // The failover: the promoted replica never got them, and meanwhile Redis does not answer.
-    await admin.del(writer.stream);
-    server.freeze();
     const during = testOutcome(projectId, keyId, at, 400n);
-    try {
-      await writer.record(during);
-      // The entry's command times out: Redis is down, the entry is written directly, the moments before are set aside.
-      await expect.poll(() => t.deps.db.usageRecord.count({ where: { requestId: during.requestId } }), { timeout: 10_000 }).toBe(1);
-    } finally {
-      server.unfreeze();
-    }
+    await failover(writer, redis, during);
 
-    // Redis answers again (found by the health state's probe, which asking whether it is usable starts): the entries
-    // set aside go back into the stream, and the consumer writes them.
-    await expect.poll(() => redisHealthOf(redis).usable, { timeout: 10_000 }).toBe(true);
+    // The entries set aside go back into the stream, and the consumer writes them.
     await expect.poll(() => t.logs.text, { timeout: 10_000 }).toMatch(/appended the usage entries of the moments before the Redis outage again/);
     const all = [...before, during];
     const written = () => t.deps.db.usageRecord.count({ where: { requestId: { in: all.map((o) => o.requestId) } } });
@@ -131,16 +140,8 @@ describe.runIf(redisServerPath() !== null || REQUIRE_ENGINES)('usage entries a f
 
     // The failover loses the stream while Redis does not answer.
     const logsFrom = t.logs.text.length;
-    await admin.del(writer.stream);
-    server.freeze();
     const during = testOutcome(projectId, keyId, at, 32n);
-    try {
-      await writer.record(during);
-      await expect.poll(() => t.deps.db.usageRecord.count({ where: { requestId: during.requestId } }), { timeout: 10_000 }).toBe(1);
-    } finally {
-      server.unfreeze();
-    }
-    await expect.poll(() => redisHealthOf(redis).usable, { timeout: 10_000 }).toBe(true);
+    await failover(writer, redis, during);
     // Appended again: the two unread ones (and the one Redis did not answer, written directly already), not the three written.
     const again = async () => /"outcomes":(\d+)[^\n]*appended the usage entries of the moments before the Redis outage again/.exec(t.logs.text.slice(logsFrom))?.[1];
     await expect.poll(again, { timeout: 10_000 }).toBeDefined();
