@@ -51,7 +51,8 @@ function runMain(env: Record<string, string>, until?: (out: string) => boolean, 
       stderr += d;
       check();
     });
-    child.on('exit', (code) => {
+    // 'close', not 'exit': the process can exit before its output has been read to the end.
+    child.on('close', (code) => {
       clearTimeout(timer);
       resolve({ code, stdout, stderr });
     });

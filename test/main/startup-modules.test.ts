@@ -61,7 +61,8 @@ function packagesLoadedAtStart(): Promise<{ code: number | null; packages: Set<s
     let stderr = '';
     child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
     child.on('error', reject);
-    child.on('exit', (code) => {
+    // 'close', not 'exit': the process can exit before its stderr has been read to the end.
+    child.on('close', (code) => {
       const packages = new Set([...stderr.matchAll(/^RESOLVED (\S+)$/gm)].map((m) => m[1]!));
       resolve({ code, packages, stderr: stderr.replace(/^RESOLVED .*\n/gm, '') });
     });

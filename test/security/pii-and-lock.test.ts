@@ -202,7 +202,8 @@ function runToExit(args: string[], env: Record<string, string>, capMs = 60_000):
     child.stdout.on('data', (d) => (stdout += d));
     child.stderr.on('data', (d) => (stderr += d));
     const cap = setTimeout(() => child.kill('SIGKILL'), capMs);
-    child.on('exit', (code, signal) => {
+    // 'close', not 'exit': the process can exit before its output has been read to the end.
+    child.on('close', (code, signal) => {
       clearTimeout(cap);
       resolve({ code: code ?? signal ?? -1, stdout, stderr });
     });
