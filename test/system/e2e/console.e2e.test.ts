@@ -144,7 +144,9 @@ describe('the console layout', () => {
 
   it('follows the system colour scheme until one is chosen', async () => {
     const page = await signIn(project.secret, { dark: true });
-    expect(await page.evaluate(() => document.documentElement.dataset.theme)).toBe('dark');
+    // Waited for, not read once: a CI run once read 'light' here, the emulated scheme not yet in effect when the
+    // page first ran; the page follows the system's scheme live, so it must come to 'dark' without a reload.
+    await page.waitForFunction(() => document.documentElement.dataset.theme === 'dark');
     await page.emulateMedia({ colorScheme: 'light' });
     await page.waitForFunction(() => document.documentElement.dataset.theme === 'light');
     await page.close();
