@@ -57,6 +57,49 @@ export interface StartOptions {
   timeoutMs?: number;
 }
 
+/** How a child process ended, with all of its output. */
+export interface Ended {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+  /** Killed (SIGKILL) by outputToEnd's cap. */
+  capped: boolean;
+}
+
+/**
+ * A child's whole output once it has ended. Resolves on 'close', not 'exit': a process can exit before its output has
+ * been read to the end. `onOutput` sees the output so far after each chunk (to signal the child at a point of it);
+ * past `capMs` the child is killed (SIGKILL) and `capped` says so. Rejects if the child could not be started.
+ */
+export function outputToEnd(child: ChildProcess, opts: { capMs?: number; onOutput?: (stdout: string, stderr: string) => void } = {}): Promise<Ended> {
+  return new Promise((resolve, reject) => {
+    let stdout = '';
+    let stderr = '';
+    let capped = false;
+    const cap = setTimeout(() => {
+      capped = true;
+      child.kill('SIGKILL');
+    }, opts.capMs ?? 60_000);
+    child.stdout?.on('data', (d: Buffer) => {
+      stdout += d.toString();
+      opts.onOutput?.(stdout, stderr);
+    });
+    child.stderr?.on('data', (d: Buffer) => {
+      stderr += d.toString();
+      opts.onOutput?.(stdout, stderr);
+    });
+    child.on('error', (err) => {
+      clearTimeout(cap);
+      reject(err);
+    });
+    child.on('close', (code, signal) => {
+      clearTimeout(cap);
+      resolve({ code, signal, stdout, stderr, capped });
+    });
+  });
+}
+
 /** `node --import tsx src/main.ts` (what `npm start` runs) from the repository root, with exactly this environment. */
 export function spawnMain(env: Record<string, string>): ChildProcess {
   return spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });

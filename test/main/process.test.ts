@@ -8,7 +8,7 @@ import { createDeps, closeDeps } from '../../src/app-deps.ts';
 import { loadConfig } from '../../src/config/config.ts';
 import { hashSecret } from '../../src/domain/auth/service.ts';
 import { createTestDatabase, seedProject, type Seeded } from '../helpers/app.ts';
-import { pollUntil, spawnMain, startGateway, type Answer, type GatewayProcess } from '../helpers/gateway-process.ts';
+import { outputToEnd, pollUntil, spawnMain, startGateway, type Answer, type GatewayProcess } from '../helpers/gateway-process.ts';
 import { freePort } from '../helpers/ports.ts';
 import { startMockOpenAI, type MockOpenAI } from '../helpers/mock-openai.ts';
 import { openServices, type TestServices } from '../helpers/private-services.ts';
@@ -27,36 +27,18 @@ interface Run {
 }
 
 /** Starts `npm start`'s entry point; `until` decides when to send SIGTERM (else waits for exit). */
-function runMain(env: Record<string, string>, until?: (out: string) => boolean, timeoutMs = 60_000): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawnMain({ PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', ...env });
-    let stdout = '';
-    let stderr = '';
-    let signalled = false;
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`main did not finish: ${stdout} ${stderr}`));
-    }, timeoutMs);
-    const check = () => {
-      if (until && !signalled && until(stdout + stderr)) {
-        signalled = true;
-        child.kill('SIGTERM');
-      }
-    };
-    child.stdout!.on('data', (d) => {
-      stdout += d;
-      check();
-    });
-    child.stderr!.on('data', (d) => {
-      stderr += d;
-      check();
-    });
-    // 'close', not 'exit': the process can exit before its output has been read to the end.
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
+async function runMain(env: Record<string, string>, until?: (out: string) => boolean, timeoutMs = 60_000): Promise<Run> {
+  const child = spawnMain({ PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', ...env });
+  let signalled = false;
+  const onOutput = (stdout: string, stderr: string) => {
+    if (until && !signalled && until(stdout + stderr)) {
+      signalled = true;
+      child.kill('SIGTERM');
+    }
+  };
+  const { code, stdout, stderr, capped } = await outputToEnd(child, { capMs: timeoutMs, onOutput });
+  if (capped) throw new Error(`main did not finish: ${stdout} ${stderr}`);
+  return { code, stdout, stderr };
 }
 
 describe('the process', () => {

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { outputToEnd } from '../helpers/gateway-process.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -50,23 +51,16 @@ export async function resolve(specifier, context, next) {
 }
 `)}`;
 
-function packagesLoadedAtStart(): Promise<{ code: number | null; packages: Set<string>; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    // PORT is refused by the configuration, so main.ts exits right after its imports, before opening anything.
-    const child = spawn(process.execPath, ['--import', 'tsx', '--import', HOOK, 'src/main.ts'], {
-      cwd: ROOT,
-      env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', PORT: 'eighty', DATABASE_URL: 'postgresql://127.0.0.1:1/none' },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    let stderr = '';
-    child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
-    child.on('error', reject);
-    // 'close', not 'exit': the process can exit before its stderr has been read to the end.
-    child.on('close', (code) => {
-      const packages = new Set([...stderr.matchAll(/^RESOLVED (\S+)$/gm)].map((m) => m[1]!));
-      resolve({ code, packages, stderr: stderr.replace(/^RESOLVED .*\n/gm, '') });
-    });
+async function packagesLoadedAtStart(): Promise<{ code: number | null; packages: Set<string>; stderr: string }> {
+  // PORT is refused by the configuration, so main.ts exits right after its imports, before opening anything.
+  const child = spawn(process.execPath, ['--import', 'tsx', '--import', HOOK, 'src/main.ts'], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', PORT: 'eighty', DATABASE_URL: 'postgresql://127.0.0.1:1/none' },
+    stdio: ['ignore', 'ignore', 'pipe'],
   });
+  const { code, stderr } = await outputToEnd(child);
+  const packages = new Set([...stderr.matchAll(/^RESOLVED (\S+)$/gm)].map((m) => m[1]!));
+  return { code, packages, stderr: stderr.replace(/^RESOLVED .*\n/gm, '') };
 }
 
 describe('start-up', () => {

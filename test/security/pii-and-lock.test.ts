@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, client, MASTER_KEY, seedProject, type Client, type TestApp } from '../helpers/app.ts';
-import { startGateway, type GatewayProcess } from '../helpers/gateway-process.ts';
+import { outputToEnd, startGateway, type GatewayProcess } from '../helpers/gateway-process.ts';
 import { startMockOpenAI, type MockOpenAI } from '../helpers/mock-openai.ts';
 import { freePort } from '../helpers/ports.ts';
 import { writeProvidersFile } from '../inference/fixtures.ts';
@@ -194,20 +194,10 @@ describe('PII normalisation (unit)', () => {
 // --- SVC_DATA_DIR's lock: one process at a time on the embedded database -----------------------------------------
 
 /** Runs a script or the gateway to its exit (the second opener must exit promptly; a cap catches one that does not). */
-function runToExit(args: string[], env: Record<string, string>, capMs = 60_000): Promise<{ code: number | string; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    const cap = setTimeout(() => child.kill('SIGKILL'), capMs);
-    // 'close', not 'exit': the process can exit before its output has been read to the end.
-    child.on('close', (code, signal) => {
-      clearTimeout(cap);
-      resolve({ code: code ?? signal ?? -1, stdout, stderr });
-    });
-  });
+async function runToExit(args: string[], env: Record<string, string>, capMs = 60_000): Promise<{ code: number | string; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const { code, signal, stdout, stderr } = await outputToEnd(child, { capMs });
+  return { code: code ?? signal ?? -1, stdout, stderr };
 }
 
 /** An environment with no DATABASE_URL (the embedded database), no Redis. */
