@@ -222,6 +222,27 @@ describe('recorded timings', () => {
     expect(JSON.stringify(d)).not.toContain('secret');
   });
 
+  it('keeps the steps in order when the rounded hop end passes the rounded answer (times are kept to 0.1 ms)', { timeout: 60_000 }, async () => {
+    // What a CI run stored: the hop started at 18.2 ms and took 0.1 ms (18.3), the answer rounded to 18.2 ms.
+    const at = new Date(t.clock.now());
+    const requestId = newId('req', at.getTime());
+    const timings = {
+      authenticatedMs: 1.1,
+      validatedMs: 2.4,
+      admittedMs: 3,
+      hops: [{ route: 'secondary/gpt-test', model: 'gpt-test', startMs: 18.2, durationMs: 0.1, outcome: 'ok', error: null }],
+      answeredMs: 18.2,
+      totalMs: 18.9,
+    };
+    await t.deps.db.usageRecord.create({
+      data: { requestId, projectId, keyId: 'key_old', model: 'gpt-test', route: 'secondary/gpt-test', region: 'eu-west-1', status: 'succeeded', latencyMs: 19, createdAt: at, timings },
+    });
+    const d = await detail(requestId);
+    expect(d.timeline.map((s) => s.step)).toEqual(['received', 'authenticated', 'validated', 'limits', 'cache', 'provider', 'answered', 'outcome']);
+    expectOrdered(d.timeline);
+    expect(d.timeline.slice(-2).map((s) => [s.offset_ms, s.duration_ms])).toEqual([[18.2, 0], [18.2, 0.7]]);
+  });
+
   it('still renders a record written without timings (derived timeline, durations null)', { timeout: 60_000 }, async () => {
     const at = new Date(t.clock.now());
     const requestId = newId('req', at.getTime());

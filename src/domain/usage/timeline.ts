@@ -92,6 +92,9 @@ function recordedTimeline(r: UsageRecord, t: RequestTimings): TimelineStep[] {
     end = Math.max(end, h.startMs + h.durationMs);
   });
   if (t.answeredMs !== null) {
+    // Each time is kept to a tenth of a millisecond, so the last hop's start plus its duration can pass the answer by
+    // up to 0.1 ms: the answer is never put before the hop's end it follows.
+    end = Math.min(end, t.answeredMs);
     add('answered', end, t.answeredMs - end, 'ok', r.cacheHit ? 'The cached answer was ready.' : 'The answer was complete (a stream: its last part).');
     end = t.answeredMs;
   }
