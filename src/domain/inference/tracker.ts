@@ -137,9 +137,12 @@ export class Tracker {
     const origin = ctx.startedAt ?? this.startedAt;
     const hops = this.hops;
     if (hops) {
+      // Start and end each rounded, the duration their difference: a hop then never ends after the next one starts
+      // or after the answer (rounded start plus rounded duration could pass them by 0.1 ms).
       for (const h of hops) {
-        h.startMs = tenths(h.startMs - origin);
-        h.durationMs = tenths(h.durationMs);
+        const start = tenths(h.startMs - origin);
+        h.durationMs = tenths(tenths(h.startMs + h.durationMs - origin) - start);
+        h.startMs = start;
       }
     }
     return {
