@@ -8,14 +8,12 @@
  * Node's internals counts for its nearest caller in a package or this repository, as bench/profile.ts counts CPU),
  * and the sites (function, file:line) allocating the most. The profiler costs CPU of its own: read bytes, not µs.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import pg from 'pg';
-import { PrivateRedis } from '../test/helpers/private-services.ts';
-import { benchGatewayEnv, freePort, startCompiledGateway, startScript, waitHttp } from './gateway.ts';
+import { freePort, startCompiledGateway, startScript, stopChild, waitHttp, withBenchServices } from './gateway.ts';
 import { benchNodes, type BenchNode } from './nodes.ts';
 import { packageOf } from './profile.ts';
 import { wrk, wrkAvailable } from './wrk.ts';
@@ -99,34 +97,15 @@ async function onNode(node: BenchNode, env: Record<string, string>, children: Ch
   process.stdout.write(`By package (KB per inference): ${top(s.byPackage, 14).map(([k, v]) => `${k} ${perReq(v)}`).join(', ')}\n\n`);
   process.stdout.write(`The sites allocating the most (KB per inference):\n\n${top(s.bySite, Number(process.env.BENCH_ALLOC_TOP ?? 40)).map(([k, v]) => `- ${perReq(v)} ${k}`).join('\n')}\n`);
   // Stopped before the next Node's pair (and before Redis goes away): each writes what it holds on SIGTERM.
-  await Promise.all([api, worker].map((p) => new Promise<void>((resolve) => {
-    if (p.child.exitCode !== null) return resolve();
-    p.child.once('exit', () => resolve());
-    p.child.kill('SIGTERM');
-  })));
+  await Promise.all([api, worker].map((p) => stopChild(p.child)));
 }
 
 async function main(): Promise<void> {
   if (!wrkAvailable()) throw new Error('bench/allocation.ts needs wrk (Debian: apt-get install -y wrk)');
   mkdirSync(tmp, { recursive: true });
-  const redis = await PrivateRedis.start();
-  const schema = `bench_alloc_${Date.now().toString(36)}`;
-  const dbUrl = new URL(DATABASE_URL);
-  dbUrl.searchParams.set('schema', schema);
-  const children: ChildProcess[] = [];
-  const mockPort = await freePort();
-  children.push(spawn(process.execPath, ['--import', 'tsx', 'bench/mock-provider.ts'], { cwd: root, env: { ...process.env, PORT: String(mockPort) }, stdio: 'ignore' }));
-  const env = benchGatewayEnv({ providersFile: path.join(tmp, 'allocation-providers.json'), mockPort, databaseUrl: dbUrl.toString(), redisUrl: redis.url, masterKey: MASTER });
-  try {
+  await withBenchServices({ root, name: 'allocation', databaseUrl: DATABASE_URL, masterKey: MASTER }, async (env, children) => {
     for (const node of benchNodes()) await onNode(node, env, children);
-  } finally {
-    for (const c of children) if (c.exitCode === null) c.kill('SIGTERM');
-    await redis.destroy();
-    const db = new pg.Client({ connectionString: DATABASE_URL });
-    await db.connect();
-    await db.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-    await db.end();
-  }
+  });
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) await main();

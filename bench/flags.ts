@@ -13,15 +13,13 @@
  * BENCH_FLAG_SETS: `;`-separated flag sets (a set's flags separated by spaces; `-` for none) instead of the defaults.
  * BENCH_FLAGS_EMBEDDED=0: the api only.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import pg from 'pg';
 import { request } from 'undici';
-import { PrivateRedis } from '../test/helpers/private-services.ts';
-import { benchGatewayEnv, cpuUs, freePort, rssMb, startCompiledGateway, startScript, waitHttp } from './gateway.ts';
+import { cpuUs, freePort, rssMb, startCompiledGateway, startScript, stopChild, waitHttp, withBenchServices } from './gateway.ts';
 import { benchNodes } from './nodes.ts';
 import { wrk, wrkAvailable } from './wrk.ts';
 
@@ -101,19 +99,10 @@ async function main(): Promise<void> {
   mkdirSync(tmp, { recursive: true });
   startScript(root); // the start script is readable
   const nodes = benchNodes();
-  const redis = await PrivateRedis.start();
-  const schema = `bench_flags_${Date.now().toString(36)}`;
-  const dbUrl = new URL(DATABASE_URL);
-  dbUrl.searchParams.set('schema', schema);
-  const children: ChildProcess[] = [];
-  const mockPort = await freePort();
-  const mock = spawn(process.execPath, ['--import', 'tsx', 'bench/mock-provider.ts'], { cwd: root, env: { ...process.env, PORT: String(mockPort) }, stdio: 'ignore' });
-  children.push(mock);
-  const env = benchGatewayEnv({ providersFile: path.join(tmp, 'flags-providers.json'), mockPort, databaseUrl: dbUrl.toString(), redisUrl: redis.url, masterKey: MASTER });
   const rows: Record<string, { node: string; flags: string; api_us: number[]; threads_us: number[]; worker_us: number[]; gc_us: number[]; gcs: string[]; rss_mb: number[]; heap: string[]; rps: number[]; seq_p50: number[]; seq_p99: number[]; emb_us: number[]; emb_rss_mb: number[]; emb_rps: number[]; errors: number }> = {};
   let target: { url: string; headers: Record<string, string>; body: string } | null = null;
   let embeddedRuns = 0;
-  try {
+  await withBenchServices({ root, name: 'flags', databaseUrl: DATABASE_URL, masterKey: MASTER }, async (env, children) => {
     for (let round = 0; round < ROUNDS; round++) {
       for (const node of nodes) {
         for (const flags of round % 2 ? [...FLAG_SETS].reverse() : FLAG_SETS) {
@@ -127,11 +116,7 @@ async function main(): Promise<void> {
             await waitHttp(`http://127.0.0.1:${port}/healthz`, 240_000);
             return { child, url: `http://127.0.0.1:${port}` };
           };
-          const stop = (p: { child: ChildProcess }) =>
-            new Promise<void>((resolve) => {
-              p.child.once('exit', () => resolve());
-              p.child.kill('SIGTERM');
-            });
+          const stop = (p: { child: ChildProcess }) => stopChild(p.child);
           const worker = await start('worker');
           const api = await start('api');
           target ??= await inferenceTarget(api.url);
@@ -177,14 +162,7 @@ async function main(): Promise<void> {
         }
       }
     }
-  } finally {
-    for (const c of children) if (c.exitCode === null) c.kill('SIGTERM');
-    await redis.destroy();
-    const db = new pg.Client({ connectionString: DATABASE_URL });
-    await db.connect();
-    await db.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-    await db.end();
-  }
+  });
   const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
   const lines = [
     `wrk, ${CONNECTIONS} connections, ${SECONDS} s per flag set after as long a warm-up, ${ROUNDS} rounds (values per round; the median first). Load average at the end: ${(await import('node:os')).loadavg().map((x) => x.toFixed(2)).join(' / ')}.`,

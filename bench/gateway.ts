@@ -2,8 +2,11 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import pg from 'pg';
+import { PrivateRedis } from '../test/helpers/private-services.ts';
+import { freePort } from '../test/helpers/ports.ts';
 
-export { freePort } from '../test/helpers/ports.ts';
+export { freePort };
 
 /** `NAME=value` tokens of a flag set or a start script: the environment, not Node flags. */
 export const splitEnv = (tokens: string[]): { env: Record<string, string>; flags: string[] } => {
@@ -96,4 +99,43 @@ export function benchGatewayEnv(opts: { providersFile: string; mockPort: number;
     SVC_PROVIDERS_FILE: opts.providersFile,
     SVC_EGRESS_ALLOWLIST: '127.0.0.1',
   };
+}
+
+/** SIGTERM, then the child's exit (at once if it has exited): each gateway role writes what it holds on SIGTERM. */
+export function stopChild(c: ChildProcess): Promise<void> {
+  return new Promise<void>((resolve) => {
+    if (c.exitCode !== null || c.signalCode !== null) return resolve();
+    c.once('exit', () => resolve());
+    c.kill('SIGTERM');
+  });
+}
+
+/**
+ * What a bench of its own runs its gateways on: a Redis server of its own, a fresh schema in PostgreSQL, the bench's
+ * mock provider, and the gateway environment for them (benchGatewayEnv). `run` gets the environment and a list to put
+ * its child processes in; afterwards every child is stopped, Redis too, and the schema dropped.
+ */
+export async function withBenchServices(
+  opts: { root: string; name: string; databaseUrl: string; masterKey: string },
+  run: (env: Record<string, string>, children: ChildProcess[]) => Promise<void>,
+): Promise<void> {
+  const redis = await PrivateRedis.start();
+  const schema = `bench_${opts.name}_${Date.now().toString(36)}`;
+  const dbUrl = new URL(opts.databaseUrl);
+  dbUrl.searchParams.set('schema', schema);
+  const children: ChildProcess[] = [];
+  const mockPort = await freePort();
+  children.push(spawn(process.execPath, ['--import', 'tsx', 'bench/mock-provider.ts'], { cwd: opts.root, env: { ...process.env, PORT: String(mockPort) }, stdio: 'ignore' }));
+  const providersFile = path.join(opts.root, 'bench', 'tmp', `${opts.name}-providers.json`);
+  const env = benchGatewayEnv({ providersFile, mockPort, databaseUrl: dbUrl.toString(), redisUrl: redis.url, masterKey: opts.masterKey });
+  try {
+    await run(env, children);
+  } finally {
+    await Promise.all(children.map(stopChild));
+    await redis.destroy();
+    const db = new pg.Client({ connectionString: opts.databaseUrl });
+    await db.connect();
+    await db.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    await db.end();
+  }
 }

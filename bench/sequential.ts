@@ -12,14 +12,12 @@
  * (bench/profile.ts: by package, and the functions the samples count for). The profile costs CPU of its own: read its
  * shares, not its µs.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import pg from 'pg';
-import { PrivateRedis } from '../test/helpers/private-services.ts';
-import { benchGatewayEnv, cpuUs, freePort, startCompiledGateway, startScript, waitHttp } from './gateway.ts';
+import { cpuUs, freePort, startCompiledGateway, startScript, stopChild, waitHttp, withBenchServices } from './gateway.ts';
 import { benchNodes, type BenchNode } from './nodes.ts';
 import { summarizeProfile } from './profile.ts';
 import { wrk, wrkAvailable } from './wrk.ts';
@@ -52,12 +50,7 @@ async function onNode(node: BenchNode, env: Record<string, string>, children: Ch
     await waitHttp(`http://127.0.0.1:${port}/healthz`, 240_000);
     return { child, url: `http://127.0.0.1:${port}` };
   };
-  const stop = (p: { child: ChildProcess }) =>
-    new Promise<void>((resolve) => {
-      if (p.child.exitCode !== null) return resolve();
-      p.child.once('exit', () => resolve());
-      p.child.kill('SIGTERM');
-    });
+  const stop = (p: { child: ChildProcess }) => stopChild(p.child);
   const worker = await start('worker');
   // The timing preload (bench/request-timing.cjs) subscribes to nothing until its first SIGUSR2 (the third window).
   const timingFile = path.join(tmp, `request-timing-${process.pid}-${node.version}.json`);
@@ -127,24 +120,9 @@ async function onNode(node: BenchNode, env: Record<string, string>, children: Ch
 async function main(): Promise<void> {
   if (!wrkAvailable()) throw new Error('bench/sequential.ts needs wrk (Debian: apt-get install -y wrk)');
   mkdirSync(tmp, { recursive: true });
-  const redis = await PrivateRedis.start();
-  const schema = `bench_seq_${Date.now().toString(36)}`;
-  const dbUrl = new URL(DATABASE_URL);
-  dbUrl.searchParams.set('schema', schema);
-  const children: ChildProcess[] = [];
-  const mockPort = await freePort();
-  children.push(spawn(process.execPath, ['--import', 'tsx', 'bench/mock-provider.ts'], { cwd: root, env: { ...process.env, PORT: String(mockPort) }, stdio: 'ignore' }));
-  const env = benchGatewayEnv({ providersFile: path.join(tmp, 'sequential-providers.json'), mockPort, databaseUrl: dbUrl.toString(), redisUrl: redis.url, masterKey: MASTER });
-  try {
+  await withBenchServices({ root, name: 'sequential', databaseUrl: DATABASE_URL, masterKey: MASTER }, async (env, children) => {
     for (const node of benchNodes()) await onNode(node, env, children);
-  } finally {
-    for (const c of children) if (c.exitCode === null) c.kill('SIGTERM');
-    await redis.destroy();
-    const db = new pg.Client({ connectionString: DATABASE_URL });
-    await db.connect();
-    await db.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-    await db.end();
-  }
+  });
 }
 
 await main();
