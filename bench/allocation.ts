@@ -50,9 +50,9 @@ export function summarizeAllocations(head: HeapNode, rootDir: string): { total: 
       add(byPackage, pkg, n.selfSize);
       add(bySite, `${pkg}: ${site}`, n.selfSize);
     }
-    const own = pkg === 'node internals' || pkg === 'V8 builtins' || pkg === '(root)' ? callerPkg : pkg;
-    const ownSite = own === callerPkg && pkg !== own ? callerSite : site;
-    for (const c of n.children) walk(c, own, own === null ? null : ownSite);
+    // Still Node's or V8's here only with no caller to count for (the root, a callback from the event loop).
+    const own = pkg === 'node internals' || pkg === 'V8 builtins' ? null : pkg;
+    for (const c of n.children) walk(c, own, own === null ? null : site);
   };
   walk(head, null, null);
   return { total, byPackage, bySite };

@@ -224,7 +224,7 @@ describe('recorded timings', () => {
   });
 
   it('keeps the steps in order when the rounded hop end passes the rounded answer (times are kept to 0.1 ms)', { timeout: 60_000 }, async () => {
-    // What a CI run stored: the hop started at 18.2 ms and took 0.1 ms (18.3), the answer rounded to 18.2 ms.
+    // What a suite run stored: the hop started at 18.2 ms and took 0.1 ms (18.3), the answer rounded to 18.2 ms.
     const at = new Date(t.clock.now());
     const requestId = newId('req', at.getTime());
     const timings = {
